@@ -1,0 +1,27 @@
+// One query position against n_ctx cached positions, per query head h:
+//   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
+//   p      = softmax(s)
+//   out[h] = sum_j p[j] v[j, kvh]
+// q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]; scratch: [n_ctx]
+#include "kernels/cpu/scalar/scalar_ops.h"
+
+namespace dancemoe::kernels::scalar {
+
+void attention(const AttentionArgs& a) {
+  const int64_t group = a.n_heads / a.n_kv_heads;
+  for (int64_t h = a.head_begin; h < a.head_end; ++h) {
+    const int64_t kv_offset = (h / group) * a.head_dim;
+    const float* qh = a.q + h * a.head_dim;
+    for (int64_t j = 0; j < a.n_ctx; ++j) {
+      a.scratch[j] = a.scale * dot(qh, a.k + j * a.kv_stride + kv_offset, a.head_dim);
+    }
+    softmax(a.scratch, a.n_ctx);
+    float* oh = a.out + h * a.head_dim;
+    for (int64_t d = 0; d < a.head_dim; ++d) oh[d] = 0.0f;
+    for (int64_t j = 0; j < a.n_ctx; ++j) {
+      axpy(a.scratch[j], a.v + j * a.kv_stride + kv_offset, oh, a.head_dim);
+    }
+  }
+}
+
+}  // namespace dancemoe::kernels::scalar

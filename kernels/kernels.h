@@ -1,0 +1,117 @@
+// The CPU kernel interface: one table of function pointers per instruction-set
+// level, chosen at run time (cpu_features.h). Model code calls
+// cpu_kernels().op(...) and never names an instruction set.
+//
+// Conventions for every op:
+// - Buffers are row-major and contiguous unless a stride is given; shapes are
+//   written as [rows, cols]. Pointers to outputs never alias inputs unless the
+//   op says "in place".
+// - Kernels are single-threaded and reentrant; callers split work across
+//   threads (matmuls by output rows, attention by heads).
+// - bf16 is stored as uint16_t (the top half of an IEEE f32); f16 as
+//   uint16_t IEEE half. f32 -> bf16 rounds to nearest even; NaN stays NaN.
+// - Each op has a scalar reference in cpu/scalar/<op>.cpp that reads like the
+//   math; the SIMD versions implement the same signature and are checked
+//   against it by tests/kernels/parity_test.cpp.
+//
+// This folder is a leaf: it includes nothing else of the project.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/cpu_features.h"
+
+namespace dancemoe::kernels {
+
+enum class WeightType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+// A weight matrix W: [rows, cols] row-major, as HuggingFace Linear stores it
+// ([out_features, in_features]). `data` points at rows * cols elements of `type`.
+struct WeightView {
+  const void* data = nullptr;
+  WeightType type = WeightType::kBF16;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// Arguments of y = x W^T for the output columns [row_begin, row_end) of y.
+//   x: [n_tokens, w.cols] (f32 or pre-rounded bf16, see the two entry points)
+//   y: [n_tokens, y_stride]; only y[t, row_begin..row_end) is written, overwriting.
+struct MatmulArgs {
+  WeightView w;
+  int64_t n_tokens = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;  // elements between rows of y; >= w.rows
+  int64_t row_begin = 0;
+  int64_t row_end = 0;
+};
+
+// Decode-style attention of one query position against a KV cache, for the
+// query heads [head_begin, head_end):
+//   q:   [n_heads, head_dim]
+//   k,v: [n_ctx, kv_stride], head h reads kv head h / (n_heads / n_kv_heads) at
+//        column offset kv_head * head_dim
+//   out: [n_heads, head_dim]
+//   scratch: at least n_ctx floats, owned by the calling thread
+//   out[h] = sum_j softmax_j(scale * q[h] . k[j, kvh]) * v[j, kvh]
+struct AttentionArgs {
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t kv_stride = 0;
+  int64_t n_ctx = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+  float* scratch = nullptr;
+  int64_t head_begin = 0;
+  int64_t head_end = 0;
+};
+
+struct CpuKernels {
+  CpuLevel level = CpuLevel::kScalar;
+
+  // y = x W^T with f32 activations x: [n_tokens, w.cols]. Exact with respect
+  // to the weights (each weight is widened to f32), f32 accumulation.
+  void (*matmul_f32)(const MatmulArgs& args, const float* x);
+
+  // y = x W^T with activations already rounded to bf16 (f32_to_bf16), for
+  // w.type == kBF16 only. Uses the bf16 dot-product instructions where the
+  // CPU has them; f32 accumulation.
+  void (*matmul_bf16)(const MatmulArgs& args, const uint16_t* x_bf16);
+
+  // out = x / sqrt(mean(x^2) + eps) * weight, for one row of n.
+  void (*rmsnorm)(const float* x, const float* weight, int64_t n, float eps, float* out);
+
+  // Rotary embedding, "rotate half" (GPT-NeoX / HuggingFace Llama) layout, in place:
+  //   x: [n_heads, head_dim]; cos, sin: [head_dim / 2] for this position.
+  //   x'[i]      = x[i] cos[i] - x[i + d/2] sin[i]
+  //   x'[i + d/2] = x[i + d/2] cos[i] + x[i] sin[i]
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
+
+  // Numerically stable softmax of one row, in place.
+  void (*softmax)(float* x, int64_t n);
+
+  // out = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+  void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+
+  void (*attention)(const AttentionArgs& args);
+
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // y += a * x
+  void (*axpy)(float a, const float* x, float* y, int64_t n);
+
+  void (*bf16_to_f32)(const uint16_t* in, int64_t n, float* out);
+  void (*f16_to_f32)(const uint16_t* in, int64_t n, float* out);
+  void (*f32_to_bf16)(const float* in, int64_t n, uint16_t* out);
+};
+
+// The table for the active level (active_cpu_level()).
+const CpuKernels& cpu_kernels();
+
+// The table for a given level; nullptr when this build or CPU lacks it.
+const CpuKernels* cpu_kernels_for(CpuLevel level);
+
+}  // namespace dancemoe::kernels

@@ -1,0 +1,31 @@
+#include "kernels/cpu/cpu_features.h"
+
+#include <doctest/doctest.h>
+
+#include "kernels/kernels.h"
+
+namespace dancemoe::kernels {
+
+TEST_CASE("cpu features: level names round-trip") {
+  for (CpuLevel level :
+       {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+    CpuLevel parsed;
+    REQUIRE(parse_cpu_level(cpu_level_name(level), &parsed));
+    CHECK(parsed == level);
+  }
+  CpuLevel unused;
+  CHECK_FALSE(parse_cpu_level("sse9", &unused));
+}
+
+TEST_CASE("cpu features: the active level never exceeds what the CPU supports") {
+  const CpuLevel detected = detect_cpu_level();
+  MESSAGE("detected CPU level: ", cpu_level_name(detected));
+  CHECK(active_cpu_level() <= detected);
+  CHECK(set_cpu_level_for_testing(CpuLevel::kAvx512Bf16) == detected);
+  CHECK(set_cpu_level_for_testing(CpuLevel::kScalar) == CpuLevel::kScalar);
+  CHECK(cpu_kernels().level == CpuLevel::kScalar);
+  set_cpu_level_for_testing(detected);
+  CHECK(cpu_kernels_for(CpuLevel::kScalar) != nullptr);
+}
+
+}  // namespace dancemoe::kernels
