@@ -1,0 +1,68 @@
+// DenseWeights: every non-expert tensor of a model (embeddings, attention,
+// norms, routers, dense MLP layers, lm_head), read into host memory.
+//
+// Matrices keep their on-disk dtype (bf16/f16/f32) in one aligned block and
+// are handed to kernels as WeightViews; the small vectors (norm weights,
+// biases) are widened to f32 once at load. Immutable after load(); safe to
+// share between threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/model/checkpoint.h"
+#include "common/tensor/host_buffer.h"
+#include "kernels/kernels.h"
+
+namespace dancemoe {
+
+// Called as bytes are read: (bytes done, bytes total).
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
+
+struct AttentionWeights {
+  kernels::WeightView q, k, v, o;
+  const float* q_bias = nullptr;  // [q_dim] or null
+  const float* k_bias = nullptr;  // [kv_dim] or null
+  const float* v_bias = nullptr;  // [kv_dim] or null
+  const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full) or null
+  const float* k_norm = nullptr;
+};
+
+struct LayerWeights {
+  const float* input_norm = nullptr;           // [hidden]
+  const float* post_attention_norm = nullptr;  // [hidden]
+  AttentionWeights attention;
+  bool is_moe = false;
+  kernels::WeightView router;                            // [n_experts, hidden] when is_moe
+  kernels::WeightView dense_gate, dense_up, dense_down;  // when !is_moe
+};
+
+class DenseWeights {
+ public:
+  static Result<DenseWeights> load(const Checkpoint& checkpoint, const LoadProgress& progress = {});
+
+  DenseWeights(DenseWeights&&) = default;
+  DenseWeights& operator=(DenseWeights&&) = default;
+
+  const kernels::WeightView& embed() const { return embed_; }      // [vocab, hidden]
+  const kernels::WeightView& lm_head() const { return lm_head_; }  // [vocab, hidden]
+  const float* final_norm() const { return final_norm_; }
+  const LayerWeights& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
+
+  // Bytes of weights as stored in memory (matrices in their dtype + f32 vectors).
+  uint64_t n_bytes() const { return matrices_.size() + vectors_.size(); }
+
+ private:
+  DenseWeights() = default;
+
+  HostBuffer matrices_;
+  HostBuffer vectors_;
+  kernels::WeightView embed_;
+  kernels::WeightView lm_head_;
+  const float* final_norm_ = nullptr;
+  std::vector<LayerWeights> layers_;
+};
+
+}  // namespace dancemoe

@@ -1,0 +1,141 @@
+#include "common/model/expert_store.h"
+
+namespace dancemoe {
+namespace {
+
+constexpr uint64_t kAlign = 64;
+uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+}  // namespace
+
+ExpertStore::ExpertStore(const Checkpoint& checkpoint)
+    : checkpoint_(checkpoint),
+      n_layers_(checkpoint.config().n_layers),
+      n_experts_(checkpoint.config().n_experts),
+      slots_(static_cast<size_t>(n_layers_ * n_experts_)) {}
+
+size_t ExpertStore::slot(ExpertKey key) const {
+  return static_cast<size_t>(key.layer * n_experts_ + key.expert);
+}
+
+Status ExpertStore::check_key(ExpertKey key) const {
+  if (key.layer < 0 || key.layer >= n_layers_) {
+    return invalid_argument("layer " + std::to_string(key.layer) + " is out of range [0, " +
+                            std::to_string(n_layers_) + ")");
+  }
+  if (!checkpoint_.config().layer_is_moe[static_cast<size_t>(key.layer)]) {
+    return invalid_argument("layer " + std::to_string(key.layer) +
+                            " is a dense layer and has no experts");
+  }
+  if (key.expert < 0 || key.expert >= n_experts_) {
+    return invalid_argument("expert " + std::to_string(key.expert) + " is out of range [0, " +
+                            std::to_string(n_experts_) + ")");
+  }
+  return Status::ok();
+}
+
+Status ExpertStore::load(ExpertKey key) {
+  DMOE_RETURN_IF_ERROR(check_key(key));
+  if (is_resident(key)) return Status::ok();
+  const TensorLocation& gate = checkpoint_.tensor(TensorRole::kExpertGate, key.layer, key.expert);
+  const TensorLocation& up = checkpoint_.tensor(TensorRole::kExpertUp, key.layer, key.expert);
+  const TensorLocation& down = checkpoint_.tensor(TensorRole::kExpertDown, key.layer, key.expert);
+  auto expert = std::make_shared<ExpertWeights>();
+  expert->key = key;
+  const uint64_t up_offset = align_up(gate.n_bytes);
+  const uint64_t down_offset = up_offset + align_up(up.n_bytes);
+  DMOE_ASSIGN_OR_RETURN(expert->storage, HostBuffer::allocate(down_offset + down.n_bytes));
+  auto* base = static_cast<uint8_t*>(expert->storage.data());
+  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(gate, base));
+  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(up, base + up_offset));
+  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(down, base + down_offset));
+  auto view = [](const TensorLocation& t, const uint8_t* data) {
+    return kernels::WeightView{data, to_weight_type(t.dtype), t.shape[0], t.shape[1]};
+  };
+  expert->gate = view(gate, base);
+  expert->up = view(up, base + up_offset);
+  expert->down = view(down, base + down_offset);
+  expert->n_bytes = gate.n_bytes + up.n_bytes + down.n_bytes;
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& entry = slots_[slot(key)];
+  if (entry == nullptr) {  // another thread may have loaded it meanwhile
+    resident_bytes_ += expert->n_bytes;
+    entry = std::move(expert);
+  }
+  return Status::ok();
+}
+
+Status ExpertStore::load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress) {
+  uint64_t total = 0;
+  for (ExpertKey key : keys) {
+    DMOE_RETURN_IF_ERROR(check_key(key));
+    total += expert_bytes(key);
+  }
+  uint64_t done = 0;
+  for (ExpertKey key : keys) {
+    DMOE_RETURN_IF_ERROR(load(key));
+    done += expert_bytes(key);
+    if (progress) progress(done, total);
+  }
+  return Status::ok();
+}
+
+Status ExpertStore::load_all(const LoadProgress& progress) {
+  std::vector<ExpertKey> keys;
+  for (int32_t l = 0; l < n_layers_; ++l) {
+    if (!checkpoint_.config().layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int32_t e = 0; e < n_experts_; ++e) keys.push_back({l, e});
+  }
+  return load_many(keys, progress);
+}
+
+bool ExpertStore::evict(ExpertKey key) {
+  if (!check_key(key).is_ok()) return false;
+  std::shared_ptr<const ExpertWeights> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped = std::move(slots_[slot(key)]);
+    slots_[slot(key)] = nullptr;
+    if (dropped) resident_bytes_ -= dropped->n_bytes;
+  }
+  return dropped != nullptr;  // freed here, outside the lock, unless still in use
+}
+
+std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertKey key) const {
+  if (key.layer < 0 || key.layer >= n_layers_ || key.expert < 0 || key.expert >= n_experts_) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slots_[slot(key)];
+}
+
+uint64_t ExpertStore::expert_bytes(ExpertKey key) const {
+  return checkpoint_.expert_bytes(key.layer, key.expert);
+}
+
+uint64_t ExpertStore::resident_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return resident_bytes_;
+}
+
+int64_t ExpertStore::n_resident() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t n = 0;
+  for (const auto& e : slots_) n += e ? 1 : 0;
+  return n;
+}
+
+std::vector<ExpertKey> ExpertStore::resident_keys() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ExpertKey> keys;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i]) {
+      keys.push_back({static_cast<int32_t>(static_cast<int64_t>(i) / n_experts_),
+                      static_cast<int32_t>(static_cast<int64_t>(i) % n_experts_)});
+    }
+  }
+  return keys;
+}
+
+}  // namespace dancemoe

@@ -1,0 +1,79 @@
+// ExpertStore: the resident set of a node's experts. The expert -- the
+// weights of one (layer, expert) pair: gate, up and down projections -- is
+// the unit of storage, placement and migration. Each resident expert owns
+// one aligned HostBuffer holding its three matrices in their on-disk dtype.
+//
+// Thread-safety: all methods may be called concurrently. get() hands out a
+// shared_ptr, so an expert evicted while a forward pass still uses it stays
+// alive until that pass drops it (migration evicts under live traffic).
+// Loading reads from the checkpoint outside the lock, so serving is not
+// blocked by a load.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/model/checkpoint.h"
+#include "common/model/dense_weights.h"
+#include "common/tensor/host_buffer.h"
+#include "kernels/kernels.h"
+
+namespace dancemoe {
+
+struct ExpertKey {
+  int32_t layer = 0;
+  int32_t expert = 0;
+  friend bool operator==(const ExpertKey&, const ExpertKey&) = default;
+};
+
+struct ExpertWeights {
+  ExpertKey key;
+  HostBuffer storage;
+  kernels::WeightView gate;  // [moe_intermediate, hidden]
+  kernels::WeightView up;    // [moe_intermediate, hidden]
+  kernels::WeightView down;  // [hidden, moe_intermediate]
+  uint64_t n_bytes = 0;      // exact weight bytes (sum of the three tensors)
+};
+
+class ExpertStore {
+ public:
+  // The checkpoint must outlive the store.
+  explicit ExpertStore(const Checkpoint& checkpoint);
+
+  // Reads the expert from the checkpoint unless it is already resident.
+  // invalid_argument for a layer without experts or an index out of range.
+  Status load(ExpertKey key);
+  // Loads a list of experts, reporting progress in bytes.
+  Status load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress = {});
+  // Loads every expert of every MoE layer.
+  Status load_all(const LoadProgress& progress = {});
+  // Drops the store's reference; returns false when it was not resident.
+  bool evict(ExpertKey key);
+
+  // nullptr when not resident (or out of range).
+  std::shared_ptr<const ExpertWeights> get(ExpertKey key) const;
+  bool is_resident(ExpertKey key) const { return get(key) != nullptr; }
+
+  // Exact bytes of an expert's weights, resident or not (from the tensor index).
+  uint64_t expert_bytes(ExpertKey key) const;
+  uint64_t resident_bytes() const;
+  int64_t n_resident() const;
+  std::vector<ExpertKey> resident_keys() const;
+
+  Status check_key(ExpertKey key) const;
+
+ private:
+  size_t slot(ExpertKey key) const;
+
+  const Checkpoint& checkpoint_;
+  int64_t n_layers_;
+  int64_t n_experts_;
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<const ExpertWeights>> slots_;  // [layer * n_experts + expert]
+  uint64_t resident_bytes_ = 0;
+};
+
+}  // namespace dancemoe

@@ -1,0 +1,19 @@
+#include "common/model/kv_cache.h"
+
+namespace dancemoe {
+
+Result<KvCache> KvCache::create(int64_t n_layers, int64_t kv_dim, int64_t capacity) {
+  if (n_layers <= 0 || kv_dim <= 0 || capacity <= 0) {
+    return invalid_argument("KV cache needs positive layers, width and capacity");
+  }
+  KvCache cache;
+  cache.n_layers_ = n_layers;
+  cache.kv_dim_ = kv_dim;
+  cache.capacity_ = capacity;
+  const uint64_t bytes = static_cast<uint64_t>(n_layers) * 2 * static_cast<uint64_t>(capacity) *
+                         static_cast<uint64_t>(kv_dim) * sizeof(float);
+  DMOE_ASSIGN_OR_RETURN(cache.storage_, HostBuffer::allocate(bytes));
+  return cache;
+}
+
+}  // namespace dancemoe

@@ -1,0 +1,282 @@
+#include "common/model/synthetic/synthetic_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/model/safetensors_writer.h"
+#include "kernels/cpu/numeric.h"
+
+namespace dancemoe {
+namespace {
+
+using nlohmann::ordered_json;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// f32 -> IEEE half, round to nearest even (finite inputs in half range).
+uint16_t float_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const int32_t exponent = static_cast<int32_t>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffffu;
+  if (exponent >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  if (exponent <= 0) {  // subnormal or zero
+    if (exponent < -10) return static_cast<uint16_t>(sign);
+    mantissa |= 0x800000u;
+    const int shift = 14 - exponent;
+    uint32_t half = mantissa >> shift;
+    const uint32_t rem = mantissa & ((1u << shift) - 1);
+    const uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  const uint32_t rem = mantissa & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+// How a tensor is initialised: uniform with this standard deviation around `center`.
+struct Init {
+  float center;
+  float stddev;
+};
+
+void fill_tensor(const TensorSpec& spec, Init init, uint64_t seed, std::span<uint8_t> out) {
+  const uint64_t key = splitmix64(seed ^ fnv1a(spec.name));
+  const float half_width = init.stddev * std::sqrt(3.0f);
+  const uint64_t n = spec.n_elements();
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t r = splitmix64(key + i);
+    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // exact, [0, 1)
+    const float value = init.center + (2.0f * u - 1.0f) * half_width;
+    switch (spec.dtype) {
+      case DType::kF32:
+        std::memcpy(out.data() + 4 * i, &value, 4);
+        break;
+      case DType::kBF16: {
+        const uint16_t h = kernels::float_to_bf16(value);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+        break;
+      }
+      case DType::kF16: {
+        const uint16_t h = float_to_f16(value);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+        break;
+      }
+    }
+  }
+}
+
+struct PlannedTensor {
+  TensorSpec spec;
+  Init init;
+};
+
+std::vector<PlannedTensor> plan_tensors(const SyntheticModelSpec& s, const SyntheticShape& m) {
+  std::vector<PlannedTensor> out;
+  const float inv_hidden = 1.0f / std::sqrt(static_cast<float>(m.hidden_size));
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
+    out.push_back({TensorSpec{std::move(name), s.dtype, std::move(shape)}, init});
+  };
+  auto matrix = [&](std::string name, int64_t rows, int64_t cols) {
+    add(std::move(name), {rows, cols}, Init{0.0f, 1.0f / std::sqrt(static_cast<float>(cols))});
+  };
+  auto norm = [&](std::string name, int64_t n) { add(std::move(name), {n}, Init{1.0f, 0.06f}); };
+  const bool mixtral = s.arch == "mixtral";
+  const int64_t q_dim = m.n_heads * m.head_dim;
+  const int64_t kv_dim = m.n_kv_heads * m.head_dim;
+
+  add("model.embed_tokens.weight", {m.vocab_size, m.hidden_size}, Init{0.0f, 1.0f});
+  for (int64_t l = 0; l < m.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    norm(p + "input_layernorm.weight", m.hidden_size);
+    norm(p + "post_attention_layernorm.weight", m.hidden_size);
+    matrix(p + "self_attn.q_proj.weight", q_dim, m.hidden_size);
+    matrix(p + "self_attn.k_proj.weight", kv_dim, m.hidden_size);
+    matrix(p + "self_attn.v_proj.weight", kv_dim, m.hidden_size);
+    matrix(p + "self_attn.o_proj.weight", m.hidden_size, q_dim);
+    if (!mixtral) {
+      norm(p + "self_attn.q_norm.weight", m.head_dim);
+      norm(p + "self_attn.k_norm.weight", m.head_dim);
+    }
+    bool dense = false;
+    for (int64_t d : m.mlp_only_layers) dense = dense || d == l;
+    if (dense) {
+      matrix(p + "mlp.gate_proj.weight", m.dense_intermediate_size, m.hidden_size);
+      matrix(p + "mlp.up_proj.weight", m.dense_intermediate_size, m.hidden_size);
+      matrix(p + "mlp.down_proj.weight", m.hidden_size, m.dense_intermediate_size);
+      continue;
+    }
+    const std::string moe = mixtral ? p + "block_sparse_moe." : p + "mlp.";
+    // A router twice as sharp as a plain 1/sqrt(fan_in) projection: routing
+    // depends on the token rather than being near-uniform.
+    add(moe + "gate.weight", {m.n_experts, m.hidden_size}, Init{0.0f, 2.0f * inv_hidden});
+    for (int64_t e = 0; e < m.n_experts; ++e) {
+      const std::string ep = moe + "experts." + std::to_string(e) + ".";
+      const int64_t inter = m.moe_intermediate_size;
+      matrix(ep + (mixtral ? "w1.weight" : "gate_proj.weight"), inter, m.hidden_size);
+      matrix(ep + (mixtral ? "w3.weight" : "up_proj.weight"), inter, m.hidden_size);
+      matrix(ep + (mixtral ? "w2.weight" : "down_proj.weight"), m.hidden_size, inter);
+    }
+  }
+  norm("model.norm.weight", m.hidden_size);
+  if (!s.tie_word_embeddings) matrix("lm_head.weight", m.vocab_size, m.hidden_size);
+  return out;
+}
+
+ordered_json config_json(const SyntheticModelSpec& s, const SyntheticShape& m,
+                         const std::vector<int64_t>& eos, std::optional<int64_t> bos) {
+  ordered_json c;
+  const bool mixtral = s.arch == "mixtral";
+  c["architectures"] = {mixtral ? "MixtralForCausalLM" : "Qwen3MoeForCausalLM"};
+  c["model_type"] = s.arch;
+  c["vocab_size"] = m.vocab_size;
+  c["hidden_size"] = m.hidden_size;
+  c["intermediate_size"] = mixtral ? m.moe_intermediate_size : m.dense_intermediate_size;
+  if (!mixtral) c["moe_intermediate_size"] = m.moe_intermediate_size;
+  c["num_hidden_layers"] = m.n_layers;
+  c["num_attention_heads"] = m.n_heads;
+  c["num_key_value_heads"] = m.n_kv_heads;
+  c["head_dim"] = m.head_dim;
+  c["hidden_act"] = "silu";
+  c["max_position_embeddings"] = 4096;
+  c["rope_theta"] = 1000000.0;
+  c["rope_scaling"] = nullptr;
+  c["rms_norm_eps"] = mixtral ? 1e-5 : 1e-6;
+  c["tie_word_embeddings"] = s.tie_word_embeddings;
+  c["attention_bias"] = false;
+  if (mixtral) {
+    c["num_local_experts"] = m.n_experts;
+    c["num_experts_per_tok"] = m.n_experts_per_token;
+    c["sliding_window"] = nullptr;
+  } else {
+    c["num_experts"] = m.n_experts;
+    c["num_experts_per_tok"] = m.n_experts_per_token;
+    c["norm_topk_prob"] = s.norm_topk_prob;
+    c["decoder_sparse_step"] = 1;
+    c["mlp_only_layers"] = m.mlp_only_layers;
+    c["use_sliding_window"] = false;
+  }
+  if (bos) c["bos_token_id"] = *bos;
+  if (eos.size() == 1) c["eos_token_id"] = eos[0];
+  if (eos.size() > 1) c["eos_token_id"] = eos;
+  c["torch_dtype"] =
+      s.dtype == DType::kF32 ? "float32" : (s.dtype == DType::kF16 ? "float16" : "bfloat16");
+  c["dancemoe_synthetic"] = {{"preset", s.preset}, {"seed", s.seed}};
+  return c;
+}
+
+Status write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return unavailable(path.string() + ": cannot write file");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset) {
+  if (arch != "qwen3_moe" && arch != "mixtral") {
+    return invalid_argument("unknown --arch '" + arch + "' (expected qwen3_moe or mixtral)");
+  }
+  const bool qwen = arch == "qwen3_moe";
+  if (preset == "tiny") {
+    return SyntheticShape{512,
+                          64,
+                          4,
+                          4,
+                          2,
+                          16,
+                          8,
+                          2,
+                          qwen ? 32 : 64,
+                          128,
+                          qwen ? std::vector<int64_t>{1} : std::vector<int64_t>{}};
+  }
+  if (preset == "small") {
+    return SyntheticShape{4096, 256, 8, 8, 4, 32, 16, 4, 256, 1024, {}};
+  }
+  if (preset == "medium") {
+    return SyntheticShape{32000, 1024, 16, 16, 8, 64, 32, 8, 512, 2048, {}};
+  }
+  return invalid_argument("unknown --preset '" + preset + "' (expected tiny, small or medium)");
+}
+
+Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
+                             const LoadProgress& progress) {
+  DMOE_ASSIGN_OR_RETURN(SyntheticShape shape, synthetic_shape(spec.arch, spec.preset));
+  if (spec.n_shards < 1) return invalid_argument("--shards must be at least 1");
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return unavailable(out_dir.string() + ": cannot create directory (" + ec.message() + ")");
+
+  std::vector<int64_t> eos;
+  std::optional<int64_t> bos;
+  DMOE_RETURN_IF_ERROR(
+      write_text(out_dir / "config.json", config_json(spec, shape, eos, bos).dump(2) + "\n"));
+  ordered_json generation = {{"do_sample", false}};
+  DMOE_RETURN_IF_ERROR(write_text(out_dir / "generation_config.json", generation.dump(2) + "\n"));
+
+  const std::vector<PlannedTensor> plan = plan_tensors(spec, shape);
+  uint64_t total = 0;
+  for (const PlannedTensor& t : plan) total += t.spec.n_bytes();
+  const uint64_t per_shard =
+      (total + static_cast<uint64_t>(spec.n_shards) - 1) / static_cast<uint64_t>(spec.n_shards);
+  // Contiguous runs of tensors, about equal in bytes.
+  std::vector<std::vector<size_t>> shards(1);
+  uint64_t in_shard = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (in_shard >= per_shard && static_cast<int>(shards.size()) < spec.n_shards) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    shards.back().push_back(i);
+    in_shard += plan[i].spec.n_bytes();
+  }
+  uint64_t done = 0;
+  ordered_json weight_map = ordered_json::object();
+  for (size_t s = 0; s < shards.size(); ++s) {
+    std::string file = "model.safetensors";
+    if (shards.size() > 1) {
+      char name[64];
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, shards.size());
+      file = name;
+    }
+    std::vector<TensorSpec> specs;
+    for (size_t i : shards[s]) {
+      specs.push_back(plan[i].spec);
+      weight_map[plan[i].spec.name] = file;
+    }
+    auto fill = [&](size_t index, std::span<uint8_t> bytes) {
+      const PlannedTensor& t = plan[shards[s][index]];
+      fill_tensor(t.spec, t.init, spec.seed, bytes);
+      done += bytes.size();
+      if (progress) progress(done, total);
+    };
+    DMOE_RETURN_IF_ERROR(write_safetensors(out_dir / file, specs, fill, {{"format", "pt"}}));
+  }
+  if (shards.size() > 1) {
+    ordered_json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    DMOE_RETURN_IF_ERROR(
+        write_text(out_dir / "model.safetensors.index.json", index.dump(2) + "\n"));
+  }
+  return Status::ok();
+}
+
+}  // namespace dancemoe

@@ -1,0 +1,55 @@
+// Random-weight checkpoints in the real HuggingFace layout, for the demo,
+// tests and benchmarks (no real weights can be downloaded here). The output
+// directory holds config.json, generation_config.json, model.safetensors
+// (or shards + model.safetensors.index.json) and, when a tokenizer is
+// available, tokenizer.json + tokenizer_config.json.
+//
+// Deterministic for a seed: every tensor's values come from a counter-based
+// generator keyed by (seed, tensor name) using only exact integer and IEEE
+// arithmetic, so the same seed gives the same bytes on every machine and in
+// any shard layout.
+//
+// Init scales keep activations in a sane range and routing non-degenerate:
+// embeddings ~unit variance, projections ~1/sqrt(fan_in), norm weights 1±0.1.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/model/dense_weights.h"
+#include "common/tensor/dtype.h"
+
+namespace dancemoe {
+
+struct SyntheticModelSpec {
+  std::string arch = "qwen3_moe";  // "qwen3_moe" or "mixtral"
+  std::string preset = "tiny";     // "tiny", "small", "medium"
+  uint64_t seed = 1;
+  DType dtype = DType::kBF16;
+  int n_shards = 1;
+  bool tie_word_embeddings = false;
+  bool norm_topk_prob = true;  // qwen3_moe only
+  // A tokenizer.json to copy (its tokenizer_config.json beside it too); when
+  // absent, a synthetic byte-level BPE tokenizer is generated if the model's
+  // vocabulary is large enough, else none is written.
+  std::optional<std::filesystem::path> tokenizer_json;
+  bool write_tokenizer = true;
+};
+
+// The shape fields of a preset, for documentation and tests.
+struct SyntheticShape {
+  int64_t vocab_size, hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
+  int64_t n_experts, n_experts_per_token, moe_intermediate_size, dense_intermediate_size;
+  std::vector<int64_t> mlp_only_layers;  // qwen3_moe: dense layers among MoE layers
+};
+
+Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset);
+
+Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
+                             const LoadProgress& progress = {});
+
+}  // namespace dancemoe

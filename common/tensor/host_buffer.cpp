@@ -1,0 +1,69 @@
+#include "common/tensor/host_buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <utility>
+
+namespace dancemoe {
+namespace {
+
+constexpr size_t kMmapThreshold = 4u << 20;  // below this, the heap is fine
+constexpr size_t kHugePage = 2u << 20;
+
+}  // namespace
+
+HostBuffer::~HostBuffer() { release(); }
+
+HostBuffer::HostBuffer(HostBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_size_(std::exchange(other.mapped_size_, 0)) {}
+
+HostBuffer& HostBuffer::operator=(HostBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_size_ = std::exchange(other.mapped_size_, 0);
+  }
+  return *this;
+}
+
+void HostBuffer::release() {
+  if (data_ == nullptr) return;
+  if (mapped_size_ != 0) {
+    ::munmap(data_, mapped_size_);
+  } else {
+    std::free(data_);
+  }
+  data_ = nullptr;
+  size_ = 0;
+  mapped_size_ = 0;
+}
+
+Result<HostBuffer> HostBuffer::allocate(size_t n_bytes) {
+  HostBuffer buffer;
+  buffer.size_ = n_bytes;
+  if (n_bytes >= kMmapThreshold) {
+    const size_t mapped = (n_bytes + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return resource_exhausted("cannot allocate " + std::to_string(n_bytes) +
+                                " bytes of host memory");
+    }
+    ::madvise(p, mapped, MADV_HUGEPAGE);  // advisory; ignored where THP is off
+    buffer.data_ = p;
+    buffer.mapped_size_ = mapped;
+    return buffer;
+  }
+  void* p = nullptr;
+  if (::posix_memalign(&p, 64, n_bytes == 0 ? 64 : n_bytes) != 0) {
+    return resource_exhausted("cannot allocate " + std::to_string(n_bytes) +
+                              " bytes of host memory");
+  }
+  buffer.data_ = p;
+  return buffer;
+}
+
+}  // namespace dancemoe
