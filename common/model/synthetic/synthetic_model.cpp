@@ -101,7 +101,12 @@ std::vector<PlannedTensor> plan_tensors(const SyntheticModelSpec& s, const Synth
   const int64_t q_dim = m.n_heads * m.head_dim;
   const int64_t kv_dim = m.n_kv_heads * m.head_dim;
 
-  add("model.embed_tokens.weight", {m.vocab_size, m.hidden_size}, Init{0.0f, 1.0f});
+  // Untied embeddings have unit variance (the residual stream starts at the
+  // scale of a layer's output). Tied ones double as the LM head, where unit
+  // variance would make every token predict itself (h . e_t dominates), so
+  // they are scaled like a projection instead.
+  const float embed_std = s.tie_word_embeddings ? 2.0f * inv_hidden : 1.0f;
+  add("model.embed_tokens.weight", {m.vocab_size, m.hidden_size}, Init{0.0f, embed_std});
   for (int64_t l = 0; l < m.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     norm(p + "input_layernorm.weight", m.hidden_size);

@@ -1,0 +1,49 @@
+#include "common/model/expert_store.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe {
+
+TEST_CASE("expert store: load, hold and evict single experts with exact sizes") {
+  testing::TempDir dir("store");
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  spec.write_tokenizer = false;
+  testing::write_model(spec, dir.path());
+  auto ckpt = Checkpoint::open(dir.path());
+  REQUIRE(ckpt.is_ok());
+  ExpertStore store(**ckpt);
+  CHECK(store.n_resident() == 0);
+  CHECK(store.expert_bytes({0, 3}) == 3 * 32 * 64 * 2);
+
+  REQUIRE(store.load({0, 3}).is_ok());
+  REQUIRE(store.load({0, 3}).is_ok());  // idempotent
+  CHECK(store.n_resident() == 1);
+  CHECK(store.resident_bytes() == store.expert_bytes({0, 3}));
+  auto held = store.get({0, 3});
+  REQUIRE(held != nullptr);
+  CHECK(held->gate.rows == 32);
+  CHECK(held->down.cols == 32);
+
+  CHECK(store.evict({0, 3}));
+  CHECK_FALSE(store.evict({0, 3}));
+  CHECK(store.get({0, 3}) == nullptr);
+  CHECK(store.resident_bytes() == 0);
+  CHECK(held->gate.data != nullptr);  // a user's reference keeps the weights alive
+
+  // Layer 1 of the tiny Qwen3 preset is a dense (mlp_only) layer.
+  Status s = store.load({1, 0});
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("dense layer") != std::string::npos);
+  CHECK(store.load({0, 8}).message().find("expert 8 is out of range [0, 8)") != std::string::npos);
+  CHECK(store.load({9, 0}).message().find("layer 9 is out of range") != std::string::npos);
+
+  REQUIRE(store.load_all().is_ok());
+  CHECK(store.n_resident() == 3 * 8);  // 3 MoE layers of 4
+  CHECK(store.resident_bytes() == (*ckpt)->total_bytes() - (*ckpt)->dense_bytes());
+}
+
+}  // namespace dancemoe

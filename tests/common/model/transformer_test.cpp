@@ -1,0 +1,154 @@
+#include "common/model/transformer.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe {
+namespace {
+
+SyntheticModelSpec tiny(const std::string& arch) {
+  SyntheticModelSpec spec;
+  spec.arch = arch;
+  spec.preset = "tiny";
+  spec.seed = 11;
+  spec.write_tokenizer = false;
+  return spec;
+}
+
+std::vector<int32_t> sequence(int n, int vocab) {
+  std::vector<int32_t> ids;
+  uint32_t x = 12345;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    ids.push_back(static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab)));
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("transformer: decode with the KV cache equals a full re-run of the prefix") {
+  for (std::string arch : {"qwen3_moe", "mixtral"}) {
+    CAPTURE(arch);
+    testing::TempDir dir("kv");
+    testing::write_model(tiny(arch), dir.path());
+    auto model = testing::open_model(dir.path());
+    Transformer& tf = model->transformer();
+    const std::vector<int32_t> ids = sequence(24, 512);
+    auto cache = tf.new_cache(64);
+    REQUIRE(cache.is_ok());
+    std::vector<float> logits;
+    // Prefill 8, then decode one at a time; each step is compared with a
+    // fresh forward over the whole prefix.
+    REQUIRE(tf.forward(std::span(ids).first(8), *cache, LogitsMode::kLast, &logits).is_ok());
+    float worst = 0.0f;
+    for (size_t t = 8; t < ids.size(); ++t) {
+      REQUIRE(tf.forward(std::span(ids).subspan(t, 1), *cache, LogitsMode::kLast, &logits).is_ok());
+      auto fresh = tf.new_cache(64);
+      std::vector<float> full;
+      REQUIRE(tf.forward(std::span(ids).first(t + 1), *fresh, LogitsMode::kLast, &full).is_ok());
+      worst = std::max(worst, testing::max_abs_diff(logits, full));
+    }
+    MESSAGE(arch, ": max |decode - full re-run| = ", worst);
+    CHECK(worst <= 1e-4f);
+  }
+}
+
+TEST_CASE("transformer: bf16 activations stay close to the f32 reference and pick the same token") {
+  testing::TempDir dir("bf16");
+  testing::write_model(tiny("qwen3_moe"), dir.path());
+  auto f32 = testing::open_model(dir.path(), ComputePrecision::kF32);
+  auto bf16 = testing::open_model(dir.path(), ComputePrecision::kBF16);
+  const std::vector<int32_t> ids = sequence(32, 512);
+  std::vector<float> a, b;
+  auto ca = f32->transformer().new_cache(32);
+  auto cb = bf16->transformer().new_cache(32);
+  REQUIRE(f32->transformer().forward(ids, *ca, LogitsMode::kAll, &a).is_ok());
+  REQUIRE(bf16->transformer().forward(ids, *cb, LogitsMode::kAll, &b).is_ok());
+  const float err = testing::max_abs_diff(a, b);
+  MESSAGE("max |bf16 - f32| logits = ", err);
+  CHECK(err < 0.1f);
+  int same_argmax = 0;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    auto ra = std::span(a).subspan(t * 512, 512);
+    auto rb = std::span(b).subspan(t * 512, 512);
+    same_argmax += std::max_element(ra.begin(), ra.end()) - ra.begin() ==
+                   std::max_element(rb.begin(), rb.end()) - rb.begin();
+  }
+  CHECK(same_argmax >= 30);
+}
+
+TEST_CASE("transformer: results do not depend on the thread count") {
+  testing::TempDir dir("threads");
+  testing::write_model(tiny("mixtral"), dir.path());
+  const std::vector<int32_t> ids = sequence(20, 512);
+  std::vector<float> reference;
+  for (int threads : {1, 2, 3}) {
+    auto model = testing::open_model(dir.path(), ComputePrecision::kF32, threads);
+    auto cache = model->transformer().new_cache(32);
+    std::vector<float> logits;
+    REQUIRE(model->transformer().forward(ids, *cache, LogitsMode::kAll, &logits).is_ok());
+    if (reference.empty()) reference = logits;
+    CHECK(testing::max_abs_diff(reference, logits) < 1e-5f);
+  }
+}
+
+TEST_CASE("transformer: a missing expert, a full context and a bad token are clear errors") {
+  testing::TempDir dir("errors");
+  testing::write_model(tiny("qwen3_moe"), dir.path());
+  LocalModelOptions options;
+  options.precision = ComputePrecision::kF32;
+  options.experts = std::vector<ExpertKey>{{0, 0}, {0, 1}};  // almost nothing resident
+  auto partial = LocalModel::open(dir.path(), options);
+  REQUIRE(partial.is_ok());
+  Transformer& tf = (*partial)->transformer();
+  auto cache = tf.new_cache(8);
+  std::vector<float> logits;
+  const std::vector<int32_t> ids = sequence(4, 512);
+  Status s = tf.forward(ids, *cache, LogitsMode::kLast, &logits);
+  REQUIRE_FALSE(s.is_ok());
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(s.message().find("is not resident on this node") != std::string::npos);
+  CHECK(cache->n_past() == 0);
+
+  auto model = testing::open_model(dir.path());
+  auto small = model->transformer().new_cache(4);
+  s = model->transformer().forward(sequence(5, 512), *small, LogitsMode::kLast, &logits);
+  CHECK(s.code() == StatusCode::kResourceExhausted);
+  const std::vector<int32_t> bad = {1, 512};
+  s = model->transformer().forward(bad, *small, LogitsMode::kLast, &logits);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("token id 512 at position 1") != std::string::npos);
+}
+
+TEST_CASE("transformer: a node with only the experts it needs still computes the same logits") {
+  testing::TempDir dir("subset");
+  testing::write_model(tiny("qwen3_moe"), dir.path());
+  const std::vector<int32_t> ids = sequence(6, 512);
+  auto full = testing::open_model(dir.path());
+  std::map<std::pair<int, int>, bool> used;
+  full->transformer().set_routing_observer([&](int64_t layer, const RoutingDecision& r) {
+    for (int32_t e : r.expert_ids) used[{static_cast<int>(layer), e}] = true;
+  });
+  auto cache = full->transformer().new_cache(8);
+  std::vector<float> expected;
+  REQUIRE(full->transformer().forward(ids, *cache, LogitsMode::kAll, &expected).is_ok());
+
+  LocalModelOptions options;
+  options.precision = ComputePrecision::kF32;
+  options.experts = std::vector<ExpertKey>{};
+  for (const auto& [key, _] : used) options.experts->push_back({key.first, key.second});
+  auto subset = LocalModel::open(dir.path(), options);
+  REQUIRE(subset.is_ok());
+  CHECK((*subset)->experts().n_resident() < full->experts().n_resident());
+  auto cache2 = (*subset)->transformer().new_cache(8);
+  std::vector<float> logits;
+  REQUIRE((*subset)->transformer().forward(ids, *cache2, LogitsMode::kAll, &logits).is_ok());
+  CHECK(testing::max_abs_diff(expected, logits) == 0.0f);
+}
+
+}  // namespace dancemoe

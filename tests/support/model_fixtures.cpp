@@ -1,0 +1,34 @@
+#include "tests/support/model_fixtures.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dancemoe::testing {
+
+void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir) {
+  Status status = write_synthetic_model(spec, dir);
+  INFO(status.to_string());
+  REQUIRE(status.is_ok());
+}
+
+std::unique_ptr<LocalModel> open_model(const std::filesystem::path& dir, ComputePrecision precision,
+                                       int n_threads) {
+  LocalModelOptions options;
+  options.precision = precision;
+  options.n_threads = n_threads;
+  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(dir, options);
+  INFO(model.status().to_string());
+  REQUIRE(model.is_ok());
+  return std::move(model).value();
+}
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  REQUIRE(a.size() == b.size());
+  float worst = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+}  // namespace dancemoe::testing

@@ -1,0 +1,25 @@
+// Helpers for tests that need a model: generate a tiny synthetic checkpoint
+// into a temporary directory and open it; compare logits.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/model/local_model.h"
+#include "common/model/synthetic/synthetic_model.h"
+
+namespace dancemoe::testing {
+
+// Writes the synthetic model described by `spec` into `dir` (REQUIREs success).
+void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir);
+
+// Opens a model for tests, REQUIRE-ing success.
+std::unique_ptr<LocalModel> open_model(const std::filesystem::path& dir,
+                                       ComputePrecision precision = ComputePrecision::kF32,
+                                       int n_threads = 2);
+
+float max_abs_diff(std::span<const float> a, std::span<const float> b);
+
+}  // namespace dancemoe::testing
