@@ -37,7 +37,7 @@ TEST_CASE("thread pool: a pool of one runs on the caller") {
   CHECK(seen == 1);
 }
 
-TEST_CASE("split_range: covers [0, n) without overlap, aligned boundaries") {
+TEST_CASE("split_range: covers 0..n without overlap with aligned boundaries") {
   for (int64_t n : {0, 1, 15, 16, 17, 100, 1024, 1025}) {
     for (int threads : {1, 2, 3, 7}) {
       int64_t expected_begin = 0;
