@@ -1,0 +1,82 @@
+#include "common/model/model_benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <set>
+
+namespace dancemoe {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Weight bytes every decoded token reads regardless of routing.
+uint64_t dense_bytes_per_token(const Checkpoint& ckpt) {
+  const ModelConfig& c = ckpt.config();
+  const TensorLocation& embed = ckpt.tensor(TensorRole::kEmbed);
+  const uint64_t embed_row = embed.n_bytes / static_cast<uint64_t>(c.vocab_size);
+  // The whole embedding matrix is read only as the (tied) LM head.
+  const uint64_t unread_embedding = c.tie_word_embeddings ? 0 : embed.n_bytes;
+  return ckpt.dense_bytes() - unread_embedding + embed_row;
+}
+
+}  // namespace
+
+Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBenchParams& params) {
+  if (params.prompt_tokens < 1 || params.gen_tokens < 1 || params.repeats < 1) {
+    return invalid_argument("benchmark needs at least one prompt token, one generated token and one repeat");
+  }
+  Transformer& tf = model.transformer();
+  const ModelConfig& c = tf.config();
+  std::mt19937_64 rng(params.seed);
+  std::vector<int32_t> prompt(static_cast<size_t>(params.prompt_tokens));
+  for (int32_t& id : prompt) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(c.vocab_size));
+
+  DMOE_ASSIGN_OR_RETURN(KvCache cache, tf.new_cache(params.prompt_tokens + params.gen_tokens));
+  std::vector<float> logits;
+  ModelBenchResult result;
+  result.n_threads = model.pool().size();
+
+  // Warm-up: touches every scratch buffer and the KV cache pages once.
+  DMOE_RETURN_IF_ERROR(tf.forward(prompt, cache, LogitsMode::kLast, &logits));
+
+  double best_prefill = 1e30;
+  for (int r = 0; r < params.repeats; ++r) {
+    cache.clear();
+    const auto start = std::chrono::steady_clock::now();
+    DMOE_RETURN_IF_ERROR(tf.forward(prompt, cache, LogitsMode::kLast, &logits));
+    best_prefill = std::min(best_prefill, seconds_since(start));
+  }
+  result.prefill_tok_s = static_cast<double>(params.prompt_tokens) / best_prefill;
+
+  uint64_t expert_bytes = 0;
+  std::set<std::pair<int64_t, int32_t>> token_experts;
+  double best_decode = 1e30;
+  for (int r = 0; r < params.repeats; ++r) {
+    cache.clear();
+    tf.set_routing_observer({});
+    DMOE_RETURN_IF_ERROR(tf.forward(prompt, cache, LogitsMode::kLast, &logits));
+    expert_bytes = 0;
+    tf.set_routing_observer([&](int64_t layer, const RoutingDecision& routing) {
+      token_experts.clear();
+      for (int32_t e : routing.expert_ids) token_experts.insert({layer, e});
+      for (const auto& [l, e] : token_experts) expert_bytes += model.checkpoint().expert_bytes(l, e);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < params.gen_tokens; ++step) {
+      const int32_t next =
+          static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      DMOE_RETURN_IF_ERROR(tf.forward(std::span(&next, 1), cache, LogitsMode::kLast, &logits));
+    }
+    best_decode = std::min(best_decode, seconds_since(start));
+  }
+  tf.set_routing_observer({});
+  result.decode_tok_s = static_cast<double>(params.gen_tokens) / best_decode;
+  result.bytes_per_token = static_cast<double>(dense_bytes_per_token(model.checkpoint())) +
+                           static_cast<double>(expert_bytes) / static_cast<double>(params.gen_tokens);
+  return result;
+}
+
+}  // namespace dancemoe
