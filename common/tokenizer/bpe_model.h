@@ -12,7 +12,7 @@
 //  3. with ignore_merges, a word that is itself in the vocabulary is one token.
 //
 // Load-time checks (errors name the JSON path): vocab is an object of
-// non-negative integer ids below 2^24 without duplicates; every merge is
+// non-negative integer ids below 2^22 without duplicates; every merge is
 // "left right" or ["left", "right"] with both parts and their concatenation
 // in the vocabulary; unk_token, if set, is in the vocabulary. Not supported
 // (load error): dropout > 0, a non-empty continuing_subword_prefix or
@@ -44,7 +44,9 @@ using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equ
 
 class BpeModel {
  public:
-  static constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+  // Ids index dense tables, so a hostile file must not make them huge; real
+  // vocabularies stay below 300k.
+  static constexpr int64_t kMaxTokenId = (int64_t{1} << 22) - 1;
 
   // Parses a "model" node (type must be "BPE").
   static Result<std::unique_ptr<BpeModel>> parse(const JsonField& field);

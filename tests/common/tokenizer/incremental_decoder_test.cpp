@@ -90,6 +90,49 @@ TEST_CASE("incremental decoder: flush releases an unfinished character as U+FFFD
   CHECK(decoder.push(ids[0]) == "x");
 }
 
+TEST_CASE("incremental decoder: tokens that all straddle character boundaries still stream") {
+  // 你 is E4 BD A0, in the byte-level alphabet "ä½ł". Token 2 ends every
+  // character and starts the next, so no window ever ends complete.
+  auto tok = testing::load_or_fail(
+      testing::tiny_tokenizer_json(R"("vocab": {"ä": 0, "½ł": 1, "½łä": 2}, "merges": [])",
+                                   R"("decoder": {"type": "ByteLevel"})"));
+  Ids ids{0};
+  for (int i = 0; i < 20; ++i) ids.push_back(2);
+  ids.push_back(1);
+  std::string expected;
+  for (int i = 0; i < 21; ++i) expected += "你";
+  IncrementalDecoder decoder(*tok);
+  std::string streamed;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = decoder.push(ids[i]);
+    CHECK(utf8_is_valid(piece));
+    // Each token after the first completes one character.
+    CHECK(piece == (i == 0 ? "" : "你"));
+    streamed += piece;
+  }
+  CHECK(streamed + decoder.flush() == expected);
+}
+
+TEST_CASE("incremental decoder: a long run of skipped ids keeps the context of the text") {
+  // Llama's decoder strips the first space of the whole text only: after
+  // "a", a later "▁b" must still give " b", however many unknown or skipped
+  // special ids come between (found by the fuzz target).
+  auto tok = testing::load_or_fail(testing::tiny_tokenizer_json(
+      R"("vocab": {"<s>": 0, "a": 1, "▁b": 2}, "merges": [])",
+      R"("added_tokens": [{"id": 0, "content": "<s>", "special": true}],
+         "decoder": {"type": "Sequence", "decoders": [
+           {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+           {"type": "ByteFallback"}, {"type": "Fuse"},
+           {"type": "Strip", "content": " ", "start": 1, "stop": 0}]})"));
+  Ids ids{1};
+  for (int i = 0; i < 3 * static_cast<int>(IncrementalDecoder::kMaxWindowTokens); ++i) {
+    ids.push_back(i % 2 == 0 ? 0 : 1000 + i);
+  }
+  ids.push_back(2);
+  CHECK(tok->decode(ids, true) == "a b");
+  CHECK(stream(*tok, ids, true) == "a b");
+}
+
 TEST_CASE("incremental decoder: special tokens are skipped or kept as asked") {
   const Tokenizer& tok = testing::synthetic();
   const Ids ids = testing::encode_or_fail(tok, "<|im_start|>hi<|im_end|>");

@@ -80,7 +80,7 @@ TEST_CASE("tokenizer errors: inconsistent vocabulary and merges") {
                                                     "merges": [["a"]])")),
                  "model.merges[0]: expected a merge"));
   CHECK(contains(load_error(tiny_tokenizer_json(R"("vocab": {"a": 0, "b": -1}, "merges": [])")),
-                 "model.vocab[\"b\"]: expected a token id in [0, 16777215], found -1"));
+                 "model.vocab[\"b\"]: expected a token id in [0, 4194303], found -1"));
   CHECK(contains(load_error(tiny_tokenizer_json(R"("vocab": {"a": 0, "b": 0}, "merges": [])")),
                  "id 0 is also used by"));
   CHECK(contains(load_error(tiny_tokenizer_json(R"("vocab": {"a": 0}, "merges": [],
