@@ -58,6 +58,8 @@ void setup(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--tie-word-embeddings", options->spec.tie_word_embeddings,
                 "share the embedding matrix with the LM head");
+  cmd->add_flag("!--no-tokenizer", options->spec.write_tokenizer,
+                "write no tokenizer files (weights and configs only)");
   cmd->add_flag("!--no-norm-topk-prob", options->spec.norm_topk_prob,
                 "qwen3_moe: do not renormalise the top-k router weights");
   cmd->callback([options, exit_code] { *exit_code = run(*options); });

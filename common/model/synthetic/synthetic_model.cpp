@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/model/safetensors_writer.h"
+#include "common/tokenizer/synthetic_tokenizer.h"
+#include "common/tokenizer/tokenizer.h"
 #include "kernels/cpu/numeric.h"
 
 namespace dancemoe {
@@ -194,6 +196,45 @@ Status write_text(const std::filesystem::path& path, const std::string& text) {
   return Status::ok();
 }
 
+Status copy_file_into(const std::filesystem::path& from, const std::filesystem::path& to) {
+  std::error_code ec;
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec)
+    return unavailable("cannot copy " + from.string() + " to " + to.string() + ": " + ec.message());
+  return Status::ok();
+}
+
+// Writes tokenizer.json + tokenizer_config.json: a copy of the given
+// tokenizer (widening the model's vocabulary to cover it) or a synthetic
+// byte-level BPE tokenizer of exactly the model's vocabulary size. Returns
+// the end-of-sequence and beginning-of-sequence ids for config.json.
+Status write_tokenizer_files(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
+                             SyntheticShape* shape, std::vector<int64_t>* eos,
+                             std::optional<int64_t>* bos) {
+  if (spec.tokenizer_json) {
+    const std::filesystem::path source = *spec.tokenizer_json;
+    DMOE_RETURN_IF_ERROR(copy_file_into(source, out_dir / "tokenizer.json"));
+    const std::filesystem::path config = source.parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(config)) {
+      DMOE_RETURN_IF_ERROR(copy_file_into(config, out_dir / "tokenizer_config.json"));
+    }
+  } else {
+    DMOE_RETURN_IF_ERROR(
+        tokenizer::write_synthetic_tokenizer(out_dir, static_cast<int32_t>(shape->vocab_size)));
+  }
+  DMOE_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
+                        tokenizer::Tokenizer::load(out_dir / "tokenizer.json"));
+  // Round the embedding up to a multiple of 128 rows, as real checkpoints do.
+  const int64_t needed = (static_cast<int64_t>(tok->vocab_size()) + 127) / 128 * 128;
+  shape->vocab_size = std::max(shape->vocab_size, needed);
+  if (auto id = tok->eos_id()) eos->push_back(*id);
+  if (auto id = tok->token_id("<|endoftext|>"); id && (eos->empty() || *id != (*eos)[0])) {
+    eos->push_back(*id);
+  }
+  if (auto id = tok->bos_id()) *bos = *id;
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset) {
@@ -233,9 +274,14 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
 
   std::vector<int64_t> eos;
   std::optional<int64_t> bos;
+  if (spec.write_tokenizer) {
+    DMOE_RETURN_IF_ERROR(write_tokenizer_files(spec, out_dir, &shape, &eos, &bos));
+  }
   DMOE_RETURN_IF_ERROR(
       write_text(out_dir / "config.json", config_json(spec, shape, eos, bos).dump(2) + "\n"));
   ordered_json generation = {{"do_sample", false}};
+  if (bos) generation["bos_token_id"] = *bos;
+  if (!eos.empty()) generation["eos_token_id"] = eos;
   DMOE_RETURN_IF_ERROR(write_text(out_dir / "generation_config.json", generation.dump(2) + "\n"));
 
   const std::vector<PlannedTensor> plan = plan_tensors(spec, shape);

@@ -1,0 +1,72 @@
+// Generator: the generation loop of one sequence on a Transformer -- prefill
+// the prompt as one batch, then decode token by token, sampling each next
+// token, streaming its text, and stopping on an end-of-sequence token, a stop
+// string, max_tokens, or when the consumer asks to stop.
+//
+// Text streaming goes through tokenizer::IncrementalDecoder (never emits a
+// broken UTF-8 character) and StopMatcher (never emits text that might
+// become a stop string). Not thread-safe; one Generator per sequence at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/generation/sampler.h"
+#include "common/model/kv_cache.h"
+#include "common/model/transformer.h"
+#include "common/tokenizer/tokenizer.h"
+
+namespace dancemoe {
+
+struct GenerationParams {
+  int32_t max_tokens = 128;
+  std::vector<std::string> stop;  // stop strings; never part of the output
+  SamplingParams sampling;
+  bool ignore_eos = false;  // benchmarks: generate exactly max_tokens
+};
+
+enum class FinishReason { kStop, kLength, kCancelled };
+std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled"
+
+struct GenerationResult {
+  std::vector<int32_t> tokens;  // generated ids (the stopping EOS excluded)
+  std::string text;             // what was streamed, in full
+  FinishReason finish = FinishReason::kLength;
+  int64_t prompt_tokens = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+};
+
+// Receives text as it becomes final; returning false stops generation
+// (FinishReason::kCancelled), e.g. when an HTTP client went away.
+using TextSink = std::function<bool(std::string_view text)>;
+
+class Generator {
+ public:
+  // `eos_ids`: tokens that end the sequence (config.json, generation_config.json
+  // and the tokenizer's eos). The transformer and tokenizer must outlive this.
+  Generator(Transformer& transformer, const tokenizer::Tokenizer& tokenizer,
+            std::vector<int32_t> eos_ids);
+
+  // Runs `prompt` into a fresh `cache` (cleared first) and generates.
+  Result<GenerationResult> generate(std::span<const int32_t> prompt, KvCache& cache,
+                                    const GenerationParams& params, const TextSink& sink);
+
+ private:
+  bool is_eos(int32_t id) const;
+
+  Transformer& transformer_;
+  const tokenizer::Tokenizer& tokenizer_;
+  std::vector<int32_t> eos_ids_;
+};
+
+// The end-of-sequence ids of a model: the config's and the tokenizer's eos.
+std::vector<int32_t> collect_eos_ids(const ModelConfig& config,
+                                     const tokenizer::Tokenizer& tokenizer);
+
+}  // namespace dancemoe
