@@ -7,14 +7,20 @@
 // 1024x1024, k/v 512x1024, expert gate/up 512x1024 and down 1024x512, router
 // 32x1024, lm_head 32000x1024; bf16 weights [out_features, in_features].
 //
+// Timing is built for a shared machine: the variants of one table (levels,
+// ops, the plain read) are timed interleaved, in batches of ~1 ms (shorter
+// than a scheduler time slice), round after round, and each keeps its fastest batch. A burst of
+// load from another process then costs every variant a batch or two instead of skewing one.
+//
 // usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] [--only gemv|gemm]
-// Build in Release (-DCMAKE_BUILD_TYPE=Release); run on an idle machine.
+// Build in Release (-DCMAKE_BUILD_TYPE=Release).
+#include <algorithm>
 #include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -34,7 +40,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  double seconds = 0.3;    // per measurement
+  double seconds = 0.4;    // per variant, over all rounds
   int64_t pool_mib = 512;  // weights cycled through, >> L3
   bool scalar = true;
   std::string only;  // "", "gemv" or "gemm": run one section
@@ -65,10 +71,11 @@ class WeightPool {
  public:
   WeightPool(const Shape& shape, int64_t pool_bytes) : shape_(shape) {
     const int64_t matrix_bytes = shape.rows * shape.cols * 2;
-    copy_stride_bytes_ = (matrix_bytes + 63) / 64 * 64;
-    n_copies_ = pool_bytes / copy_stride_bytes_ > 1 ? pool_bytes / copy_stride_bytes_ : 1;
-    const int64_t total = (copy_stride_bytes_ * n_copies_ + (2 << 20) - 1) / (2 << 20) * (2 << 20);
-    data_.reset(static_cast<char*>(std::aligned_alloc(2 << 20, static_cast<size_t>(total))));
+    copy_stride_bytes_ = (matrix_bytes + 255) / 256 * 256;
+    n_copies_ = std::max<int64_t>(1, pool_bytes / copy_stride_bytes_);
+    const int64_t huge = int64_t{2} << 20;
+    const int64_t total = (copy_stride_bytes_ * n_copies_ + huge - 1) / huge * huge;
+    data_.reset(static_cast<char*>(std::aligned_alloc(huge, static_cast<size_t>(total))));
 #if defined(MADV_HUGEPAGE)
     madvise(data_.get(), static_cast<size_t>(total), MADV_HUGEPAGE);
 #endif
@@ -85,7 +92,7 @@ class WeightPool {
     return WeightView{data_.get() + (i % n_copies_) * copy_stride_bytes_, WeightType::kBF16,
                       shape_.rows, shape_.cols};
   }
-  int64_t n_copies() const { return n_copies_; }
+  const Shape& shape() const { return shape_; }
 
  private:
   Shape shape_;
@@ -94,99 +101,114 @@ class WeightPool {
   std::unique_ptr<char, FreeDeleter> data_;
 };
 
+// One timed thing; call(i) processes pool copy i.
+struct Variant {
+  std::string label;
+  std::function<void(int64_t)> call;
+  double best_seconds = 0.0;  // per call, fastest batch
+};
+
+void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
+  int64_t index = 0;
+  for (Variant& v : *variants) v.call(index++);  // warm-up
+  const Clock::time_point begin = Clock::now();
+  const double budget = opts.seconds * static_cast<double>(variants->size());
+  for (int round = 0;
+       round < 3 || std::chrono::duration<double>(Clock::now() - begin).count() < budget; ++round) {
+    for (Variant& v : *variants) {
+      const Clock::time_point start = Clock::now();
+      int64_t n_calls = 0;
+      double elapsed = 0.0;
+      while (elapsed < 0.001) {
+        v.call(index++);
+        ++n_calls;
+        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      }
+      const double per_call = elapsed / static_cast<double>(n_calls);
+      if (v.best_seconds == 0.0 || per_call < v.best_seconds) v.best_seconds = per_call;
+    }
+  }
+}
+
 enum class Op { kMatmulF32, kMatmulBf16 };
 const char* op_name(Op op) { return op == Op::kMatmulF32 ? "matmul_f32" : "matmul_bf16"; }
 
-// Runs one matmul per call, cycling through the pool, in batches of at least
-// 20 ms for about opts.seconds, after one warm-up call; returns the seconds
-// per call of the fastest batch. The best batch rather than the mean because
-// the machine is shared: a batch during which another process held the core
-// says nothing about the kernel.
-template <class Call>
-double best_seconds_per_call(const Options& opts, Call&& call) {
-  call(0);
-  int64_t index = 1;
-  double best = 0.0;
-  const Clock::time_point begin = Clock::now();
-  while (best == 0.0 ||
-         std::chrono::duration<double>(Clock::now() - begin).count() < opts.seconds) {
-    const Clock::time_point start = Clock::now();
-    int64_t n_calls = 0;
-    double elapsed = 0.0;
-    while (n_calls < 2 || elapsed < 0.02) {
-      call(index++);
-      ++n_calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    }
-    const double per_call = elapsed / static_cast<double>(n_calls);
-    if (best == 0.0 || per_call < best) best = per_call;
+// Activations for n_tokens tokens in both forms; y sized for the shape.
+struct Activations {
+  Activations(const Shape& shape, int64_t n) : n_tokens(n) {
+    x.resize(static_cast<size_t>(n * shape.cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+    x_bf16.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) x_bf16[i] = float_to_bf16(x[i]);
+    y.resize(static_cast<size_t>(n * shape.rows));
   }
-  return best;
-}
+  int64_t n_tokens;
+  std::vector<float> x;
+  std::vector<uint16_t> x_bf16;
+  std::vector<float> y;
+};
 
-double time_matmul(const CpuKernels& k, Op op, const WeightPool& pool, int64_t n_tokens,
-                   const Options& opts) {
-  const WeightView w0 = pool.copy(0);
-  std::vector<float> x(static_cast<size_t>(n_tokens * w0.cols));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
-  std::vector<uint16_t> x_bf16(x.size());
-  for (size_t i = 0; i < x.size(); ++i) x_bf16[i] = float_to_bf16(x[i]);
-  std::vector<float> y(static_cast<size_t>(n_tokens * w0.rows));
-  return best_seconds_per_call(opts, [&](int64_t i) {
+std::function<void(int64_t)> matmul_call(const CpuKernels& k, Op op, const WeightPool& pool,
+                                         Activations* act, int64_t row_begin, int64_t row_end) {
+  return [&k, op, &pool, act, row_begin, row_end](int64_t i) {
     MatmulArgs args;
     args.w = pool.copy(i);
-    args.n_tokens = n_tokens;
-    args.y = y.data();
-    args.y_stride = w0.rows;
-    args.row_begin = 0;
-    args.row_end = w0.rows;
+    args.n_tokens = act->n_tokens;
+    args.y = act->y.data();
+    args.y_stride = args.w.rows;
+    args.row_begin = row_begin;
+    args.row_end = row_end;
     if (op == Op::kMatmulF32) {
-      k.matmul_f32(args, x.data());
+      k.matmul_f32(args, act->x.data());
     } else {
-      k.matmul_bf16(args, x_bf16.data());
+      k.matmul_bf16(args, act->x_bf16.data());
     }
-  });
+  };
 }
 
-// A GEMV split by rows over two threads (the caller and one worker), as the
-// model runs it; a barrier starts and ends each call.
-double time_gemv_two_threads(const CpuKernels& k, const WeightPool& pool, const Options& opts) {
-  const WeightView w0 = pool.copy(0);
-  std::vector<float> x(static_cast<size_t>(w0.cols), 0.5f);
-  std::vector<float> y(static_cast<size_t>(w0.rows));
-  std::barrier sync(2);
-  bool stop = false;
-  int64_t call_index = 0;
-  auto half = [&](int part) {
-    MatmulArgs args;
-    args.w = pool.copy(call_index);
-    args.n_tokens = 1;
-    args.y = y.data();
-    args.y_stride = w0.rows;
-    const int64_t mid = w0.rows / 2 / 8 * 8;
-    args.row_begin = part == 0 ? 0 : mid;
-    args.row_end = part == 0 ? mid : w0.rows;
-    k.matmul_f32(args, x.data());
-  };
-  std::thread worker([&] {
+// The caller and one worker thread each run half of the rows of a call; a
+// barrier starts and ends each call, as a thread pool would.
+class TwoThreadGemv {
+ public:
+  TwoThreadGemv(const CpuKernels& k, const WeightPool& pool, Activations* act)
+      : sync_(2), worker_([this] { work(); }) {
+    const int64_t rows = pool.shape().rows;
+    const int64_t mid = rows / 2;
+    first_ = matmul_call(k, Op::kMatmulBf16, pool, act, 0, mid);
+    second_ = matmul_call(k, Op::kMatmulBf16, pool, act, mid, rows);
+  }
+  ~TwoThreadGemv() {
+    stop_ = true;
+    sync_.arrive_and_wait();
+    worker_.join();
+  }
+  TwoThreadGemv(const TwoThreadGemv&) = delete;
+  TwoThreadGemv& operator=(const TwoThreadGemv&) = delete;
+
+  void call(int64_t i) {
+    index_ = i;
+    sync_.arrive_and_wait();
+    first_(i);
+    sync_.arrive_and_wait();
+  }
+
+ private:
+  void work() {
     while (true) {
-      sync.arrive_and_wait();
-      if (stop) break;
-      half(1);
-      sync.arrive_and_wait();
+      sync_.arrive_and_wait();
+      if (stop_) return;
+      second_(index_);
+      sync_.arrive_and_wait();
     }
-  });
-  const double seconds = best_seconds_per_call(opts, [&](int64_t i) {
-    call_index = i;
-    sync.arrive_and_wait();
-    half(0);
-    sync.arrive_and_wait();
-  });
-  stop = true;
-  sync.arrive_and_wait();
-  worker.join();
-  return seconds;
-}
+  }
+
+  std::barrier<> sync_;
+  bool stop_ = false;  // written before a barrier, read after it
+  int64_t index_ = 0;
+  std::function<void(int64_t)> first_;
+  std::function<void(int64_t)> second_;
+  std::thread worker_;
+};
 
 std::vector<const CpuKernels*> levels(const Options& opts) {
   std::vector<const CpuKernels*> out;
@@ -196,6 +218,92 @@ std::vector<const CpuKernels*> levels(const Options& opts) {
     if (const CpuKernels* k = cpu_kernels_for(level)) out.push_back(k);
   }
   return out;
+}
+
+std::string name(const CpuKernels& k) { return std::string(cpu_level_name(k.level)); }
+
+void run_gemv(const Options& opts, double bw1, double bw2) {
+  std::printf("GEMV (1 token, bf16 weights from DRAM): GB/s of weights read\n");
+  std::printf("  'of read': vs a streaming read of the same pool, timed interleaved with it\n");
+  std::printf("%-24s %-12s %-11s %8s %8s %8s %8s\n", "shape", "op", "level", "GB/s", "x scalar",
+              "of read", "of 1t BW");
+  const std::vector<const CpuKernels*> ks = levels(opts);
+  for (const Shape& shape : kGemvShapes) {
+    const WeightPool pool(shape, opts.pool_mib << 20);
+    Activations act(shape, 1);
+    const double bytes = static_cast<double>(shape.rows * shape.cols * 2);
+    std::vector<Variant> variants;
+    variants.push_back({"read", [&](int64_t i) {
+                          const WeightView w = pool.copy(i);
+                          (void)read_once(w.data, w.rows * w.cols * 2);
+                        }});
+    for (Op op : {Op::kMatmulF32, Op::kMatmulBf16}) {
+      for (const CpuKernels* k : ks) {
+        variants.push_back({name(*k), matmul_call(*k, op, pool, &act, 0, shape.rows)});
+      }
+    }
+    time_interleaved(&variants, opts);
+    const double read_rate = bytes / variants[0].best_seconds;
+    for (size_t i = 1; i < variants.size(); ++i) {
+      const size_t op_index = (i - 1) / ks.size();
+      const double rate = bytes / variants[i].best_seconds;
+      const double scalar = ks[0]->level == CpuLevel::kScalar
+                                ? bytes / variants[1 + op_index * ks.size()].best_seconds
+                                : 0.0;
+      std::printf("%-24s %-12s %-11s %8.2f %8.1f %7.0f%% %7.0f%%\n", shape.name,
+                  op_name(op_index == 0 ? Op::kMatmulF32 : Op::kMatmulBf16),
+                  variants[i].label.c_str(), rate / 1e9, scalar > 0 ? rate / scalar : 0.0,
+                  100.0 * rate / read_rate, 100.0 * rate / bw1);
+    }
+    std::printf("%-24s %-24s %8.2f\n", shape.name, "streaming read", read_rate / 1e9);
+  }
+
+  const CpuKernels& best = cpu_kernels();
+  std::printf("\nGEMV matmul_bf16 on 2 threads (rows split), level %s\n", name(best).c_str());
+  for (const Shape& shape : {kGemvShapes[0], kGemvShapes[5]}) {
+    const WeightPool pool(shape, opts.pool_mib << 20);
+    Activations act(shape, 1);
+    TwoThreadGemv gemv(best, pool, &act);
+    std::vector<Variant> variants;
+    variants.push_back({"2 threads", [&](int64_t i) { gemv.call(i); }});
+    time_interleaved(&variants, opts);
+    const double rate = static_cast<double>(shape.rows * shape.cols * 2) / variants[0].best_seconds;
+    std::printf("%-24s %8.2f GB/s  %5.0f%% of 2-thread BW\n", shape.name, rate / 1e9,
+                100.0 * rate / bw2);
+  }
+}
+
+void run_gemm(const Options& opts) {
+  std::printf(
+      "\nGEMM (prefill, 1 thread, weights from DRAM): GFLOP/s (2 * rows * cols * tokens)\n");
+  std::printf("%-24s %6s %-12s %-11s %8s %8s\n", "shape", "tokens", "op", "level", "GFLOP/s",
+              "x scalar");
+  const std::vector<const CpuKernels*> ks = levels(opts);
+  for (const Shape& shape : kGemmShapes) {
+    const WeightPool pool(shape, (opts.pool_mib << 20) / 4);
+    for (int64_t n_tokens : kGemmTokens) {
+      Activations act(shape, n_tokens);
+      const double flops = 2.0 * static_cast<double>(shape.rows * shape.cols * n_tokens);
+      std::vector<Variant> variants;
+      for (Op op : {Op::kMatmulF32, Op::kMatmulBf16}) {
+        for (const CpuKernels* k : ks) {
+          variants.push_back({name(*k), matmul_call(*k, op, pool, &act, 0, shape.rows)});
+        }
+      }
+      time_interleaved(&variants, opts);
+      for (size_t i = 0; i < variants.size(); ++i) {
+        const size_t op_index = i / ks.size();
+        const double rate = flops / variants[i].best_seconds;
+        const double scalar = ks[0]->level == CpuLevel::kScalar
+                                  ? flops / variants[op_index * ks.size()].best_seconds
+                                  : 0.0;
+        std::printf("%-24s %6lld %-12s %-11s %8.1f %8.1f\n", shape.name,
+                    static_cast<long long>(n_tokens),
+                    op_name(op_index == 0 ? Op::kMatmulF32 : Op::kMatmulBf16),
+                    variants[i].label.c_str(), rate / 1e9, scalar > 0 ? rate / scalar : 0.0);
+      }
+    }
+  }
 }
 
 Options parse(int argc, char** argv) {
@@ -211,84 +319,25 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--no-scalar") {
       opts.scalar = false;
     } else {
-      std::fprintf(
-          stderr,
-          "usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] [--only gemv|gemm]\n");
+      std::fprintf(stderr,
+                   "usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
+                   "[--only gemv|gemm]\n");
       std::exit(2);
     }
   }
   return opts;
 }
 
-void run_gemv(const Options& opts, double bw1, double bw2);
-void run_gemm(const Options& opts);
-
 int run(int argc, char** argv) {
   const Options opts = parse(argc, argv);
   std::printf("CPU level detected: %s\n", std::string(cpu_level_name(detect_cpu_level())).c_str());
   const double bw1 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 1, 1.0);
   const double bw2 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 2, 1.0);
-  std::printf("streaming read bandwidth: 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n", bw1 / 1e9,
-              bw2 / 1e9);
+  std::printf("streaming read bandwidth (512 MiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
+              bw1 / 1e9, bw2 / 1e9);
   if (opts.only != "gemm") run_gemv(opts, bw1, bw2);
   if (opts.only != "gemv") run_gemm(opts);
   return 0;
-}
-
-void run_gemv(const Options& opts, double bw1, double bw2) {
-  const int64_t pool_bytes = opts.pool_mib << 20;
-  std::printf("GEMV (1 token, bf16 weights from DRAM): GB/s of weights read\n");
-  std::printf("%-26s %-12s %-11s %9s %8s %9s\n", "shape", "op", "level", "GB/s", "x scalar",
-              "of 1t BW");
-  for (const Shape& shape : kGemvShapes) {
-    const WeightPool pool(shape, pool_bytes);
-    const double bytes = static_cast<double>(shape.rows * shape.cols * 2);
-    for (Op op : {Op::kMatmulF32, Op::kMatmulBf16}) {
-      double scalar_rate = 0.0;
-      for (const CpuKernels* k : levels(opts)) {
-        const double rate = bytes / time_matmul(*k, op, pool, 1, opts);
-        if (k->level == CpuLevel::kScalar) scalar_rate = rate;
-        std::printf("%-26s %-12s %-11s %9.2f %8.1f %8.0f%%\n", shape.name, op_name(op),
-                    std::string(cpu_level_name(k->level)).c_str(), rate / 1e9,
-                    scalar_rate > 0 ? rate / scalar_rate : 0.0, 100.0 * rate / bw1);
-      }
-    }
-  }
-
-  const CpuKernels& best = cpu_kernels();
-  std::printf("\nGEMV matmul_f32 on 2 threads (rows split), level %s\n",
-              std::string(cpu_level_name(best.level)).c_str());
-  for (const Shape& shape : {kGemvShapes[0], kGemvShapes[5]}) {
-    const WeightPool pool(shape, pool_bytes);
-    const double rate =
-        static_cast<double>(shape.rows * shape.cols * 2) / time_gemv_two_threads(best, pool, opts);
-    std::printf("%-26s %9.2f GB/s  %5.0f%% of 2-thread BW\n", shape.name, rate / 1e9,
-                100.0 * rate / bw2);
-  }
-}
-
-void run_gemm(const Options& opts) {
-  const int64_t pool_bytes = opts.pool_mib << 20;
-  std::printf("\nGEMM (prefill, 1 thread): GFLOP/s (2 * rows * cols * tokens per call)\n");
-  std::printf("%-26s %6s %-12s %-11s %9s %8s\n", "shape", "tokens", "op", "level", "GFLOP/s",
-              "x scalar");
-  for (const Shape& shape : kGemmShapes) {
-    const WeightPool pool(shape, pool_bytes / 4);
-    for (int64_t n_tokens : kGemmTokens) {
-      const double flops = 2.0 * static_cast<double>(shape.rows * shape.cols * n_tokens);
-      for (Op op : {Op::kMatmulF32, Op::kMatmulBf16}) {
-        double scalar_rate = 0.0;
-        for (const CpuKernels* k : levels(opts)) {
-          const double rate = flops / time_matmul(*k, op, pool, n_tokens, opts);
-          if (k->level == CpuLevel::kScalar) scalar_rate = rate;
-          std::printf("%-26s %6lld %-12s %-11s %9.1f %8.1f\n", shape.name,
-                      static_cast<long long>(n_tokens), op_name(op),
-                      std::string(cpu_level_name(k->level)).c_str(), rate / 1e9,
-                      scalar_rate > 0 ? rate / scalar_rate : 0.0);
-        }
-      }
-    }
-  }
 }
 
 }  // namespace
