@@ -12,7 +12,7 @@
 // than a scheduler time slice), round after round, and each keeps its fastest batch. A burst of
 // load from another process then costs every variant a batch or two instead of skewing one.
 //
-// usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] [--only gemv|gemm]
+// usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] [--only gemv|gemm|ops]
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
 #include <algorithm>
 #include <barrier>
@@ -43,7 +43,7 @@ struct Options {
   double seconds = 0.4;    // per variant, over all rounds
   int64_t pool_mib = 512;  // weights cycled through, >> L3
   bool scalar = true;
-  std::string only;  // "", "gemv" or "gemm": run one section
+  std::string only;  // "", "gemv", "gemm" or "ops": run one section
 };
 
 struct Shape {
@@ -306,6 +306,85 @@ void run_gemm(const Options& opts) {
   }
 }
 
+// The small ops on model-sized, cache-resident inputs: microseconds per call
+// and speed-up over scalar. Sizes: hidden 1024, 16 query / 4 KV heads of 64,
+// expert intermediate 512, vocabulary 32000, a 1024-position KV cache.
+void run_ops(const Options& opts) {
+  std::printf("\nOther ops (cache-resident inputs): microseconds per call\n");
+  const std::vector<const CpuKernels*> ks = levels(opts);
+  constexpr int64_t kHidden = 1024, kHeads = 16, kKvHeads = 4, kHeadDim = 64, kCtx = 1024;
+  constexpr int64_t kVocab = 32000, kInter = 512, kConvert = 1 << 16;
+  std::vector<float> a(kVocab), b(kVocab), out(kVocab), scratch(kCtx);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>((i * 37) % 101) / 25.0f - 2.0f;
+    b[i] = static_cast<float>((i * 53) % 97) / 48.0f - 1.0f;
+  }
+  std::vector<float> kv(static_cast<size_t>(kCtx * kKvHeads * kHeadDim));
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>((i * 29) % 89) / 44.0f - 1.0f;
+  std::vector<uint16_t> half(kConvert);
+  std::vector<float> scratch_wide(kConvert);
+  for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_bf16(a[i % a.size()]);
+
+  struct OpCase {
+    const char* name;
+    std::function<void(const CpuKernels&)> run;
+  };
+  const OpCase cases[] = {
+      {"rmsnorm 1024",
+       [&](const CpuKernels& k) { k.rmsnorm(a.data(), b.data(), kHidden, 1e-6f, out.data()); }},
+      {"rope 16x64",
+       [&](const CpuKernels& k) { k.rope(out.data(), kHeads, kHeadDim, a.data(), b.data()); }},
+      {"softmax 32000",
+       [&](const CpuKernels& k) {
+         std::copy(a.begin(), a.end(), out.begin());
+         k.softmax(out.data(), kVocab);
+       }},
+      {"swiglu 512",
+       [&](const CpuKernels& k) { k.swiglu(a.data(), b.data(), kInter, out.data()); }},
+      {"attention 16h ctx1024",
+       [&](const CpuKernels& k) {
+         AttentionArgs args;
+         args.q = a.data();
+         args.k = kv.data();
+         args.v = kv.data();
+         args.kv_stride = kKvHeads * kHeadDim;
+         args.n_ctx = kCtx;
+         args.n_heads = kHeads;
+         args.n_kv_heads = kKvHeads;
+         args.head_dim = kHeadDim;
+         args.scale = 0.125f;
+         args.out = out.data();
+         args.scratch = scratch.data();
+         args.head_begin = 0;
+         args.head_end = kHeads;
+         k.attention(args);
+       }},
+      {"dot 1024", [&](const CpuKernels& k) { out[0] = k.dot(a.data(), b.data(), kHidden); }},
+      {"axpy 1024", [&](const CpuKernels& k) { k.axpy(0.5f, a.data(), out.data(), kHidden); }},
+      {"bf16_to_f32 65536",
+       [&](const CpuKernels& k) { k.bf16_to_f32(half.data(), kConvert, scratch_wide.data()); }},
+      {"f32_to_bf16 32000",
+       [&](const CpuKernels& k) { k.f32_to_bf16(a.data(), kVocab, half.data()); }},
+  };
+  std::printf("%-24s", "op");
+  for (const CpuKernels* k : ks) std::printf(" %11s", name(*k).c_str());
+  std::printf("   best x scalar\n");
+  for (const OpCase& op : cases) {
+    std::vector<Variant> variants;
+    for (const CpuKernels* k : ks)
+      variants.push_back({name(*k), [&op, k](int64_t) { op.run(*k); }});
+    time_interleaved(&variants, opts);
+    std::printf("%-24s", op.name);
+    double best = variants[0].best_seconds;
+    for (const Variant& v : variants) {
+      std::printf(" %11.2f", v.best_seconds * 1e6);
+      best = std::min(best, v.best_seconds);
+    }
+    if (ks[0]->level == CpuLevel::kScalar) std::printf("   %8.1f", variants[0].best_seconds / best);
+    std::printf("\n");
+  }
+}
+
 Options parse(int argc, char** argv) {
   Options opts;
   for (int i = 1; i < argc; ++i) {
@@ -321,7 +400,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
-                   "[--only gemv|gemm]\n");
+                   "[--only gemv|gemm|ops]\n");
       std::exit(2);
     }
   }
@@ -335,8 +414,9 @@ int run(int argc, char** argv) {
   const double bw2 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 2, 1.0);
   std::printf("streaming read bandwidth (512 MiB): 1 thread %.1f GB/s, 2 threads %.1f GB/s\n\n",
               bw1 / 1e9, bw2 / 1e9);
-  if (opts.only != "gemm") run_gemv(opts, bw1, bw2);
-  if (opts.only != "gemv") run_gemm(opts);
+  if (opts.only.empty() || opts.only == "gemv") run_gemv(opts, bw1, bw2);
+  if (opts.only.empty() || opts.only == "gemm") run_gemm(opts);
+  if (opts.only.empty() || opts.only == "ops") run_ops(opts);
   return 0;
 }
 

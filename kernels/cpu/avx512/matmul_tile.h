@@ -1,12 +1,13 @@
 // The matmul driver and micro-kernels shared by every AVX-512 matmul:
 // y[t, r] = sum_c x[t, c] W[r, c], W: [rows, cols] row-major, x: [n_tokens, cols].
-// Measurements behind the choices: docs/kernels.md (DRAM-resident weights on
-// Zen 4).
+// The choices below were measured on Zen 4 with weights coming from DRAM
+// (tests/bench/bench_kernels.cpp).
 //
 // Decode (n_tokens <= 3) is memory-bound: matmul_rows() walks W one row at a
-// time so DRAM sees a single sequential stream -- interleaving several rows
-// (the usual register blocking) halved the achieved bandwidth, and software
-// prefetch of the stream being read only slowed it down.
+// time so DRAM sees a single sequential stream (it runs at the speed of a
+// plain streaming read). Interleaving several rows -- the usual register
+// blocking -- halved the achieved bandwidth, and software prefetch of the
+// stream being read only slowed it down.
 //
 // Prefill is compute-bound: matmul_tile() computes R = 4 rows x T <= 6
 // tokens; per step of K::kStep columns it loads 4 weight vectors (widened to
