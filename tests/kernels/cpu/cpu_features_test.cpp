@@ -42,6 +42,10 @@ TEST_CASE("cpu features: detects the level the environment expects, when one is 
   CpuLevel level;
   REQUIRE_MESSAGE(parse_cpu_level(expected, &level), "bad DMOE_EXPECT_CPU_LEVEL: ", expected);
   CHECK(std::string(cpu_level_name(detect_cpu_level())) == expected);
+  if (cpu_kernels_for(level) == nullptr) {
+    MESSAGE("this build has no ", expected, " kernels (DMOE_CPU_SIMD=OFF)");
+    return;
+  }
   CHECK(cpu_kernels().level == level);
 }
 
