@@ -265,9 +265,10 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
   struct Case {
     int64_t n_heads, n_kv_heads, head_dim, n_ctx, head_begin, head_end;
   };
-  const Case cases[] = {{1, 1, 8, 1, 0, 1},      {4, 2, 16, 3, 0, 4},   {8, 2, 64, 17, 1, 7},
-                        {6, 3, 33, 100, 2, 6},   {4, 4, 128, 65, 0, 4}, {2, 1, 70, 5, 0, 2},
-                        {16, 4, 128, 1025, 3, 5}};
+  const Case cases[] = {{1, 1, 8, 1, 0, 1},       {4, 2, 16, 3, 0, 4},     {8, 2, 64, 17, 1, 7},
+                        {6, 3, 33, 100, 2, 6},    {4, 4, 128, 65, 0, 4},   {2, 1, 70, 5, 0, 2},
+                        {16, 4, 128, 1025, 3, 5}, {32, 4, 64, 300, 0, 32}, {8, 1, 128, 130, 0, 8},
+                        {12, 3, 96, 77, 1, 11}};
   for (const Case& c : cases) {
     const int64_t kv_stride = c.n_kv_heads * c.head_dim + 5;  // padded rows
     const std::vector<float> q = random_floats(rng, c.n_heads * c.head_dim);
