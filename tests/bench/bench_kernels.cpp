@@ -40,7 +40,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  double seconds = 0.4;    // per variant, over all rounds
+  double seconds = 0.4;    // timed per variant, over all its batches
   int64_t pool_mib = 512;  // weights cycled through, >> L3
   bool scalar = true;
   std::string only;  // "", "gemv", "gemm" or "ops": run one section
@@ -108,14 +108,20 @@ struct Variant {
   double best_seconds = 0.0;  // per call, fastest batch
 };
 
+// Rounds continue while any variant has fewer than 3 batches or less than
+// opts.seconds of timed calls; a variant that has both sits the rest out, so
+// slow ones (scalar) do not hold the fast ones to a handful of samples.
 void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
   int64_t index = 0;
   for (Variant& v : *variants) v.call(index++);  // warm-up
-  const Clock::time_point begin = Clock::now();
-  const double budget = opts.seconds * static_cast<double>(variants->size());
-  for (int round = 0;
-       round < 3 || std::chrono::duration<double>(Clock::now() - begin).count() < budget; ++round) {
-    for (Variant& v : *variants) {
+  std::vector<double> timed(variants->size(), 0.0);
+  std::vector<int> batches(variants->size(), 0);
+  for (bool more = true; more;) {
+    more = false;
+    for (size_t i = 0; i < variants->size(); ++i) {
+      if (batches[i] >= 3 && timed[i] >= opts.seconds) continue;
+      more = true;
+      Variant& v = (*variants)[i];
       const Clock::time_point start = Clock::now();
       int64_t n_calls = 0;
       double elapsed = 0.0;
@@ -124,6 +130,8 @@ void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
         ++n_calls;
         elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       }
+      timed[i] += elapsed;
+      ++batches[i];
       const double per_call = elapsed / static_cast<double>(n_calls);
       if (v.best_seconds == 0.0 || per_call < v.best_seconds) v.best_seconds = per_call;
     }
