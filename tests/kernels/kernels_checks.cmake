@@ -30,11 +30,11 @@ add_test(NAME kernels.isa_confinement
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/kernels/check_isa_confinement.sh ${dmoe_isa_files})
 set_tests_properties(kernels.isa_confinement PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
 
-# The kernel tests on an emulated AVX2-only CPU (only meaningful when the
+# The kernel tests on emulated AVX2-only and pre-AVX CPUs (only meaningful when the
 # build has the SIMD levels).
 if(TARGET kernels_tests AND DMOE_CPU_SIMD_BUILT)
-  add_test(NAME kernels.avx2_only_cpu_under_qemu
+  add_test(NAME kernels.emulated_cpus_under_qemu
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/kernels/run_under_qemu.sh $<TARGET_FILE:kernels_tests>)
-  set_tests_properties(kernels.avx2_only_cpu_under_qemu
+  set_tests_properties(kernels.emulated_cpus_under_qemu
     PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

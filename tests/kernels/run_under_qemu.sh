@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Runs the kernel tests on an emulated AVX2-only CPU (QEMU user mode, -cpu
-# Haswell: AVX2 + FMA + F16C, no AVX-512) and checks that the avx2 level is
-# detected and every test passes. An AVX-512 instruction reached outside the
-# dispatch (see check_isa_confinement.sh) would die here with SIGILL, since
-# QEMU's TCG does not implement AVX-512.
+# Runs the kernel tests on emulated CPUs (QEMU user mode) and checks that each
+# detects its level and passes:
+#   -cpu Haswell  AVX2 + FMA + F16C, no AVX-512  -> level avx2
+#   -cpu Nehalem  SSE4.2, no AVX at all          -> level scalar
+# An AVX-512 (or, on Nehalem, any AVX) instruction reached outside the
+# dispatch (see check_isa_confinement.sh) dies here with SIGILL: QEMU's TCG
+# does not implement AVX-512, and Nehalem has no AVX.
 #
 # usage: run_under_qemu.sh KERNELS_TEST_BINARY [doctest args...]
-# exit: the test binary's status; 77 (skipped) when qemu-x86_64 is missing.
+# exit: 0 when both pass; 77 (skipped) when qemu-x86_64 is missing.
 set -euo pipefail
 
 if ! command -v qemu-x86_64 >/dev/null 2>&1; then
@@ -15,6 +17,16 @@ if ! command -v qemu-x86_64 >/dev/null 2>&1; then
 fi
 binary=$1
 shift
-# TCG warns about CPUID bits it does not model (TSX, PCID...); irrelevant here.
-env -u DMOE_CPU DMOE_EXPECT_CPU_LEVEL=avx2 qemu-x86_64 -cpu Haswell "$binary" "$@" \
-  2> >(grep -v "TCG doesn't support requested feature" >&2)
+status=0
+for cpu_and_level in Haswell:avx2 Nehalem:scalar; do
+  cpu=${cpu_and_level%%:*}
+  level=${cpu_and_level##*:}
+  echo "== qemu-x86_64 -cpu $cpu (expects level $level)"
+  # TCG warns about CPUID bits it does not model (TSX, PCID...); irrelevant here.
+  if ! env -u DMOE_CPU DMOE_EXPECT_CPU_LEVEL="$level" qemu-x86_64 -cpu "$cpu" "$binary" "$@" \
+    2> >(grep -v "TCG doesn't support requested feature" >&2); then
+    echo "FAIL: kernel tests on emulated $cpu"
+    status=1
+  fi
+done
+exit $status
