@@ -80,12 +80,12 @@ struct MatmulCase {
 };
 
 // Small odd shapes, decode (1 token), the token counts of every tile size,
-// and one prefill-sized case.
+// one prefill-sized case, and empty rows (cols = 0: every output is 0).
 const MatmulCase kMatmulCases[] = {
     {1, 1, 1, 0, 1},       {5, 3, 2, 1, 4},      {13, 17, 3, 2, 13},   {9, 33, 1, 0, 9},
     {11, 100, 4, 3, 10},   {7, 1023, 5, 0, 7},   {17, 1025, 1, 4, 17}, {6, 64, 6, 0, 6},
     {10, 48, 7, 1, 9},     {33, 256, 13, 5, 30}, {3, 32, 8, 0, 3},     {21, 129, 2, 0, 21},
-    {70, 1024, 32, 3, 67},
+    {70, 1024, 32, 3, 67}, {4, 0, 5, 0, 4},
 };
 
 template <class Run>
@@ -268,7 +268,7 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
   const Case cases[] = {{1, 1, 8, 1, 0, 1},       {4, 2, 16, 3, 0, 4},     {8, 2, 64, 17, 1, 7},
                         {6, 3, 33, 100, 2, 6},    {4, 4, 128, 65, 0, 4},   {2, 1, 70, 5, 0, 2},
                         {16, 4, 128, 1025, 3, 5}, {32, 4, 64, 300, 0, 32}, {8, 1, 128, 130, 0, 8},
-                        {12, 3, 96, 77, 1, 11}};
+                        {12, 3, 96, 77, 1, 11},   {4, 2, 32, 0, 0, 4}};
   for (const Case& c : cases) {
     const int64_t kv_stride = c.n_kv_heads * c.head_dim + 5;  // padded rows
     const std::vector<float> q = random_floats(rng, c.n_heads * c.head_dim);

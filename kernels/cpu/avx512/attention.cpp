@@ -173,7 +173,8 @@ void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
                          correction, out);
   }
   for (int g = 0; g < G; ++g) {
-    const __m512 inv = _mm512_set1_ps(1.0f / running_sum[g]);
+    // n_ctx == 0 leaves the sum at 0 and out at 0, as the reference does.
+    const __m512 inv = _mm512_set1_ps(running_sum[g] > 0.0f ? 1.0f / running_sum[g] : 0.0f);
     for (int64_t d = 0; d < a.head_dim; d += 16) {
       const __mmask16 m = low_mask16(a.head_dim - d < 16 ? a.head_dim - d : 16);
       _mm512_mask_storeu_ps(out[g] + d, m,

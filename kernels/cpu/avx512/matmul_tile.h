@@ -230,6 +230,12 @@ template <class K>
 void matmul_blocked(const MatmulArgs& args, const typename K::XElem* x) {
   const int64_t n_tokens = args.n_tokens;
   if (n_tokens <= 0 || args.row_end <= args.row_begin) return;
+  if (args.w.cols <= 0) {  // empty sums; also keeps the chunk sizing below finite
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t r = args.row_begin; r < args.row_end; ++r) args.y[t * args.y_stride + r] = 0.0f;
+    }
+    return;
+  }
   switch (n_tokens) {
     case 1:
       return matmul_rows<K, 1, 4>(args, x);
