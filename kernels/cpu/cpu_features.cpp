@@ -3,6 +3,10 @@
 #include <atomic>
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace dancemoe::kernels {
 namespace {
 
@@ -51,13 +55,20 @@ CpuLevel detect_cpu_level() {
   // libgcc's cpu model also checks XCR0, so a feature reported here has its
   // register state enabled by the OS.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  // F16C (CPUID.1:ECX bit 29) and AVX512_BF16 (CPUID.(7,1):EAX bit 5) are read
+  // with cpuid directly: clang before 15 rejects both names in
+  // __builtin_cpu_supports. Their register state is the AVX / AVX-512 state
+  // the builtins have already checked.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   if (!avx2) return CpuLevel::kScalar;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (!avx512) return CpuLevel::kAvx2;
-  if (__builtin_cpu_supports("avx512bf16")) return CpuLevel::kAvx512Bf16;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0) {
+    return CpuLevel::kAvx512Bf16;
+  }
   return CpuLevel::kAvx512;
 #else
   return CpuLevel::kScalar;

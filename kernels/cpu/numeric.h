@@ -1,6 +1,13 @@
 // Scalar conversions between f32 and the 16-bit float formats, shared by the
-// reference kernels and the SIMD tails. Header-only and free of intrinsics so
-// that it is safe to include from translation units built with any ISA flags.
+// reference kernels and the SIMD tails. Header-only and free of intrinsics.
+//
+// Every function here is `static inline` (internal linkage) on purpose: this
+// header is included by translation units compiled with -mavx2 or -mavx512f.
+// A plain `inline` function is emitted as a weak symbol in every TU that does
+// not inline it, and the linker keeps one copy for the whole program -- possibly
+// the AVX-512 one, which would then crash the scalar and AVX2 callers on a CPU
+// without AVX-512. With internal linkage each TU keeps its own copy, compiled
+// with that TU's flags and called only from it.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +15,7 @@
 
 namespace dancemoe::kernels {
 
-inline float bf16_to_float(uint16_t h) {
+static inline float bf16_to_float(uint16_t h) {
   uint32_t bits = static_cast<uint32_t>(h) << 16;
   float f;
   std::memcpy(&f, &bits, sizeof f);
@@ -16,7 +23,7 @@ inline float bf16_to_float(uint16_t h) {
 }
 
 // Round to nearest even; NaN stays a (quiet) NaN.
-inline uint16_t float_to_bf16(float f) {
+static inline uint16_t float_to_bf16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
@@ -25,7 +32,7 @@ inline uint16_t float_to_bf16(float f) {
 }
 
 // IEEE 754 binary16 -> f32, including subnormals, infinities and NaN.
-inline float f16_to_float(uint16_t h) {
+static inline float f16_to_float(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu;
   uint32_t mantissa = h & 0x3ffu;

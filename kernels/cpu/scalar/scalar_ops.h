@@ -19,6 +19,10 @@ void bf16_to_f32(const uint16_t* in, int64_t n, float* out);
 void f16_to_f32(const uint16_t* in, int64_t n, float* out);
 void f32_to_bf16(const float* in, int64_t n, uint16_t* out);
 
+// Not a kernel op: the read loop of the memory bandwidth benchmark (see
+// simd_tables.h, StreamReadFn).
+uint64_t stream_read(const void* data, int64_t n_bytes);
+
 const CpuKernels& table();
 
 }  // namespace dancemoe::kernels::scalar

@@ -1,0 +1,23 @@
+// y[t, r] = sum_c x[t, c] W[r, c] with f32 activations and f32 / f16 / bf16
+// weights widened to f32 in registers; f32 FMA accumulation. See
+// matmul_tile.h for the blocking.
+#include "kernels/cpu/avx2/avx2_ops.h"
+#include "kernels/cpu/avx2/matmul_tile.h"
+
+namespace dancemoe::kernels::avx2 {
+
+void matmul_f32(const MatmulArgs& args, const float* x) {
+  switch (args.w.type) {
+    case WeightType::kBF16:
+      matmul_blocked<BF16Source, F32Source>(args, x);
+      return;
+    case WeightType::kF16:
+      matmul_blocked<F16Source, F32Source>(args, x);
+      return;
+    case WeightType::kF32:
+      matmul_blocked<F32Source, F32Source>(args, x);
+      return;
+  }
+}
+
+}  // namespace dancemoe::kernels::avx2

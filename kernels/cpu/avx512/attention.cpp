@@ -1,0 +1,215 @@
+// One query position against n_ctx cached positions, per query head h:
+//   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
+//   p      = softmax(s)
+//   out[h] = sum_j p[j] v[j, kvh]
+// q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]
+//
+// Up to 4 query heads that share a KV head (grouped-query attention) are
+// done together, block of 64 positions by block: every K or V vector loaded
+// serves all of them (the loads, not the FMAs, bound a one-head-at-a-time
+// loop), and K and V come from memory once per group instead of once per
+// head. The softmax is online (the flash-decoding recurrence): per head a
+// running maximum m and sum l; out is rescaled by exp(m_old - m_new) whenever
+// the maximum grows and divided by l at the end. Scores live in a small
+// stack buffer, so args.scratch is not used.
+#include <immintrin.h>
+
+#include "kernels/cpu/avx512/avx512_ops.h"
+#include "kernels/cpu/avx512/avx512_util.h"
+
+namespace dancemoe::kernels::avx512 {
+namespace {
+
+constexpr int kMaxGroup = 4;    // heads fused per pass: 16 accumulators
+constexpr int64_t kBlock = 64;  // positions per block
+constexpr auto kPrefetchHint = _MM_HINT_T2;
+
+// Masks of the 16-lane pieces of a 64-column chunk [d, d + 64) of head_dim.
+struct ChunkMasks {
+  __mmask16 m[4];
+  ChunkMasks(int64_t head_dim, int64_t d) {
+    for (int i = 0; i < 4; ++i) {
+      const int64_t valid = head_dim - d - 16 * i;
+      m[i] = low_mask16(valid <= 0 ? 0 : (valid < 16 ? valid : 16));
+    }
+  }
+};
+
+// s[g][j] = scale * q[g] . k[j] for j in [0, n), G heads x 4 keys per pass:
+// per 16 columns, 4 key loads and G query loads feed 4 * G FMAs.
+template <int G>
+void scores(const float* const* q, const float* k, int64_t kv_stride, int64_t n, int64_t head_dim,
+            float scale, float (*s)[kBlock]) {
+  const __m128 scale4 = _mm_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float* k0 = k + j * kv_stride;
+    // The same keys of the next block: rows kv_stride apart defeat the
+    // hardware prefetchers when the KV cache is larger than the caches.
+    for (int i = 0; i < 4; ++i) {
+      const char* row = reinterpret_cast<const char*>(k0 + (kBlock + i) * kv_stride);
+      for (int64_t b = 0; b < head_dim * 4; b += 64) _mm_prefetch(row + b, kPrefetchHint);
+    }
+    __m512 acc[G][4];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_setzero_ps();
+    }
+    for (int64_t d = 0; d < head_dim; d += 16) {
+      const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
+      __m512 kv[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) kv[i] = _mm512_maskz_loadu_ps(m, k0 + i * kv_stride + d);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m512 qv = _mm512_maskz_loadu_ps(m, q[g] + d);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_fmadd_ps(qv, kv[i], acc[g][i]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      _mm_storeu_ps(s[g] + j,
+                    _mm_mul_ps(scale4, reduce4(acc[g][0], acc[g][1], acc[g][2], acc[g][3])));
+    }
+  }
+  for (; j < n; ++j) {
+    for (int g = 0; g < G; ++g) s[g][j] = scale * dot(q[g], k + j * kv_stride, head_dim);
+  }
+}
+
+// out[g] = out[g] * correction[g] + sum_j p[g][j] v[j] for the G heads, 64
+// output columns per pass: each V load serves G FMAs.
+template <int G>
+void accumulate_values(const float (*p)[kBlock], const float* v, int64_t kv_stride, int64_t n,
+                       int64_t head_dim, const float* correction, float* const* out) {
+  for (int64_t d = 0; d < head_dim; d += 64) {
+    const ChunkMasks masks(head_dim, d);
+    __m512 acc[G][4];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m512 corr = _mm512_set1_ps(correction[g]);
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        acc[g][i] = _mm512_mul_ps(corr, _mm512_maskz_loadu_ps(masks.m[i], out[g] + d + 16 * i));
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float* vj = v + j * kv_stride + d;
+      const char* next = reinterpret_cast<const char*>(vj + kBlock * kv_stride);
+      for (int64_t b = 0; b < (head_dim - d < 64 ? head_dim - d : 64) * 4; b += 64) {
+        _mm_prefetch(next + b, kPrefetchHint);
+      }
+      __m512 vv[4];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) vv[i] = _mm512_maskz_loadu_ps(masks.m[i], vj + 16 * i);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const __m512 pj = _mm512_set1_ps(p[g][j]);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_fmadd_ps(pj, vv[i], acc[g][i]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) _mm512_mask_storeu_ps(out[g] + d + 16 * i, masks.m[i], acc[g][i]);
+    }
+  }
+}
+
+// s[0, n) = exp(s - m_new) in place; returns their sum.
+float exp_shifted(float* s, int64_t n, float m_new) {
+  const __m512 shift = _mm512_set1_ps(m_new);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift));
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+    _mm512_mask_storeu_ps(s + j, m, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+float block_max(const float* s, int64_t n) {
+  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 max_v = neg_inf;
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
+    max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(neg_inf, m, s + j));
+  }
+  return _mm512_reduce_max_ps(max_v);
+}
+
+// Query heads [h0, h0 + G) sharing the KV columns at kv_offset.
+template <int G>
+void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
+  const float* q[G];
+  float* out[G];
+  float s[G][kBlock];
+  float running_max[G];
+  float running_sum[G];
+  float correction[G];
+  for (int g = 0; g < G; ++g) {
+    q[g] = a.q + (h0 + g) * a.head_dim;
+    out[g] = a.out + (h0 + g) * a.head_dim;
+    running_max[g] = -__builtin_inff();
+    running_sum[g] = 0.0f;
+    for (int64_t d = 0; d < a.head_dim; ++d) out[g][d] = 0.0f;
+  }
+  for (int64_t j0 = 0; j0 < a.n_ctx; j0 += kBlock) {
+    const int64_t n = a.n_ctx - j0 < kBlock ? a.n_ctx - j0 : kBlock;
+    scores<G>(q, a.k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
+    for (int g = 0; g < G; ++g) {
+      const float m_block = block_max(s[g], n);
+      const float m_new = m_block > running_max[g] ? m_block : running_max[g];
+      // exp(-inf) = 0 on the first block: nothing to rescale yet.
+      correction[g] = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(running_max[g] - m_new)));
+      running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
+      running_max[g] = m_new;
+    }
+    accumulate_values<G>(s, a.v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
+                         correction, out);
+  }
+  for (int g = 0; g < G; ++g) {
+    // n_ctx == 0 leaves the sum at 0 and out at 0, as the reference does.
+    const __m512 inv = _mm512_set1_ps(running_sum[g] > 0.0f ? 1.0f / running_sum[g] : 0.0f);
+    for (int64_t d = 0; d < a.head_dim; d += 16) {
+      const __mmask16 m = low_mask16(a.head_dim - d < 16 ? a.head_dim - d : 16);
+      _mm512_mask_storeu_ps(out[g] + d, m,
+                            _mm512_mul_ps(inv, _mm512_maskz_loadu_ps(m, out[g] + d)));
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& a) {
+  const int64_t group = a.n_heads / a.n_kv_heads;
+  for (int64_t h = a.head_begin; h < a.head_end;) {
+    const int64_t kv_head = h / group;
+    // The heads of this KV head inside [head_begin, head_end), at most 4.
+    int64_t end = (kv_head + 1) * group;
+    end = end < a.head_end ? end : a.head_end;
+    end = end - h > kMaxGroup ? h + kMaxGroup : end;
+    const int64_t kv_offset = kv_head * a.head_dim;
+    switch (end - h) {
+      case 1:
+        attend_group<1>(a, h, kv_offset);
+        break;
+      case 2:
+        attend_group<2>(a, h, kv_offset);
+        break;
+      case 3:
+        attend_group<3>(a, h, kv_offset);
+        break;
+      default:
+        attend_group<4>(a, h, kv_offset);
+        break;
+    }
+    h = end;
+  }
+}
+
+}  // namespace dancemoe::kernels::avx512

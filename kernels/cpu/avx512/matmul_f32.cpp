@@ -1,0 +1,23 @@
+// y[t, r] = sum_c x[t, c] W[r, c] with f32 activations and f32 / f16 / bf16
+// weights widened to f32 in registers; f32 FMA accumulation. See
+// matmul_tile.h for the blocking.
+#include "kernels/cpu/avx512/avx512_ops.h"
+#include "kernels/cpu/avx512/matmul_tile.h"
+
+namespace dancemoe::kernels::avx512 {
+
+void matmul_f32(const MatmulArgs& args, const float* x) {
+  switch (args.w.type) {
+    case WeightType::kBF16:
+      matmul_blocked<WideningKernel<BF16Source, F32Source>>(args, x);
+      return;
+    case WeightType::kF16:
+      matmul_blocked<WideningKernel<F16Source, F32Source>>(args, x);
+      return;
+    case WeightType::kF32:
+      matmul_blocked<WideningKernel<F32Source, F32Source>>(args, x);
+      return;
+  }
+}
+
+}  // namespace dancemoe::kernels::avx512
