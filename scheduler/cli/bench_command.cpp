@@ -1,0 +1,82 @@
+// `dancemoe bench --model DIR [--threads N] [--prompt-tokens 128]
+// [--gen-tokens 64] --json`: single-node prefill and decode speed, the weight
+// bytes read per decoded token, a measured memory bandwidth and the fraction
+// of the memory roofline (bandwidth / bytes per token) that decode reaches.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "common/model/model_benchmark.h"
+#include "common/runtime/memory_usage.h"
+#include "kernels/cpu/memory_bandwidth.h"
+#include "scheduler/cli/cli_support.h"
+#include "scheduler/cli/command_registry.h"
+
+namespace dancemoe::cli {
+namespace {
+
+struct Options {
+  std::string model;
+  int threads = 0;
+  ModelBenchParams bench;
+  std::string precision = "bf16";
+  bool json = false;
+};
+
+int run(const Options& o) {
+  std::optional<ComputePrecision> precision = parse_precision(o.precision);
+  if (!precision) return report_failure("bench", invalid_argument("--precision must be f32 or bf16"));
+  LocalModelOptions options;
+  options.n_threads = o.threads;
+  options.precision = *precision;
+  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(o.model, options);
+  if (!model.is_ok()) return report_failure("bench", model.status());
+  Result<ModelBenchResult> r = run_model_benchmark(**model, o.bench);
+  if (!r.is_ok()) return report_failure("bench", r.status());
+  // Before the bandwidth probe allocates its own buffer.
+  const uint64_t peak_rss = peak_resident_bytes();
+  const uint64_t weight_bytes = (*model)->resident_weight_bytes();
+  const int n_threads = (*model)->pool().size();
+  model->reset();  // free the weights: the probe wants the memory bus to itself
+  const double membw = kernels::measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, n_threads, 1.0);
+  const double roofline_tok_s = membw / r->bytes_per_token;
+  nlohmann::ordered_json out = {
+      {"model", o.model},
+      {"threads", n_threads},
+      {"precision", precision_name(*precision)},
+      {"cpu_level", kernels::cpu_level_name(kernels::cpu_kernels().level)},
+      {"prompt_tokens", o.bench.prompt_tokens},
+      {"gen_tokens", o.bench.gen_tokens},
+      {"prefill_tok_s", r->prefill_tok_s},
+      {"decode_tok_s", r->decode_tok_s},
+      {"bytes_per_token", r->bytes_per_token},
+      {"membw_gb_s", membw / 1e9},
+      {"roofline_tok_s", roofline_tok_s},
+      {"roofline_frac", r->decode_tok_s / roofline_tok_s},
+      {"weight_bytes", weight_bytes},
+      {"peak_rss_bytes", peak_rss},
+      {"peak_rss_over_weights", static_cast<double>(peak_rss) / static_cast<double>(weight_bytes)}};
+  if (o.json) {
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return 0;
+}
+
+void setup(CLI::App& root, int* exit_code) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = root.add_subcommand("bench", "Measure prefill/decode speed against the memory roofline");
+  cmd->add_option("--model", o->model, "model directory")->required();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  cmd->add_option("--prompt-tokens", o->bench.prompt_tokens, "prefill length")->capture_default_str();
+  cmd->add_option("--gen-tokens", o->bench.gen_tokens, "decoded tokens")->capture_default_str();
+  cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
+  cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
+  cmd->add_flag("--json", o->json, "one JSON object on one line");
+  cmd->callback([o, exit_code] { *exit_code = run(*o); });
+}
+
+DMOE_REGISTER_CLI_COMMAND(setup);
+
+}  // namespace
+}  // namespace dancemoe::cli
