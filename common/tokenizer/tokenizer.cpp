@@ -81,6 +81,7 @@ Status Tokenizer::parse_tokenizer_json(std::string_view text) {
   DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> normalizer, root.optional_member("normalizer"));
   if (normalizer) {
     DMOE_ASSIGN_OR_RETURN(normalizer_, Normalizer::parse(*normalizer));
+    DMOE_RETURN_IF_ERROR(added_.normalize_match_texts(*normalizer_));
   }
   DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> pre, root.optional_member("pre_tokenizer"));
   if (pre) {
