@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/tokenizer/json_field.h"
+#include "common/tokenizer/normalizer.h"
 #include "common/tokenizer/utf8.h"
 
 namespace dancemoe::tokenizer {
@@ -92,20 +93,44 @@ Result<AddedVocabulary> AddedVocabulary::parse(const std::optional<JsonField>& f
     const auto idx = static_cast<int32_t>(vocabulary.tokens_.size());
     vocabulary.id_to_idx_[static_cast<size_t>(token.id)] = idx;
     vocabulary.content_to_idx_.emplace(token.content, idx);
-    Index& index = token.normalized ? vocabulary.normalized_index_ : vocabulary.raw_index_;
-    index.by_first_byte[static_cast<uint8_t>(token.content[0])].push_back(idx);
     vocabulary.has_normalized_ = vocabulary.has_normalized_ || token.normalized;
+    vocabulary.match_texts_.push_back(token.content);
     vocabulary.tokens_.push_back(std::move(token));
   }
-  for (Index* index : {&vocabulary.raw_index_, &vocabulary.normalized_index_}) {
+  vocabulary.build_indexes();
+  return vocabulary;
+}
+
+Status AddedVocabulary::normalize_match_texts(const Normalizer& normalizer) {
+  for (size_t idx = 0; idx < tokens_.size(); ++idx) {
+    if (!tokens_[idx].normalized) continue;
+    std::string text = tokens_[idx].content;
+    DMOE_RETURN_IF_ERROR(normalizer.normalize(text));
+    match_texts_[idx] = std::move(text);
+  }
+  build_indexes();
+  return Status::ok();
+}
+
+void AddedVocabulary::build_indexes() {
+  for (Index* index : {&raw_index_, &normalized_index_}) {
+    for (std::vector<int32_t>& bucket : index->by_first_byte) bucket.clear();
+  }
+  for (size_t idx = 0; idx < tokens_.size(); ++idx) {
+    const std::string& text = match_texts_[idx];
+    if (text.empty()) continue;  // a token that normalises to nothing is never found
+    Index& index = tokens_[idx].normalized ? normalized_index_ : raw_index_;
+    index.by_first_byte[static_cast<uint8_t>(text[0])].push_back(static_cast<int32_t>(idx));
+  }
+  // Longest first, so that the first match in a bucket is the longest.
+  for (Index* index : {&raw_index_, &normalized_index_}) {
     for (std::vector<int32_t>& bucket : index->by_first_byte) {
-      std::stable_sort(bucket.begin(), bucket.end(), [&vocabulary](int32_t a, int32_t b) {
-        return vocabulary.tokens_[static_cast<size_t>(a)].content.size() >
-               vocabulary.tokens_[static_cast<size_t>(b)].content.size();
+      std::stable_sort(bucket.begin(), bucket.end(), [this](int32_t a, int32_t b) {
+        return match_texts_[static_cast<size_t>(a)].size() >
+               match_texts_[static_cast<size_t>(b)].size();
       });
     }
   }
-  return vocabulary;
 }
 
 const AddedToken* AddedVocabulary::find_by_id(int32_t id) const {
@@ -122,8 +147,8 @@ const AddedToken* AddedVocabulary::find_by_content(std::string_view content) con
 std::optional<int32_t> AddedVocabulary::longest_match_at(std::string_view text, size_t pos,
                                                          const Index& index) const {
   for (int32_t idx : index.by_first_byte[static_cast<uint8_t>(text[pos])]) {
-    const std::string& content = tokens_[static_cast<size_t>(idx)].content;
-    if (text.compare(pos, content.size(), content) == 0) return idx;
+    const std::string& match = match_texts_[static_cast<size_t>(idx)];
+    if (text.compare(pos, match.size(), match) == 0) return idx;
   }
   return std::nullopt;
 }
@@ -141,7 +166,7 @@ std::vector<TextSplit> AddedVocabulary::split(std::string_view text, bool normal
     }
     const AddedToken& token = tokens_[static_cast<size_t>(*idx)];
     size_t start = pos;
-    size_t stop = pos + token.content.size();
+    size_t stop = pos + match_texts_[static_cast<size_t>(*idx)].size();
     pos = stop;
     if (token.single_word &&
         (ends_with_word_char(text, start) || starts_with_word_char(text, stop))) {

@@ -3,7 +3,9 @@
 // the splitting of text around them, as HF tokenizers' AddedVocabulary does:
 //
 //  * tokens with normalized=false are found in the raw text, tokens with
-//    normalized=true in the normalised text of each remaining section;
+//    normalized=true in the normalised text of each remaining section, by
+//    their own normalised form (under Llama's Prepend normaliser a
+//    normalized token "x" is found as "▁x");
 //  * matching is leftmost-longest and non-overlapping (aho-corasick
 //    LeftmostLongest in HF); a match rejected by single_word is skipped
 //    whole, and the search resumes after it;
@@ -28,6 +30,7 @@
 namespace dancemoe::tokenizer {
 
 class JsonField;
+class Normalizer;
 
 struct AddedToken {
   int32_t id = 0;
@@ -53,6 +56,10 @@ class AddedVocabulary {
   // Parses the "added_tokens" array (may be absent/null: empty vocabulary).
   static Result<AddedVocabulary> parse(const std::optional<JsonField>& field);
 
+  // Matches normalized=true tokens by their content passed through
+  // `normalizer` from now on (the loader calls this once).
+  Status normalize_match_texts(const Normalizer& normalizer);
+
   // Splits `text` around the added tokens with `normalized` == the flag.
   std::vector<TextSplit> split(std::string_view text, bool normalized) const;
 
@@ -69,9 +76,11 @@ class AddedVocabulary {
   };
   std::optional<int32_t> longest_match_at(std::string_view text, size_t pos,
                                           const Index& index) const;
+  void build_indexes();
 
   std::vector<AddedToken> tokens_;
-  std::vector<int32_t> id_to_idx_;  // id -> index into tokens_, -1 if none
+  std::vector<std::string> match_texts_;  // per token: the text it is found by
+  std::vector<int32_t> id_to_idx_;        // id -> index into tokens_, -1 if none
   TokenIdMap content_to_idx_;
   Index raw_index_;
   Index normalized_index_;

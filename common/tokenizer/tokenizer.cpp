@@ -14,7 +14,17 @@
 namespace dancemoe::tokenizer {
 namespace {
 
+// Real tokenizer.json files are at most tens of MB; a far bigger file is a
+// wrong path (e.g. a weights file), not something to read into memory.
+constexpr uintmax_t kMaxFileBytes = uintmax_t{1} << 30;
+
 Result<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxFileBytes) {
+    return invalid_argument(path.string() + ": " + std::to_string(size) +
+                            " bytes is too large for a tokenizer file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found(path.string() + ": cannot open file");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -40,11 +50,13 @@ Result<std::optional<std::string>> config_token(const JsonField& config, std::st
 Tokenizer::Tokenizer() = default;
 Tokenizer::~Tokenizer() = default;
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& tokenizer_json) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::path tokenizer_json =
+      std::filesystem::is_directory(path, ec) ? path / "tokenizer.json" : path;
   DMOE_ASSIGN_OR_RETURN(std::string json_text, read_file(tokenizer_json));
   const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
   std::string config_text;
-  std::error_code ec;
   if (std::filesystem::exists(config_path, ec)) {
     DMOE_ASSIGN_OR_RETURN(config_text, read_file(config_path));
   }
@@ -81,6 +93,7 @@ Status Tokenizer::parse_tokenizer_json(std::string_view text) {
   DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> normalizer, root.optional_member("normalizer"));
   if (normalizer) {
     DMOE_ASSIGN_OR_RETURN(normalizer_, Normalizer::parse(*normalizer));
+    DMOE_RETURN_IF_ERROR(added_.normalize_match_texts(*normalizer_));
   }
   DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> pre, root.optional_member("pre_tokenizer"));
   if (pre) {

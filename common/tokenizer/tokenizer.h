@@ -48,9 +48,9 @@ class PreTokenizer;
 
 class Tokenizer {
  public:
-  // Reads `tokenizer_json` and, when it exists, tokenizer_config.json in the
-  // same directory.
-  static Result<std::unique_ptr<Tokenizer>> load(const std::filesystem::path& tokenizer_json);
+  // Reads `path` (a tokenizer.json, or a model directory holding one) and,
+  // when it exists, tokenizer_config.json in the same directory.
+  static Result<std::unique_ptr<Tokenizer>> load(const std::filesystem::path& path);
   // From the texts of both files (`tokenizer_config_json` may be empty);
   // `source_name` prefixes error messages (e.g. the directory).
   static Result<std::unique_ptr<Tokenizer>> from_json_text(std::string_view tokenizer_json,

@@ -7,9 +7,9 @@
 // interface.
 //
 // Exit codes: 0 ok; 2 bad usage or input: a tokenizer that cannot be loaded,
-// an unreadable FILE, or a line that is not a JSON string literal (the error
-// names the line number and nothing is printed to stdout); 1 if encoding
-// fails at run time.
+// an unreadable FILE, or a line that is not a JSON string literal (an empty
+// line included; write "" for the empty string): the error names the line
+// number and nothing is printed to stdout; 1 if encoding fails at run time.
 #include <cstdio>
 #include <fstream>
 #include <memory>

@@ -84,6 +84,15 @@ TEST_CASE("added tokens: normalized tokens are matched in the normalised text") 
                            R"(, "normalizer": {"type": "NFC"})"));
   CHECK(encode_or_fail(*tok, "ae\u0301b") == Ids{0, 100, 1});
   CHECK(encode_or_fail(*tok, "a\u00e9b") == Ids{0, 100, 1});
+  // The token's own text is normalised too, as HF does: under a Prepend
+  // normaliser the normalized token "x" is found as "▁x".
+  auto prepend = load_or_fail(tiny_tokenizer_json(
+      letters_model(), added(R"({"id": 100, "content": "x", "normalized": true})") +
+                           R"(, "normalizer": {"type": "Sequence", "normalizers": [
+                                 {"type": "Prepend", "prepend": "▁"},
+                                 {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}]})"));
+  CHECK(encode_or_fail(*prepend, "a x b") == Ids{27, 0, 100, 27, 1});
+  CHECK(encode_or_fail(*prepend, "axb") == Ids{27, 0, 23, 1});
 }
 
 TEST_CASE("added tokens: decode keeps or skips special tokens on request") {

@@ -125,13 +125,15 @@ TEST_CASE("tokenizer errors: load() names a missing file") {
 
 TEST_CASE("tokenizer errors: load() reads tokenizer_config.json beside tokenizer.json") {
   dancemoe::testing::TempDir dir("tokenizer-load");
-  Result<SyntheticTokenizerFiles> files = make_synthetic_tokenizer(300);
-  REQUIRE(files.is_ok());
   REQUIRE(write_synthetic_tokenizer(dir.path(), 300).is_ok());
   Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::load(dir.path() / "tokenizer.json");
   REQUIRE(tok.is_ok());
   CHECK((*tok)->eos_id() == 299);
   CHECK((*tok)->chat_format() == ChatFormat::kChatML);
+  // The model directory itself works too.
+  Result<std::unique_ptr<Tokenizer>> from_dir = Tokenizer::load(dir.path());
+  REQUIRE(from_dir.is_ok());
+  CHECK((*from_dir)->vocab_size() == 300);
   // A broken config is reported with its own path.
   std::ofstream(dir.path() / "tokenizer_config.json") << R"({"eos_token": 5})";
   Result<std::unique_ptr<Tokenizer>> bad = Tokenizer::load(dir.path() / "tokenizer.json");
