@@ -26,7 +26,8 @@ uint64_t dense_bytes_per_token(const Checkpoint& ckpt) {
 
 Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBenchParams& params) {
   if (params.prompt_tokens < 1 || params.gen_tokens < 1 || params.repeats < 1) {
-    return invalid_argument("benchmark needs at least one prompt token, one generated token and one repeat");
+    return invalid_argument(
+        "benchmark needs at least one prompt token, one generated token and one repeat");
   }
   Transformer& tf = model.transformer();
   const ModelConfig& c = tf.config();
@@ -51,6 +52,15 @@ Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBench
   }
   result.prefill_tok_s = static_cast<double>(params.prompt_tokens) / best_prefill;
 
+  // Expert sizes looked up before timing: the observer runs inside the
+  // timed decode loop.
+  std::vector<uint64_t> expert_size(static_cast<size_t>(c.n_layers * c.n_experts), 0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    if (!c.layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      expert_size[static_cast<size_t>(l * c.n_experts + e)] = model.checkpoint().expert_bytes(l, e);
+    }
+  }
   uint64_t expert_bytes = 0;
   std::set<std::pair<int64_t, int32_t>> token_experts;
   double best_decode = 1e30;
@@ -62,7 +72,9 @@ Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBench
     tf.set_routing_observer([&](int64_t layer, const RoutingDecision& routing) {
       token_experts.clear();
       for (int32_t e : routing.expert_ids) token_experts.insert({layer, e});
-      for (const auto& [l, e] : token_experts) expert_bytes += model.checkpoint().expert_bytes(l, e);
+      for (const auto& [l, e] : token_experts) {
+        expert_bytes += expert_size[static_cast<size_t>(l * c.n_experts + e)];
+      }
     });
     const auto start = std::chrono::steady_clock::now();
     for (int64_t step = 0; step < params.gen_tokens; ++step) {
@@ -74,8 +86,9 @@ Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBench
   }
   tf.set_routing_observer({});
   result.decode_tok_s = static_cast<double>(params.gen_tokens) / best_decode;
-  result.bytes_per_token = static_cast<double>(dense_bytes_per_token(model.checkpoint())) +
-                           static_cast<double>(expert_bytes) / static_cast<double>(params.gen_tokens);
+  result.bytes_per_token =
+      static_cast<double>(dense_bytes_per_token(model.checkpoint())) +
+      static_cast<double>(expert_bytes) / static_cast<double>(params.gen_tokens);
   return result;
 }
 

@@ -8,8 +8,9 @@
 namespace dancemoe {
 namespace {
 
-constexpr size_t kMmapThreshold = 4u << 20;  // below this, the heap is fine
+constexpr size_t kMmapThreshold = 1u << 20;  // below this, the heap is fine
 constexpr size_t kHugePage = 2u << 20;
+constexpr size_t kPage = 4096;
 
 }  // namespace
 
@@ -46,12 +47,23 @@ Result<HostBuffer> HostBuffer::allocate(size_t n_bytes) {
   HostBuffer buffer;
   buffer.size_ = n_bytes;
   if (n_bytes >= kMmapThreshold) {
-    const size_t mapped = (n_bytes + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+    // Transparent huge pages only back whole 2 MiB-aligned extents, and mmap
+    // aligns to 4 KiB: map one huge page extra and trim both ends so the block
+    // starts on a huge page. Its length is rounded to 4 KiB only, so a 3 MiB
+    // expert gets one huge page plus small pages rather than 4 MiB resident.
+    const size_t mapped = (n_bytes + kPage - 1) / kPage * kPage;
+    void* raw = ::mmap(nullptr, mapped + kHugePage, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
       return resource_exhausted("cannot allocate " + std::to_string(n_bytes) +
                                 " bytes of host memory");
     }
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+    if (aligned > start) ::munmap(raw, aligned - start);
+    const size_t tail = (start + mapped + kHugePage) - (aligned + mapped);
+    if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + mapped), tail);
+    void* p = reinterpret_cast<void*>(aligned);
     ::madvise(p, mapped, MADV_HUGEPAGE);  // advisory; ignored where THP is off
     buffer.data_ = p;
     buffer.mapped_size_ = mapped;

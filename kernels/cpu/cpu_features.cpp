@@ -50,7 +50,9 @@ bool parse_cpu_level(std::string_view text, CpuLevel* level) {
   return false;
 }
 
-CpuLevel detect_cpu_level() {
+namespace {
+
+CpuLevel probe_cpu_level() {
 #if defined(__x86_64__) || defined(__i386__)
   // libgcc's cpu model also checks XCR0, so a feature reported here has its
   // register state enabled by the OS.
@@ -73,6 +75,15 @@ CpuLevel detect_cpu_level() {
 #else
   return CpuLevel::kScalar;
 #endif
+}
+
+}  // namespace
+
+// Probed once: cpuid traps to the hypervisor on virtual machines (microseconds
+// per call), and the kernel table is looked up several times per layer.
+CpuLevel detect_cpu_level() {
+  static const CpuLevel kDetected = probe_cpu_level();
+  return kDetected;
 }
 
 CpuLevel active_cpu_level() { return static_cast<CpuLevel>(active_level_storage().load()); }

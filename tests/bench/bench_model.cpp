@@ -1,0 +1,72 @@
+// Single-node model benchmark on the `medium` preset (hidden 1024, 16 layers,
+// 32 experts, top-8, bf16): decode and prefill tokens/s at 1 and 2 threads,
+// weight bytes per decoded token, measured streaming-read bandwidth at 1 and
+// 2 threads, the fraction of the memory roofline decode reaches, and peak
+// resident memory against the weight bytes. Run in Release on a quiet machine:
+//
+//   build/release/tests/bench_model [--model DIR] [--prompt-tokens 128] [--gen-tokens 64]
+//
+// Without --model, the medium preset is generated (once) under the build tree.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "common/model/model_benchmark.h"
+#include "common/model/synthetic/synthetic_model.h"
+#include "common/runtime/memory_usage.h"
+#include "kernels/cpu/memory_bandwidth.h"
+
+using namespace dancemoe;
+
+int main(int argc, char** argv) {
+  std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";
+  ModelBenchParams params;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--prompt-tokens")) params.prompt_tokens = std::stoll(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--gen-tokens")) params.gen_tokens = std::stoll(argv[i + 1]);
+  }
+  if (!std::filesystem::exists(model_dir / "config.json")) {
+    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
+    SyntheticModelSpec spec;
+    spec.preset = "medium";
+    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  std::printf("model %s, prompt %lld tokens, %lld decoded tokens, CPU level %s\n\n",
+              model_dir.c_str(), static_cast<long long>(params.prompt_tokens),
+              static_cast<long long>(params.gen_tokens),
+              std::string(kernels::cpu_level_name(kernels::cpu_kernels().level)).c_str());
+  std::printf("%8s %12s %12s %14s %12s %14s %10s %10s\n", "threads", "prefill/s", "decode/s",
+              "bytes/token", "membw GB/s", "roofline/s", "roofline", "rss/wts");
+  for (int threads : {1, 2}) {
+    LocalModelOptions options;
+    options.n_threads = threads;
+    auto model = LocalModel::open(model_dir, options);
+    if (!model.is_ok()) {
+      std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
+      return 1;
+    }
+    auto r = run_model_benchmark(**model, params);
+    if (!r.is_ok()) {
+      std::fprintf(stderr, "%s\n", r.status().to_string().c_str());
+      return 1;
+    }
+    const double weights = static_cast<double>((*model)->resident_weight_bytes());
+    const double rss_ratio = static_cast<double>(peak_resident_bytes()) / weights;
+    model->reset();
+    const double membw =
+        kernels::measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, threads, 1.0);
+    const double roofline = membw / r->bytes_per_token;
+    std::printf("%8d %12.1f %12.1f %14.0f %12.1f %14.1f %9.0f%% %10.3f\n", threads,
+                r->prefill_tok_s, r->decode_tok_s, r->bytes_per_token, membw / 1e9, roofline,
+                100.0 * r->decode_tok_s / roofline, rss_ratio);
+  }
+  std::printf(
+      "\ntargets (issue 2): decode >= 80%% of roofline at 2 threads, prefill >= 600 tok/s at "
+      "2 threads, peak RSS <= 1.2 x weights\n");
+  return 0;
+}
