@@ -8,6 +8,10 @@ namespace {
 
 // Row slices are multiples of this so SIMD kernels rarely see ragged tails.
 constexpr int64_t kRowAlign = 16;
+// Rows of every job per chunk: at decode, 64 rows of 8 experts' gate and up
+// projections are ~2 MB of weights, big enough to stream well and small
+// enough to balance across threads.
+constexpr int64_t kRowsPerChunk = 64;
 
 }  // namespace
 
@@ -45,14 +49,15 @@ void ExpertComputer::run(std::span<const ExpertJob> jobs, const float* x, int64_
     down_.resize(static_cast<size_t>(rows * hidden));
 
   const ActivationsView xg = gathered_.view();
-  pool_.run([&](int idx, int n_threads) {
+  const int n_threads = pool_.size();
+  const int64_t n_inter_chunks = chunk_count(inter, kRowsPerChunk, n_threads);
+  pool_.parallel_for(n_inter_chunks, [&](int64_t chunk, int) {
     for (size_t j = 0; j < jobs.size(); ++j) {
       const ExpertJob& job = jobs[j];
       const int64_t n = static_cast<int64_t>(job.tokens.size());
       if (n == 0) continue;
-      const int64_t job_inter = job.gate.rows;
       const int64_t off = job_offsets_[j];
-      const Range r = split_range(job_inter, idx, n_threads, kRowAlign);
+      const Range r = split_range(job.gate.rows, chunk, n_inter_chunks, kRowAlign);
       if (r.begin >= r.end) continue;
       ActivationsView xj{xg.f32 + off * hidden, xg.bf16 ? xg.bf16 + off * hidden : nullptr};
       float* g = gate_.data() + off * inter;
@@ -70,8 +75,9 @@ void ExpertComputer::run(std::span<const ExpertJob> jobs, const float* x, int64_
   });
 
   const ActivationsView hv = hidden_.view();
-  pool_.run([&](int idx, int n_threads) {
-    const Range r = split_range(hidden, idx, n_threads, kRowAlign);
+  const int64_t n_hidden_chunks = chunk_count(hidden, kRowsPerChunk, n_threads);
+  pool_.parallel_for(n_hidden_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(hidden, chunk, n_hidden_chunks, kRowAlign);
     if (r.begin >= r.end) return;
     for (size_t j = 0; j < jobs.size(); ++j) {
       const ExpertJob& job = jobs[j];
@@ -79,16 +85,15 @@ void ExpertComputer::run(std::span<const ExpertJob> jobs, const float* x, int64_
       if (n == 0) continue;
       const int64_t off = job_offsets_[j];
       ActivationsView hj{hv.f32 + off * inter, hv.bf16 ? hv.bf16 + off * inter : nullptr};
-      // The down projection reads `inter` columns; jobs with a smaller
-      // intermediate size (a dense layer mixed in) use their own width.
-      kernels::WeightView down = job.down;
       float* d = down_.data() + off * hidden;
       if (job.gate.rows == inter) {
-        matmul_rows(k, down, hj, n, d, hidden, r.begin, r.end);
+        matmul_rows(k, job.down, hj, n, d, hidden, r.begin, r.end);
       } else {
+        // A job with a smaller intermediate size (a dense layer mixed in)
+        // has rows of `inter` stride in hidden_: one token at a time.
         for (int64_t t = 0; t < n; ++t) {
           ActivationsView row{hj.f32 + t * inter, hj.bf16 ? hj.bf16 + t * inter : nullptr};
-          matmul_rows(k, down, row, 1, d + t * hidden, hidden, r.begin, r.end);
+          matmul_rows(k, job.down, row, 1, d + t * hidden, hidden, r.begin, r.end);
         }
       }
       for (int64_t t = 0; t < n; ++t) {

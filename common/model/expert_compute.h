@@ -8,11 +8,10 @@
 // dense MLP layers (one job, weight 1) and -- in the node agent -- the
 // expert service answering peers all use it.
 //
-// Work split (no locks, one pool barrier per phase): phase 1 gives every
-// thread the same slice of intermediate rows of every job (gate, up and the
-// SwiGLU for that slice); phase 2 gives every thread a slice of the hidden
-// columns of every job's down projection and of `out`, so no two threads
-// write the same element.
+// Work split (no locks, one pool call per phase): a phase-1 chunk is a slice
+// of the intermediate rows of every job (gate, up and the SwiGLU for that
+// slice); a phase-2 chunk is a slice of the hidden columns of every job's
+// down projection and of `out`, so no two chunks write the same element.
 //
 // Not thread-safe: one ExpertComputer per thread that runs forwards (it
 // owns scratch buffers that only grow).

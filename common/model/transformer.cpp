@@ -8,6 +8,8 @@ namespace dancemoe {
 namespace {
 
 constexpr int64_t kRowAlign = 16;
+// Output rows per work chunk of a projection (see ThreadPool::parallel_for).
+constexpr int64_t kRowsPerChunk = 64;
 
 void grow(std::vector<float>* v, int64_t n) {
   if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
@@ -134,12 +136,19 @@ void Transformer::attention_block(int64_t layer, int64_t n, KvCache& cache) {
   }
   xn_.round_to_bf16(k, n);
   const ActivationsView x = xn_.view();
-  pool_.run([&](int idx, int n_threads) {
-    const Range rq = split_range(q_dim, idx, n_threads, kRowAlign);
-    const Range rkv = split_range(kv_dim, idx, n_threads, kRowAlign);
-    matmul_rows(k, aw.q, x, n, q_.data(), q_dim, rq.begin, rq.end);
-    matmul_rows(k, aw.k, x, n, k_.data(), kv_dim, rkv.begin, rkv.end);
-    matmul_rows(k, aw.v, x, n, v_.data(), kv_dim, rkv.begin, rkv.end);
+  const int n_threads = pool_.size();
+  const int64_t n_q_chunks = chunk_count(q_dim, kRowsPerChunk, n_threads);
+  const int64_t n_kv_chunks = chunk_count(kv_dim, kRowsPerChunk, n_threads);
+  pool_.parallel_for(n_q_chunks + 2 * n_kv_chunks, [&](int64_t chunk, int) {
+    if (chunk < n_q_chunks) {
+      const Range r = split_range(q_dim, chunk, n_q_chunks, kRowAlign);
+      matmul_rows(k, aw.q, x, n, q_.data(), q_dim, r.begin, r.end);
+      return;
+    }
+    chunk -= n_q_chunks;
+    const bool is_k = chunk < n_kv_chunks;
+    const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks, kRowAlign);
+    matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end);
   });
 
   float* k_cache = cache.keys(layer);
@@ -171,12 +180,19 @@ void Transformer::attention_block(int64_t layer, int64_t n, KvCache& cache) {
     std::memcpy(v_cache + (pos0 + t) * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
   }
 
-  // Causal attention: token t sees cached positions [0, pos0 + t].
+  // Causal attention: token t sees cached positions [0, pos0 + t]. Work
+  // items are (token, query head); chunk boundaries fall on KV-head groups
+  // so a kernel can share each cached key among the heads that read it.
   const int64_t n_heads = config_.n_heads;
+  const int64_t group = n_heads / config_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  auto attend = [&](int idx, int n_threads) {
-    const Range r = split_range(n * n_heads, idx, n_threads);
-    float* scratch = attention_scratch_[static_cast<size_t>(idx)].data();
+  const int64_t n_items = n * n_heads;
+  // Short contexts are cheaper on one thread than a pool round trip.
+  const int64_t n_attention_chunks =
+      n * (pos0 + n) * n_heads >= 4096 ? chunk_count(n_items / group, 2, n_threads) : 1;
+  pool_.parallel_for(n_attention_chunks, [&](int64_t chunk, int thread_idx) {
+    const Range r = split_range(n_items, chunk, n_attention_chunks, group);
+    float* scratch = attention_scratch_[static_cast<size_t>(thread_idx)].data();
     for (int64_t i = r.begin; i < r.end;) {
       const int64_t t = i / n_heads;
       const int64_t head_end = std::min(r.end - t * n_heads, n_heads);
@@ -197,18 +213,13 @@ void Transformer::attention_block(int64_t layer, int64_t n, KvCache& cache) {
       k.attention(args);
       i = t * n_heads + head_end;
     }
-  };
-  // Short contexts are cheaper on one thread than a pool round trip.
-  if (n * (pos0 + n) * n_heads >= 4096) {
-    pool_.run(attend);
-  } else {
-    attend(0, 1);
-  }
+  });
   attn_.round_to_bf16(k, n);
 
   const ActivationsView a = attn_.view();
-  pool_.run([&](int idx, int n_threads) {
-    const Range r = split_range(hidden, idx, n_threads, kRowAlign);
+  const int64_t n_o_chunks = chunk_count(hidden, kRowsPerChunk, n_threads);
+  pool_.parallel_for(n_o_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
     matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
     for (int64_t t = 0; t < n; ++t) {
       k.axpy(1.0f, proj_.data() + t * hidden + r.begin, h_.data() + t * hidden + r.begin,
@@ -242,18 +253,14 @@ Status Transformer::mlp_block(int64_t layer, int64_t n) {
   // keeping them identical to the reference matters more than its tiny cost.
   const int64_t n_experts = config_.n_experts;
   const ActivationsView x{xn_.f32(), nullptr};
-  auto route_rows = [&](int idx, int n_threads) {
-    const Range r = split_range(n, idx, n_threads);
+  const int64_t n_route_chunks = n >= 8 ? chunk_count(n, 4, pool_.size()) : 1;
+  pool_.parallel_for(n_route_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(n, chunk, n_route_chunks);
     if (r.begin >= r.end) return;
     ActivationsView rows{x.f32 + r.begin * hidden, nullptr};
     matmul_rows(k, lw.router, rows, r.end - r.begin, router_logits_.data() + r.begin * n_experts,
                 n_experts, 0, n_experts);
-  };
-  if (n >= 8) {
-    pool_.run(route_rows);
-  } else {
-    route_rows(0, 1);
-  }
+  });
   route_tokens(config_, router_logits_.data(), n, &routing_);
   if (observer_) observer_(layer, routing_);
   Status status = moe_.run_layer(layer, xn_.f32(), n, hidden, routing_, h_.data());
@@ -272,8 +279,9 @@ void Transformer::compute_logits(int64_t first_row, int64_t n_rows, std::vector<
   xn_.round_to_bf16(k, n_rows);
   logits->resize(static_cast<size_t>(n_rows * vocab));
   const ActivationsView x = xn_.view();
-  pool_.run([&](int idx, int n_threads) {
-    const Range r = split_range(vocab, idx, n_threads, kRowAlign);
+  const int64_t n_chunks = chunk_count(vocab, 4 * kRowsPerChunk, pool_.size());
+  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(vocab, chunk, n_chunks, kRowAlign);
     matmul_rows(k, weights_.lm_head(), x, n_rows, logits->data(), vocab, r.begin, r.end);
   });
 }

@@ -49,23 +49,46 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::run_erased(Trampoline trampoline, void* ctx) {
-  if (n_threads_ == 1) {
-    trampoline(ctx, 0, 1);
+void ThreadPool::run_erased(Trampoline trampoline, void* ctx, int64_t n_chunks) {
+  if (n_chunks <= 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (int64_t c = 0; c < n_chunks; ++c) trampoline(ctx, c, 0);
     return;
   }
   trampoline_ = trampoline;
   ctx_ = ctx;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  n_chunks_.store(n_chunks, std::memory_order_relaxed);
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
+  next_claim_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  generation_.store(generation, std::memory_order_release);
   futex_wake_all(&generation_);
-  trampoline(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  work_on(generation, 0);
+  while (chunks_done_.load(std::memory_order_acquire) != n_chunks) cpu_relax();
+}
+
+void ThreadPool::work_on(uint32_t generation, int thread_idx) {
+  const uint64_t tag = static_cast<uint64_t>(generation) << 32;
+  uint64_t claim = next_claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((claim & ~0xffffffffull) != tag) return;  // a newer job, or none
+    const int64_t chunk = static_cast<int64_t>(claim & 0xffffffffull);
+    if (chunk >= n_chunks_.load(std::memory_order_relaxed)) return;
+    if (!next_claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+      continue;  // `claim` now holds the current value
+    }
+    // The claim succeeded, so the owner is still waiting for this chunk and
+    // the job fields are those of `generation`.
+    trampoline_(ctx_, chunk, thread_idx);
+    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
+    claim = next_claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::worker_loop(int thread_idx) {
   // The baseline is the generation at construction, not whatever the counter
-  // holds when this thread gets scheduled: run() may already have bumped it.
+  // holds when this thread gets scheduled: a job may already be running.
   uint32_t seen = 0;
   for (;;) {
     int spins = 0;
@@ -79,19 +102,24 @@ void ThreadPool::worker_loop(int thread_idx) {
     }
     seen = now;
     if (stopping_.load(std::memory_order_acquire)) return;
-    trampoline_(ctx_, thread_idx, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    work_on(now, thread_idx);
   }
 }
 
-Range split_range(int64_t n, int idx, int n_threads, int64_t align) {
+Range split_range(int64_t n, int64_t idx, int64_t n_parts, int64_t align) {
   if (align < 1) align = 1;
   const int64_t n_blocks = (n + align - 1) / align;
-  const int64_t per = n_blocks / n_threads;
-  const int64_t extra = n_blocks % n_threads;
+  const int64_t per = n_blocks / n_parts;
+  const int64_t extra = n_blocks % n_parts;
   const int64_t begin_block = idx * per + std::min<int64_t>(idx, extra);
   const int64_t end_block = begin_block + per + (idx < extra ? 1 : 0);
   return {std::min(n, begin_block * align), std::min(n, end_block * align)};
+}
+
+int64_t chunk_count(int64_t n, int64_t rows_per_chunk, int n_threads) {
+  if (n <= 0) return 0;
+  const int64_t by_size = (n + rows_per_chunk - 1) / rows_per_chunk;
+  return std::max<int64_t>(1, std::min(n, std::max<int64_t>(by_size, 2 * n_threads)));
 }
 
 }  // namespace dancemoe

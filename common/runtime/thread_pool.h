@@ -1,20 +1,26 @@
-// ThreadPool: a fixed set of persistent worker threads that run one
-// function on every thread at once, for data-parallel kernels (matmul rows,
-// attention heads). The calling thread takes part as thread 0, so a pool of
-// n threads starts n - 1 workers. There is no per-call thread start-up:
-// workers spin briefly on a generation counter and then sleep on it
-// (a futex), so back-to-back calls on the token path cost well
-// under a microsecond while an idle pool costs no CPU.
+// ThreadPool: a fixed set of persistent worker threads for data-parallel
+// kernels (matmul rows, attention heads). The calling thread takes part, so
+// a pool of n threads starts n - 1 workers.
 //
-// run() may be called from one thread at a time (the pool's owner); the
-// function must not call run() on the same pool.
+// parallel_for(n_chunks, fn) runs fn(chunk, thread_idx) for every chunk in
+// [0, n_chunks). Chunks are claimed dynamically from a shared counter, so a
+// worker the OS has descheduled (another process on the core) costs only
+// the chunk it holds: the other threads take the rest, and a pool on a busy
+// machine degrades to single-thread speed instead of waiting. There is no
+// per-call thread start-up: workers spin briefly on a generation counter and
+// then sleep on it (futex), so back-to-back calls on the token path cost
+// well under a microsecond while an idle pool costs no CPU.
+//
+// Which thread runs a chunk is not deterministic, so chunks must write
+// disjoint outputs; results then do not depend on the thread count.
+// parallel_for may be called from one thread at a time (the pool's owner),
+// and fn must not call it on the same pool.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <thread>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 namespace dancemoe {
@@ -28,37 +34,51 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls fn(thread_idx, n_threads) once on each thread and returns when all are done.
   template <typename Fn>
-  void run(Fn&& fn) {
+  void parallel_for(int64_t n_chunks, Fn&& fn) {
     using Callable = std::remove_reference_t<Fn>;
-    run_erased([](void* ctx, int idx, int n) { (*static_cast<Callable*>(ctx))(idx, n); },
-               const_cast<void*>(static_cast<const void*>(&fn)));
+    run_erased([](void* ctx, int64_t chunk,
+                  int thread_idx) { (*static_cast<Callable*>(ctx))(chunk, thread_idx); },
+               const_cast<void*>(static_cast<const void*>(&fn)), n_chunks);
   }
 
  private:
-  using Trampoline = void (*)(void* ctx, int thread_idx, int n_threads);
+  using Trampoline = void (*)(void* ctx, int64_t chunk, int thread_idx);
 
-  void run_erased(Trampoline trampoline, void* ctx);
+  void run_erased(Trampoline trampoline, void* ctx, int64_t n_chunks);
+  // Claims and runs chunks of generation `generation` until none is left.
+  void work_on(uint32_t generation, int thread_idx);
   void worker_loop(int thread_idx);
 
   int n_threads_;
   std::vector<std::thread> workers_;
+  // The current job; written by the owner before it publishes a generation,
+  // stable until every chunk of that generation is done.
   Trampoline trampoline_ = nullptr;
   void* ctx_ = nullptr;
+  // Atomic because a late worker may read it while the owner sets up the
+  // next job (it then fails its claim, see next_claim_).
+  std::atomic<int64_t> n_chunks_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word
-  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
-  alignas(64) std::atomic<int> pending_{0};
+  // (generation << 32) | next unclaimed chunk: a claim succeeds only for the
+  // generation the claimer saw, so a late worker never runs a chunk of a
+  // newer job with an older one's function.
+  alignas(64) std::atomic<uint64_t> next_claim_{0};
+  alignas(64) std::atomic<int64_t> chunks_done_{0};
   std::atomic<bool> stopping_{false};
 };
 
-// The half-open range [begin, end) of `n` items that thread `idx` of `n_threads`
-// handles, with boundaries rounded to multiples of `align` (the last range
+// The half-open range [begin, end) of `n` items that part `idx` of `n_parts`
+// covers, with boundaries rounded to multiples of `align` (the last range
 // takes the remainder).
 struct Range {
   int64_t begin;
   int64_t end;
 };
-Range split_range(int64_t n, int idx, int n_threads, int64_t align = 1);
+Range split_range(int64_t n, int64_t idx, int64_t n_parts, int64_t align = 1);
+
+// How many chunks to cut `n` rows into: about `rows_per_chunk` rows each, at
+// least enough for every thread to get two.
+int64_t chunk_count(int64_t n, int64_t rows_per_chunk, int n_threads);
 
 }  // namespace dancemoe

@@ -3,46 +3,69 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace dancemoe {
 
-TEST_CASE("thread pool: runs the function once on every thread") {
+TEST_CASE("thread pool: every chunk runs exactly once") {
   ThreadPool pool(3);
-  std::vector<std::atomic<int>> calls(3);
-  for (int round = 0; round < 1000; ++round) {
-    pool.run([&](int idx, int n) {
-      CHECK(n == 3);
-      calls[static_cast<size_t>(idx)].fetch_add(1);
+  std::vector<std::atomic<int>> calls(50);
+  for (int round = 0; round < 500; ++round) {
+    pool.parallel_for(50, [&](int64_t chunk, int thread_idx) {
+      CHECK(thread_idx >= 0);
+      CHECK(thread_idx < 3);
+      calls[static_cast<size_t>(chunk)].fetch_add(1);
     });
   }
-  for (auto& c : calls) CHECK(c.load() == 1000);
+  for (auto& c : calls) CHECK(c.load() == 500);
 }
 
-// Regression: a worker scheduled after the first run() bumped the generation
-// used to take that value as its baseline, skip the job, and hang run().
-TEST_CASE("thread pool: a run right after construction does not wait for late workers") {
+// Regression: a worker scheduled after the first call published its job
+// used to take that generation as its baseline, skip the job, and hang.
+TEST_CASE("thread pool: a call right after construction does not wait for late workers") {
   for (int i = 0; i < 200; ++i) {
     ThreadPool pool(2);
     std::atomic<int> sum{0};
-    pool.run([&](int idx, int) { sum.fetch_add(idx + 1); });
+    pool.parallel_for(2, [&](int64_t chunk, int) { sum.fetch_add(static_cast<int>(chunk) + 1); });
     CHECK(sum.load() == 3);
   }
 }
 
+TEST_CASE("thread pool: a stalled thread's share is taken by the others") {
+  // Chunk 0 blocks its thread for a while; the remaining chunks must not
+  // wait for it (they are claimed dynamically), so they finish first.
+  ThreadPool pool(2);
+  std::atomic<int> finished_while_blocked{0};
+  std::atomic<bool> blocked{true};
+  pool.parallel_for(20, [&](int64_t chunk, int) {
+    if (chunk == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      blocked.store(false);
+    } else if (blocked.load()) {
+      finished_while_blocked.fetch_add(1);
+    }
+  });
+  CHECK(finished_while_blocked.load() == 19);
+}
+
 TEST_CASE("thread pool: a pool of one runs on the caller") {
   ThreadPool pool(1);
-  int seen = -1;
-  pool.run([&](int idx, int n) { seen = idx * 10 + n; });
-  CHECK(seen == 1);
+  int calls = 0;
+  pool.parallel_for(4, [&](int64_t, int thread_idx) {
+    CHECK(thread_idx == 0);
+    ++calls;
+  });
+  CHECK(calls == 4);
 }
 
 TEST_CASE("split_range: covers 0..n without overlap with aligned boundaries") {
   for (int64_t n : {0, 1, 15, 16, 17, 100, 1024, 1025}) {
-    for (int threads : {1, 2, 3, 7}) {
+    for (int parts : {1, 2, 3, 7}) {
       int64_t expected_begin = 0;
-      for (int idx = 0; idx < threads; ++idx) {
-        Range r = split_range(n, idx, threads, 16);
+      for (int idx = 0; idx < parts; ++idx) {
+        Range r = split_range(n, idx, parts, 16);
         CHECK(r.begin == expected_begin);
         CHECK(r.end >= r.begin);
         if (r.end < n) CHECK(r.end % 16 == 0);
@@ -51,6 +74,13 @@ TEST_CASE("split_range: covers 0..n without overlap with aligned boundaries") {
       CHECK(expected_begin == n);
     }
   }
+}
+
+TEST_CASE("chunk_count: about the requested size, at least two per thread, at most n") {
+  CHECK(chunk_count(1024, 64, 2) == 16);
+  CHECK(chunk_count(100, 64, 2) == 4);
+  CHECK(chunk_count(3, 64, 2) == 3);
+  CHECK(chunk_count(0, 64, 2) == 0);
 }
 
 }  // namespace dancemoe
