@@ -93,6 +93,20 @@ std::vector<ExpertId> pack_node(const Problem& problem, const Capacity& capacity
   return unplaced;
 }
 
+// True when the hints place every expert of the set within device budgets.
+bool use_hints(const Problem& problem, const std::vector<ExpertId>& set,
+               const std::vector<int32_t>& hint, const std::vector<DeviceState>& devs) {
+  std::vector<uint64_t> free;
+  for (const DeviceState& d : devs) free.push_back(d.free_bytes);
+  for (ExpertId x : set) {
+    const int32_t g = hint[x];
+    const uint64_t bytes = problem.model.expert_bytes(x);
+    if (g < 0 || static_cast<size_t>(g) >= free.size() || free[g] < bytes) return false;
+    free[g] -= bytes;
+  }
+  return true;
+}
+
 bool node_has(const std::vector<DeviceState>& devs, ExpertId x) {
   for (const DeviceState& d : devs) {
     if (std::find(d.ids.begin(), d.ids.end(), x) != d.ids.end()) return true;
@@ -178,7 +192,8 @@ uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertId>& set) {
 }
 
 Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capacity,
-                                    const NodeSets& sets, std::string method) {
+                                    const NodeSets& sets, std::string method,
+                                    const DeviceHints* hints) {
   const ModelShape& model = problem.model;
   if (sets.size() != problem.cluster.nodes.size()) {
     return internal_error("packing: got sets for " + std::to_string(sets.size()) + " nodes, the " +
@@ -187,10 +202,18 @@ Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capa
   ClusterState state = initial_state(problem, capacity);
   std::vector<int32_t> current_device(model.n_experts_total(), -1);
   std::vector<std::pair<size_t, ExpertId>> unplaced;
+  const ClusterState empty = state;
   for (size_t n = 0; n < sets.size(); ++n) {
-    for (ExpertId x : pack_node(problem, capacity, n, sets[n], state[n], current_device)) {
-      unplaced.emplace_back(n, x);
+    std::vector<ExpertId> left = pack_node(problem, capacity, n, sets[n], state[n], current_device);
+    if (!left.empty() && hints != nullptr && use_hints(problem, sets[n], (*hints)[n], empty[n])) {
+      state[n] = empty[n];
+      for (ExpertId x : sets[n]) {
+        put(state[n][(*hints)[n][x]], x, problem.model.expert_bytes(x),
+            problem.activations.counts[n][x]);
+      }
+      left.clear();
     }
+    for (ExpertId x : left) unplaced.emplace_back(n, x);
   }
   if (!unplaced.empty()) {
     if (capacity.slot_based) {

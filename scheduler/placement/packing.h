@@ -14,7 +14,8 @@
 // With equal expert sizes this always succeeds when each node set fits the
 // node's slots (validate.h). With unequal sizes, experts are packed largest
 // first (bytes, then load) for fit, and fragmentation can leave an expert
-// without a device; then the documented repair runs: a replica (held by
+// without a device; then a node with device hints uses them instead (they
+// are known to fit), and otherwise the documented repair runs: a replica (held by
 // another node too) is dropped; a sole copy goes to the device anywhere in the
 // cluster with room whose node uses it most, else room is made there by
 // evicting the least-used replicas of that device. If no repair exists the
@@ -34,9 +35,19 @@ namespace dancemoe::placement {
 
 // [node] -> the flat ids of the experts the node holds, in any order, no repeats.
 using NodeSets = std::vector<std::vector<ExpertId>>;
+// [node][expert] -> a device index known to fit the node's whole set, -1 when
+// not held (see NodeRoom): the fallback when balanced packing fragments.
+using DeviceHints = std::vector<std::vector<int32_t>>;
+
+// A node-level choice with the device assignment that proves it fits.
+struct NodeChoice {
+  NodeSets sets;
+  DeviceHints hints;
+};
 
 Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capacity,
-                                    const NodeSets& sets, std::string method);
+                                    const NodeSets& sets, std::string method,
+                                    const DeviceHints* hints = nullptr);
 
 // Per node: bytes of its set; and a check that each set fits its node.
 uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertId>& set);

@@ -77,7 +77,15 @@ Problem make_synthetic_problem(const SyntheticProblemSpec& spec) {
     }
     problem.cluster.nodes.push_back(std::move(node));
   }
-  // Raise budgets until every expert fits once (counted in whole experts).
+  // Every device holds at least one expert of any layer; then raise budgets
+  // until every expert fits once (counted in whole experts).
+  uint64_t largest = 0;
+  for (const LayerShape& layer : spec.layers) largest = std::max(largest, layer.expert_bytes);
+  for (Node& node : problem.cluster.nodes) {
+    for (Device& device : node.devices) {
+      device.expert_budget_bytes = std::max(device.expert_budget_bytes, largest);
+    }
+  }
   for (int iter = 0; iter < 64; ++iter) {
     const Capacity cap = compute_capacity(problem.cluster, problem.model);
     uint64_t usable = 0;

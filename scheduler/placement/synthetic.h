@@ -42,8 +42,8 @@ struct SyntheticProblemSpec {
   int32_t devices_min = 1;  // devices per node drawn uniformly in [min, max]
   int32_t devices_max = 1;
   // A node's expert memory as a fraction of all experts' bytes, drawn
-  // uniformly per node; budgets are raised in proportion if the cluster
-  // cannot hold every expert once.
+  // uniformly per node; every device holds at least one expert, and budgets
+  // are raised in proportion if the cluster cannot hold every expert once.
   double memory_fraction_min = 0.3;
   double memory_fraction_max = 0.3;
   RoutingProfileSpec routing;  // node n runs task n % n_tasks

@@ -138,11 +138,56 @@ Status validate_memory(const Problem& problem) {
                               std::to_string(need) + " bytes, the devices offer " +
                               std::to_string(total_budget) + " bytes; missing " +
                               std::to_string(need - total_budget) + " bytes");
+  } else {
+    // Enough bytes in total does not mean the experts fit into the devices
+    // (bin packing): refuse what best-fit decreasing cannot pack. Bin
+    // packing is NP-hard, so an adversarial packable instance may be refused
+    // too; the message says it is fragmentation.
+    DMOE_RETURN_IF_ERROR(one_copy_packing(problem).status());
   }
   return Status::ok();
 }
 
 }  // namespace
+
+Result<std::vector<std::pair<int32_t, int32_t>>> one_copy_packing(const Problem& problem) {
+  const ModelShape& model = problem.model;
+  std::vector<uint64_t> free;
+  std::vector<std::pair<int32_t, int32_t>> device_at;
+  for (size_t n = 0; n < problem.cluster.nodes.size(); ++n) {
+    const Node& node = problem.cluster.nodes[n];
+    for (size_t g = 0; g < node.devices.size(); ++g) {
+      free.push_back(node.devices[g].expert_budget_bytes);
+      device_at.emplace_back(static_cast<int32_t>(n), static_cast<int32_t>(g));
+    }
+  }
+  std::vector<ExpertId> order(model.n_experts_total());
+  for (ExpertId x = 0; x < model.n_experts_total(); ++x) order[x] = x;
+  std::stable_sort(order.begin(), order.end(), [&](ExpertId a, ExpertId b) {
+    return model.expert_bytes(a) > model.expert_bytes(b);
+  });
+  std::vector<std::pair<int32_t, int32_t>> where(model.n_experts_total());
+  for (ExpertId x : order) {
+    const uint64_t bytes = model.expert_bytes(x);
+    int best = -1;
+    for (size_t d = 0; d < free.size(); ++d) {
+      if (free[d] >= bytes && (best < 0 || free[d] < free[best])) best = static_cast<int>(d);
+    }
+    if (best < 0) {
+      uint64_t left = 0;
+      for (uint64_t f : free) left += f;
+      return resource_exhausted(
+          "memory cannot hold every expert once: the devices have enough bytes in total but "
+          "are too fragmented; " +
+          describe_expert(model, x) + " (" + std::to_string(bytes) +
+          " bytes) finds no device with room after packing the larger experts (" +
+          std::to_string(left) + " bytes left in smaller pieces)");
+    }
+    free[best] -= bytes;
+    where[x] = device_at[best];
+  }
+  return where;
+}
 
 Capacity compute_capacity(const Cluster& cluster, const ModelShape& model) {
   Capacity cap;

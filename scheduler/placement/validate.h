@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/base/status.h"
@@ -42,6 +43,15 @@ Capacity compute_capacity(const Cluster& cluster, const ModelShape& model);
 // A present `current` placement must match the cluster's shape and name valid
 // experts; it need not cover every expert (a node may have died).
 Status validate_problem(const Problem& problem);
+
+// Best-fit decreasing packing of one copy of every expert over all devices
+// (largest experts first, each to the device with the least room that fits,
+// devices in node-major order, ties to the first). Returns, per expert, its
+// (node, device); resource_exhausted naming the expert that found no room.
+// validate_problem uses it as the feasibility check for unequal sizes, and
+// the policies' fragmentation fallback starts from it, so a validated
+// problem always has this packing.
+Result<std::vector<std::pair<int32_t, int32_t>>> one_copy_packing(const Problem& problem);
 
 struct PlacementCheck {
   bool require_coverage = true;  // every expert on at least one device

@@ -28,6 +28,13 @@ struct Assignment {
     auto& list = held[n][layer];
     list.erase(std::find(list.begin(), list.end(), x));
   }
+  // Rebuilds the per-layer lists after the room changed behind our back.
+  void resync() {
+    for (size_t n = 0; n < held.size(); ++n) {
+      for (auto& list : held[n]) list.clear();
+      for (ExpertId x : room.sets()[n]) held[n][room.model().layer_of(x)].push_back(x);
+    }
+  }
   int64_t duplicates(size_t n, int32_t layer) const {
     int64_t d = 0;
     for (ExpertId y : held[n][layer]) d += room.copies(y) >= 2 ? 1 : 0;
@@ -53,52 +60,70 @@ ExpertId least_used_duplicate(const Assignment& a, const std::vector<double>& f,
   return best;
 }
 
-// Unequal sizes only: x replaces duplicates of any layer (dancemoe.h).
+// Unequal sizes only: x replaces duplicates of any layer (dancemoe.h), all
+// taken from one device so that x then fits there.
 Status repair_across_layers(const Problem& problem, Assignment& a,
                             const std::vector<double>& global, ExpertId x) {
   const ModelShape& model = problem.model;
   const auto& f = problem.activations.counts;
+  const uint64_t need = model.expert_bytes(x);
   int best = -1;
   int64_t best_dups = 0;
+  std::vector<ExpertId> best_drops;
   for (size_t n = 0; n < a.room.n_nodes(); ++n) {
     if (a.room.holds(n, x)) continue;
     int64_t dups = 0;
-    uint64_t room = a.room.free_bytes(n);
-    for (ExpertId y : a.room.sets()[n]) {
-      if (a.room.copies(y) >= 2) {
-        ++dups;
+    for (ExpertId y : a.room.sets()[n]) dups += a.room.copies(y) >= 2 ? 1 : 0;
+    // The device of n that needs the fewest least-used duplicates dropped.
+    std::vector<ExpertId> drops;
+    bool found = false;
+    for (size_t g = 0; g < a.room.n_devices(n); ++g) {
+      std::vector<ExpertId> on_device;
+      for (ExpertId y : a.room.sets()[n]) {
+        if (a.room.device_of(n, y) == static_cast<int32_t>(g)) on_device.push_back(y);
+      }
+      uint64_t room = a.room.device_free(n, g);
+      std::vector<ExpertId> taken;
+      while (room < need) {
+        const ExpertId y = least_used_duplicate(a, f[n], global, on_device);
+        if (y < 0) break;
+        on_device.erase(std::find(on_device.begin(), on_device.end(), y));
+        taken.push_back(y);
         room += model.expert_bytes(y);
       }
+      if (room >= need && (!found || taken.size() < drops.size())) {
+        found = true;
+        drops = taken;
+      }
     }
-    if (room < model.expert_bytes(x)) continue;
+    if (!found) continue;
     if (best < 0 || dups < best_dups || (dups == best_dups && f[n][x] > f[best][x])) {
       best = static_cast<int>(n);
       best_dups = dups;
+      best_drops = drops;
     }
   }
   if (best < 0) {
-    return resource_exhausted("dancemoe: no server can make room for " + describe_expert(model, x) +
-                              " (" + std::to_string(model.expert_bytes(x)) +
-                              " bytes) by dropping duplicates");
+    // Not even that: move one expert between devices to make room.
+    DMOE_RETURN_IF_ERROR(take_somewhere(a.room, x));
+    a.resync();
+    return Status::ok();
   }
-  while (a.room.free_bytes(best) < model.expert_bytes(x)) {
-    const ExpertId y = least_used_duplicate(a, f[best], global, a.room.sets()[best]);
-    a.drop(best, y, model.layer_of(y));
-  }
+  for (ExpertId y : best_drops) a.drop(best, y, model.layer_of(y));
   a.take(best, x, model.layer_of(x));
   return Status::ok();
 }
 
-}  // namespace
-
-Result<NodeSets> dancemoe_assign(const Problem& problem, const Capacity& capacity,
-                                 const DancemoeCounts& counts) {
+// Each node's top-N[n][l] experts of every layer by frequency (ties: global
+// count, then id), largest first so that unequal sizes fragment the devices
+// least.
+NodeSets top_n_picks(const Problem& problem, const DancemoeCounts& counts) {
   const ModelShape& model = problem.model;
   const auto& f = problem.activations.counts;
   const std::vector<double> global = global_counts(problem);
-  Assignment a(problem, capacity);
+  NodeSets picks(problem.cluster.nodes.size());
   std::vector<ExpertId> order;
-  for (size_t n = 0; n < a.room.n_nodes(); ++n) {
+  for (size_t n = 0; n < picks.size(); ++n) {
     for (int32_t l = 0; l < model.n_layers(); ++l) {
       order.resize(model.n_experts(l));
       std::iota(order.begin(), order.end(), model.offset(l));
@@ -106,9 +131,27 @@ Result<NodeSets> dancemoe_assign(const Problem& problem, const Capacity& capacit
         return f[n][x] != f[n][y] ? f[n][x] > f[n][y] : global[x] > global[y];
       });
       const int64_t take = std::min<int64_t>(counts.counts[n][l], model.n_experts(l));
-      for (int64_t i = 0; i < take; ++i) {
-        if (a.room.fits(n, order[i])) a.take(n, order[i], l);
-      }
+      picks[n].insert(picks[n].end(), order.begin(), order.begin() + take);
+    }
+    std::stable_sort(picks[n].begin(), picks[n].end(), [&](ExpertId x, ExpertId y) {
+      return model.expert_bytes(x) > model.expert_bytes(y);
+    });
+  }
+  return picks;
+}
+
+}  // namespace
+
+Result<NodeChoice> dancemoe_assign(const Problem& problem, const Capacity& capacity,
+                                   const DancemoeCounts& counts) {
+  const ModelShape& model = problem.model;
+  const auto& f = problem.activations.counts;
+  const std::vector<double> global = global_counts(problem);
+  Assignment a(problem, capacity);
+  const NodeSets picks = top_n_picks(problem, counts);
+  for (size_t n = 0; n < a.room.n_nodes(); ++n) {
+    for (ExpertId x : picks[n]) {
+      if (a.room.fits(n, x)) a.take(n, x, model.layer_of(x));
     }
   }
   std::vector<ExpertId> uncovered;
@@ -139,16 +182,25 @@ Result<NodeSets> dancemoe_assign(const Problem& problem, const Capacity& capacit
     a.drop(best, y, l);
     a.take(best, x, l);
   }
-  return a.room.release();
+  NodeChoice choice;
+  choice.hints = a.room.hints();
+  choice.sets = a.room.release();
+  return choice;
 }
 
 Result<Placement> place_dancemoe(const Problem& problem) {
   const Capacity capacity = compute_capacity(problem.cluster, problem.model);
   const DancemoeCounts counts = dancemoe_layer_counts(problem, capacity);
-  DMOE_ASSIGN_OR_RETURN(NodeSets sets, dancemoe_assign(problem, capacity, counts));
-  return pack_onto_devices(problem, capacity, sets,
+  Result<NodeChoice> assigned = dancemoe_assign(problem, capacity, counts);
+  if (!assigned.is_ok()) {
+    if (capacity.slot_based) return assigned.status();
+    return fragmentation_fallback(problem, capacity, top_n_picks(problem, counts), "dancemoe");
+  }
+  const NodeChoice& choice = *assigned;
+  return pack_onto_devices(problem, capacity, choice.sets,
                            "dancemoe: entropy-based layer counts (Algorithm 1), top-N with "
-                           "coverage repair (Algorithm 2)");
+                           "coverage repair (Algorithm 2)",
+                           &choice.hints);
 }
 
 }  // namespace dancemoe::placement

@@ -42,7 +42,9 @@
 //    lowest global count, then higher id.
 //  - A layer with no duplicate left (unequal sizes only): the expert replaces
 //    the least-used duplicates of any layer, on the server with the fewest
-//    duplicates overall that can free enough bytes.
+//    duplicates overall that can free enough bytes on one of its devices;
+//    failing that, one expert moves between devices to make room
+//    (take_somewhere in node_room.h).
 //
 // Pure functions; safe from any thread.
 #pragma once
@@ -64,8 +66,8 @@ struct DancemoeCounts {
 
 DancemoeCounts dancemoe_layer_counts(const Problem& problem, const Capacity& capacity);
 
-Result<NodeSets> dancemoe_assign(const Problem& problem, const Capacity& capacity,
-                                 const DancemoeCounts& counts);
+Result<NodeChoice> dancemoe_assign(const Problem& problem, const Capacity& capacity,
+                                   const DancemoeCounts& counts);
 
 // Shannon entropy in bits of a non-negative count vector; log2(size) when the
 // counts sum to zero (see above).

@@ -88,16 +88,22 @@ Result<Placement> place_eplb(const Problem& problem) {
     }
     if (best < 0) {
       if (room.copies(x) == 0) {
-        return resource_exhausted("eplb: no node has room left for the only copy of " +
-                                  describe_expert(problem.model, x) + " (memory too fragmented)");
+        // Fragmentation (unequal sizes only).
+        if (!take_somewhere(room, x).is_ok()) {
+          return fragmentation_fallback(problem, capacity, room.sets(), "eplb");
+        }
+        for (size_t n = 0; n < room.n_nodes(); ++n) {
+          if (room.holds(n, x)) load[n] += replica.load;
+        }
       }
       continue;
     }
     room.take(best, x);
     load[best] += replica.load;
   }
-  return pack_onto_devices(problem, capacity, room.release(),
-                           "eplb: replicas by load, heaviest first to the least-loaded node");
+  return pack_onto_devices(problem, capacity, room.sets(),
+                           "eplb: replicas by load, heaviest first to the least-loaded node",
+                           &room.hints());
 }
 
 }  // namespace dancemoe::placement

@@ -36,14 +36,21 @@ Result<Placement> place_smartmoe(const Problem& problem) {
       }
     }
     if (best < 0) {
-      return resource_exhausted("smartmoe: no node has room left for " +
-                                describe_expert(problem.model, x) + " (memory too fragmented)");
+      // Fragmentation (unequal sizes only).
+      if (!take_somewhere(room, x).is_ok()) {
+        return fragmentation_fallback(problem, capacity, room.sets(), "smartmoe");
+      }
+      for (size_t n = 0; n < room.n_nodes(); ++n) {
+        if (room.holds(n, x)) load[n] += total[x];
+      }
+      continue;
     }
     room.take(best, x);
     load[best] += total[x];
   }
-  return pack_onto_devices(problem, capacity, room.release(),
-                           "smartmoe: one copy per expert, load balanced per byte of memory");
+  return pack_onto_devices(problem, capacity, room.sets(),
+                           "smartmoe: one copy per expert, load balanced per byte of memory",
+                           &room.hints());
 }
 
 }  // namespace dancemoe::placement

@@ -10,9 +10,11 @@ namespace dancemoe::placement {
 Result<Placement> place_uniform(const Problem& problem) {
   const Capacity capacity = compute_capacity(problem.cluster, problem.model);
   NodeRoom room(problem, capacity);
-  DMOE_RETURN_IF_ERROR(spread_once(room));
-  return pack_onto_devices(problem, capacity, room.release(),
-                           "uniform: one copy per expert, weighted round-robin");
+  if (!spread_once(room).is_ok()) {
+    return fragmentation_fallback(problem, capacity, room.sets(), "uniform");
+  }
+  return pack_onto_devices(problem, capacity, room.sets(),
+                           "uniform: one copy per expert, weighted round-robin", &room.hints());
 }
 
 }  // namespace dancemoe::placement
