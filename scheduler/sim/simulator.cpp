@@ -110,6 +110,7 @@ class Engine {
 
   std::vector<std::vector<double>> latencies_;  // [node]
   std::vector<int64_t> local_acts_, total_acts_;
+  std::vector<int64_t> steps_, local_steps_, messages_;
   std::vector<int64_t> bucket_local_, bucket_total_, bucket_done_;
   std::vector<double> bucket_latency_;
   SimResult* out_ = nullptr;
@@ -152,6 +153,9 @@ Engine::Engine(const SimConfig& config, const Workload& workload, std::string po
   latencies_.resize(n_nodes_);
   local_acts_.assign(n_nodes_, 0);
   total_acts_.assign(n_nodes_, 0);
+  steps_.assign(n_nodes_, 0);
+  local_steps_.assign(n_nodes_, 0);
+  messages_.assign(n_nodes_, 0);
 }
 
 void Engine::apply(const Placement& placement) {
@@ -280,6 +284,9 @@ void Engine::dispatch(int32_t r, double now) {
   }
   a.pending = static_cast<int32_t>(dests.size()) + (n_local > 0 ? 1 : 0);
   a.routed_s = now;
+  ++steps_[n];
+  local_steps_[n] += dests.empty() ? 1 : 0;
+  messages_[n] += static_cast<int64_t>(dests.size());
   // Remote calls first (DESIGN.md §3), then local compute overlaps them.
   for (int32_t c : dest_call) {
     calls_[c].sent_s = now;
@@ -511,11 +518,17 @@ Status Engine::run(SimResult* out) {
     summarize(latencies_[n], &s);
     s.local_activations = local_acts_[n];
     s.total_activations = total_acts_[n];
+    s.steps = steps_[n];
+    s.local_steps = local_steps_[n];
+    s.remote_messages = messages_[n];
     out->node_ids.push_back(config_.nodes[n].id);
     out->nodes.push_back(s);
     all.insert(all.end(), latencies_[n].begin(), latencies_[n].end());
     out->overall.local_activations += local_acts_[n];
     out->overall.total_activations += total_acts_[n];
+    out->overall.steps += steps_[n];
+    out->overall.local_steps += local_steps_[n];
+    out->overall.remote_messages += messages_[n];
   }
   summarize(std::move(all), &out->overall);
   for (size_t b = 0; b < bucket_total_.size(); ++b) {

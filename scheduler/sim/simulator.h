@@ -48,8 +48,20 @@ struct LatencyStats {
   double p99_s = 0.0;
   int64_t local_activations = 0;
   int64_t total_activations = 0;
+  // (token, layer) steps, those with every expert local, and remote messages
+  // sent: a step with any remote expert waits for a round trip, so latency
+  // follows local_step_ratio more than local_ratio.
+  int64_t steps = 0;
+  int64_t local_steps = 0;
+  int64_t remote_messages = 0;
   double local_ratio() const {
     return total_activations > 0 ? static_cast<double>(local_activations) / total_activations : 0;
+  }
+  double local_step_ratio() const {
+    return steps > 0 ? static_cast<double>(local_steps) / steps : 0;
+  }
+  double messages_per_step() const {
+    return steps > 0 ? static_cast<double>(remote_messages) / steps : 0;
   }
 };
 

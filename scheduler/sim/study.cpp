@@ -63,7 +63,8 @@ Status write_study(const StudyResult& study, const std::filesystem::path& out_di
 
   std::ostringstream summary, timeline, replacements;
   summary << "policy,node,requests,mean_latency_s,p50_latency_s,p99_latency_s,local_ratio,"
-             "migrations,experts_moved,bytes_moved,initial_local_hit_ratio\n";
+             "local_step_ratio,messages_per_step,migrations,experts_moved,bytes_moved,"
+             "initial_local_hit_ratio\n";
   timeline << "policy,t_s,local_ratio,mean_latency_s,completed\n";
   replacements << "policy,t_s,cost_current_s,cost_new_s,migration_s,adopt,committed_at_s,"
                   "experts_added,bytes\n";
@@ -71,8 +72,10 @@ Status write_study(const StudyResult& study, const std::filesystem::path& out_di
     auto row = [&](const std::string& node, const LatencyStats& s) {
       summary << run.policy << "," << node << "," << s.requests << "," << csv_number(s.mean_s)
               << "," << csv_number(s.p50_s) << "," << csv_number(s.p99_s) << ","
-              << csv_number(s.local_ratio()) << "," << run.migrations << "," << run.experts_moved
-              << "," << run.bytes_moved << "," << csv_number(run.initial_local_hit_ratio) << "\n";
+              << csv_number(s.local_ratio()) << "," << csv_number(s.local_step_ratio()) << ","
+              << csv_number(s.messages_per_step()) << "," << run.migrations << ","
+              << run.experts_moved << "," << run.bytes_moved << ","
+              << csv_number(run.initial_local_hit_ratio) << "\n";
     };
     for (size_t n = 0; n < run.nodes.size(); ++n) row(run.node_ids[n], run.nodes[n]);
     row("all", run.overall);
@@ -134,13 +137,14 @@ std::string format_summary(const StudyResult& study) {
   std::snprintf(line, sizeof(line), "%s: %lld requests, %lld tokens\n", study.config.name.c_str(),
                 static_cast<long long>(study.n_requests), static_cast<long long>(study.n_tokens));
   s << line;
-  std::snprintf(line, sizeof(line), "%-18s %10s %10s %8s %6s %9s %10s\n", "policy", "mean_s",
-                "p99_s", "local", "migr", "moved_MB", "events");
+  std::snprintf(line, sizeof(line), "%-18s %9s %9s %7s %7s %6s %5s %9s %10s\n", "policy", "mean_s",
+                "p99_s", "local", "l_step", "msg/st", "migr", "moved_MB", "events");
   s << line;
   for (const SimResult& run : study.runs) {
-    std::snprintf(line, sizeof(line), "%-18s %10.4f %10.4f %8.4f %6lld %9.1f %10lld\n",
+    std::snprintf(line, sizeof(line), "%-18s %9.4f %9.4f %7.4f %7.4f %6.3f %5lld %9.1f %10lld\n",
                   run.policy.c_str(), run.overall.mean_s, run.overall.p99_s,
-                  run.overall.local_ratio(), static_cast<long long>(run.migrations),
+                  run.overall.local_ratio(), run.overall.local_step_ratio(),
+                  run.overall.messages_per_step(), static_cast<long long>(run.migrations),
                   static_cast<double>(run.bytes_moved) / 1e6, static_cast<long long>(run.events));
     s << line;
   }

@@ -3,7 +3,8 @@
 //
 // Files written by write_study into out_dir:
 //   summary.csv       policy,node,requests,mean_latency_s,p50_latency_s,p99_latency_s,
-//                     local_ratio,migrations,experts_moved,bytes_moved,initial_local_hit_ratio
+//                     local_ratio,local_step_ratio,messages_per_step,migrations,
+//                     experts_moved,bytes_moved,initial_local_hit_ratio
 //                     (one row per node and one with node "all")
 //   timeline.csv      policy,t_s,local_ratio,mean_latency_s,completed
 //   replacements.csv  policy,t_s,cost_current_s,cost_new_s,migration_s,adopt,committed_at_s,

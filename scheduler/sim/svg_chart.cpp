@@ -69,8 +69,10 @@ void legend(std::ostringstream& s, const std::vector<ChartSeries>& series, bool 
   for (size_t i = 0; i < series.size(); ++i) {
     const double y = kTop + 8 + 20.0 * i;
     if (lines) {
+      const char* dash = i % 3 == 1 ? "6,3" : (i % 3 == 2 ? "2,2" : "none");
       s << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + 22 << "\" y2=\"" << y
-        << "\" stroke=\"" << color(i) << "\" stroke-width=\"2.5\"/>\n";
+        << "\" stroke=\"" << color(i) << "\" stroke-width=\"2.5\" stroke-dasharray=\"" << dash
+        << "\"/>\n";
     } else {
       s << "<rect x=\"" << x << "\" y=\"" << y - 6 << "\" width=\"14\" height=\"12\" fill=\""
         << color(i) << "\"/>\n";
@@ -111,10 +113,12 @@ std::vector<double> nice_ticks(double lo, double hi, int target_count) {
     step = m * mag;
     if (step >= raw) break;
   }
+  // From the last step at or below lo to the first at or above hi, so the
+  // axis always covers the data.
   std::vector<double> ticks;
-  for (double t = std::ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) {
-    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
-  }
+  const long first = static_cast<long>(std::floor(lo / step + 1e-9));
+  const long last = static_cast<long>(std::ceil(hi / step - 1e-9));
+  for (long k = first; k <= last; ++k) ticks.push_back(k == 0 ? 0.0 : k * step);
   return ticks;
 }
 
@@ -158,7 +162,11 @@ std::string render_line_chart(const LineChart& chart) {
     << "\" text-anchor=\"middle\">" << escape(chart.x_label) << "</text>\n";
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const ChartSeries& series = chart.series[i];
-    s << "<polyline fill=\"none\" stroke=\"" << color(i) << "\" stroke-width=\"2\" points=\"";
+    // Dashes tell apart series that overlap exactly (e.g. two policies that
+    // agree) and colours that repeat.
+    const char* dash = i % 3 == 1 ? "6,3" : (i % 3 == 2 ? "2,2" : "none");
+    s << "<polyline fill=\"none\" stroke=\"" << color(i) << "\" stroke-width=\"2\" "
+      << "stroke-dasharray=\"" << dash << "\" points=\"";
     for (size_t k = 0; k < series.x.size() && k < series.y.size(); ++k) {
       s << num(px(series.x[k])) << "," << num(py(series.y[k])) << " ";
     }
