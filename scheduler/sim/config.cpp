@@ -208,6 +208,7 @@ Status read_schedule(const json& root, SimConfig* config) {
   r.number("horizon_s", &p.horizon_s, false);
   r.boolean("gate", &p.gate);
   r.integer("chunk_bytes", &p.chunk_bytes, 1, int64_t{1} << 40);
+  r.number("migration_link_share", &p.migration_link_share, true);
   return r.status();
 }
 
@@ -268,6 +269,9 @@ Status validate_sim_config(const SimConfig& c) {
       return invalid_argument("placement.policies: unknown policy '" + policy +
                               "'; known: " + placement::policy_names());
     }
+  }
+  if (!(c.placement.migration_link_share > 0 && c.placement.migration_link_share <= 1)) {
+    return invalid_argument("placement.migration_link_share: expected a value in (0, 1]");
   }
   if (c.placement.period_s < 0 || c.placement.horizon_s < 0) {
     return invalid_argument("placement: period_s and horizon_s must be >= 0");

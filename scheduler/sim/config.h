@@ -21,7 +21,7 @@
 //    "shifts": [{"at_s": 300, "node": "s1", "task": "2"}],
 //    "placement": {"policies": ["uniform", "dancemoe", "optimal"],
 //                  "period_s": 120, "horizon_s": 120, "gate": true,
-//                  "chunk_bytes": 4194304}}
+//                  "chunk_bytes": 1048576, "migration_link_share": 0.5}}
 // A node's task is a synthetic task index ("0".."tasks-1") or a trace origin
 // (a domain of the shared OLMoE trace, e.g. "coding"). A relative trace path
 // is resolved against the config file's directory.
@@ -101,10 +101,16 @@ struct TraceWorkload {
 struct PlacementSchedule {
   std::vector<std::string> policies = {"uniform", "redundance", "smartmoe",
                                        "eplb",    "dancemoe",   "optimal"};
-  double period_s = 0.0;            // re-placement period; 0 = the initial placement stays
-  double horizon_s = 0.0;           // H of the gate; 0 = period_s
-  bool gate = true;                 // false: adopt every re-placement
-  uint64_t chunk_bytes = 4u << 20;  // migration transfers in chunks of this size
+  double period_s = 0.0;   // re-placement period; 0 = the initial placement stays
+  double horizon_s = 0.0;  // H of the gate; 0 = period_s
+  bool gate = true;        // false: adopt every re-placement
+  // Migration traffic is throttled (DESIGN.md §5.6): weights cross a link in
+  // chunks of chunk_bytes, one transfer at a time per link, a chunk only
+  // starts when the link is idle (inference messages go first; a chunk on
+  // the wire is not preempted), and chunks use at most migration_link_share
+  // of the link's time.
+  uint64_t chunk_bytes = 1u << 20;
+  double migration_link_share = 0.5;
 };
 
 struct SimConfig {

@@ -21,7 +21,8 @@ enum class Kind : uint8_t {
   kRemoteDone,    // a: call
   kReplyArrive,   // a: call
   kReplace,       // a: unused
-  kChunkArrive,   // a: transfer
+  kLinkTry,       // a: link (from * n_nodes + to) with queued migration chunks
+  kChunkArrive,   // a: transfer (its last chunk)
   kLoadDone,      // a: transfer
 };
 
@@ -71,7 +72,7 @@ class Engine {
   void finish_part(int32_t r, double now);
   void run_call(int32_t c, double now);
   void replace(double now);
-  void next_chunk(int32_t i, double now);
+  void link_try(int32_t link, double now);
   void commit(double now);
   size_t bucket(double t);
 
@@ -107,6 +108,8 @@ class Engine {
   Placement pending_;
   std::vector<Transfer> transfers_;
   int32_t transfers_left_ = 0;
+  std::vector<std::vector<int32_t>> link_queue_;  // [link] -> transfers, head first
+  std::vector<uint64_t> link_queued_bytes_;       // [link]
 
   std::vector<std::vector<double>> latencies_;  // [node]
   std::vector<int64_t> local_acts_, total_acts_;
@@ -133,6 +136,11 @@ Engine::Engine(const SimConfig& config, const Workload& workload, std::string po
       pn.devices.push_back(
           placement::Device{device.id, device.expert_budget_bytes, device.load_bytes_per_s});
     }
+    // Weights come over a link at the migration share, then into the device.
+    for (placement::Device& device : pn.devices) {
+      const double link = config.placement.migration_link_share * config.link.bandwidth_bytes_per_s;
+      device.load_bytes_per_s = 1.0 / (1.0 / device.load_bytes_per_s + 1.0 / link);
+    }
     // Before any measurement: one round trip plus both transfers plus the
     // remote expert, minus nothing (a local call costs about the same compute).
     pn.remote_penalty_s =
@@ -144,6 +152,8 @@ Engine::Engine(const SimConfig& config, const Workload& workload, std::string po
   device_busy_.resize(n_nodes_);
   for (int32_t n = 0; n < n_nodes_; ++n) device_busy_[n].assign(config.nodes[n].devices.size(), 0);
   link_busy_.assign(static_cast<size_t>(n_nodes_) * n_nodes_, 0.0);
+  link_queue_.resize(static_cast<size_t>(n_nodes_) * n_nodes_);
+  link_queued_bytes_.assign(static_cast<size_t>(n_nodes_) * n_nodes_, 0);
   active_requests_.resize(workload.requests().size());
   window_counts_.assign(n_nodes_, std::vector<double>(n_total, 0.0));
   remote_sum_.assign(n_nodes_, 0);
@@ -375,15 +385,16 @@ void Engine::replace(double now) {
           t.device = static_cast<int32_t>(g);
           t.bytes = t.bytes_left = config_.model.expert_bytes;
           if (device_of_[n][x] < 0) {
-            // Fetch from the holder whose link to n frees up first.
-            double best = 0.0;
+            // Fetch from the holder with the least migration traffic queued towards n.
+            uint64_t best = 0;
             for (int32_t m : holders_[x]) {
-              const double busy = link_busy_[static_cast<size_t>(m) * n_nodes_ + n];
-              if (t.source < 0 || busy < best) {
+              const uint64_t queued = link_queued_bytes_[static_cast<size_t>(m) * n_nodes_ + n];
+              if (t.source < 0 || queued < best) {
                 t.source = m;
-                best = busy;
+                best = queued;
               }
             }
+            link_queued_bytes_[static_cast<size_t>(t.source) * n_nodes_ + n] += t.bytes;
           }
           transfers_.push_back(t);
           record.bytes += t.bytes;
@@ -394,23 +405,46 @@ void Engine::replace(double now) {
     pending_ = *proposed;
     migrating_ = true;
     transfers_left_ = static_cast<int32_t>(transfers_.size());
-    for (int32_t i = 0; i < static_cast<int32_t>(transfers_.size()); ++i) next_chunk(i, now);
+    for (int32_t i = 0; i < static_cast<int32_t>(transfers_.size()); ++i) {
+      const Transfer& t = transfers_[i];
+      if (t.source < 0) {  // a move between devices of one node: reload locally
+        push(now + static_cast<double>(t.bytes) /
+                       config_.nodes[t.dest].devices[t.device].load_bytes_per_s,
+             Kind::kLoadDone, i);
+        continue;
+      }
+      const int32_t link = t.source * n_nodes_ + t.dest;
+      link_queue_[link].push_back(i);
+      if (link_queue_[link].size() == 1) push(now, Kind::kLinkTry, link);
+    }
     if (transfers_.empty()) commit(now);  // only evictions
   }
   out_->replacements.push_back(record);
 }
 
-void Engine::next_chunk(int32_t i, double now) {
-  Transfer& t = transfers_[i];
-  if (t.source < 0 || t.bytes_left == 0) {
-    const double load_s =
-        static_cast<double>(t.bytes) / config_.nodes[t.dest].devices[t.device].load_bytes_per_s;
-    push(now + load_s, Kind::kLoadDone, i);
+// Sends the next migration chunk on `link` if the link is idle, then waits
+// out the throttle gap; inference messages queued meanwhile go first.
+void Engine::link_try(int32_t link, double now) {
+  std::vector<int32_t>& queue = link_queue_[link];
+  if (queue.empty()) return;
+  double& busy = link_busy_[link];
+  if (busy > now) {
+    push(busy, Kind::kLinkTry, link);
     return;
   }
+  Transfer& t = transfers_[queue.front()];
   const uint64_t chunk = std::min<uint64_t>(t.bytes_left, config_.placement.chunk_bytes);
+  const double wire_s = static_cast<double>(chunk) / config_.link.bandwidth_bytes_per_s;
+  busy = now + wire_s;
   t.bytes_left -= chunk;
-  push(send(t.source, t.dest, chunk, now), Kind::kChunkArrive, i);
+  link_queued_bytes_[link] -= chunk;
+  if (t.bytes_left == 0) {
+    push(busy + config_.link.rtt_s / 2.0, Kind::kChunkArrive, queue.front());
+    queue.erase(queue.begin());
+  }
+  if (!queue.empty()) {
+    push(now + wire_s / config_.placement.migration_link_share, Kind::kLinkTry, link);
+  }
 }
 
 void Engine::commit(double now) {
@@ -492,9 +526,16 @@ Status Engine::run(SimResult* out) {
       case Kind::kReplace:
         replace(e.t);
         break;
-      case Kind::kChunkArrive:
-        next_chunk(e.a, e.t);
+      case Kind::kLinkTry:
+        link_try(e.a, e.t);
         break;
+      case Kind::kChunkArrive: {
+        const Transfer& t = transfers_[e.a];
+        push(e.t + static_cast<double>(t.bytes) /
+                       config_.nodes[t.dest].devices[t.device].load_bytes_per_s,
+             Kind::kLoadDone, e.a);
+        break;
+      }
       case Kind::kLoadDone:
         if (--transfers_left_ == 0) commit(e.t);
         break;

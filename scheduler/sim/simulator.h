@@ -17,12 +17,17 @@
 //  - Re-placement every period_s (if set): statistics since the last adopted
 //    placement (the paper's window), delta[n] measured as mean remote-call
 //    minus mean local-expert latency since then, the policy, the gate
-//    (C(P') + T_mig < C(P), unless disabled). An adopted placement is
-//    migrated: every added (node, device, expert) is fetched from a current
-//    holder over the link in chunks (so inference messages interleave) and
-//    loaded into the device at its load speed; the new placement becomes
-//    active when all loads are done (two-phase, no serving gap). No new
-//    re-placement starts while one is migrating.
+//    (C(P') + T_mig < C(P), unless disabled). The policies and the gate see
+//    a device's load speed as fetching over the link at the migration share
+//    then loading: 1 / (1 / load + 1 / (share * bandwidth)). An adopted
+//    placement is migrated: every added (node, device, expert) is fetched
+//    from the current holder with the least queued migration traffic towards
+//    it, throttled (config.h: one transfer at a time per link, chunks only
+//    on an idle link, at most a share of its time), then loaded into the
+//    device at its load speed; an expert moving between devices of one node
+//    is reloaded locally. The new placement becomes active when all loads
+//    are done (two-phase, no serving gap). No new re-placement starts while
+//    one is migrating.
 // Simplifications (documented in docs/placement-report.md): no batching
 // across requests, no prefill (the trace has decode tokens only), a message
 // to a node is served even if a commit evicted the expert meanwhile.

@@ -60,8 +60,10 @@ void header(std::ostringstream& s, const std::string& title) {
     << "\" viewBox=\"0 0 " << kWidth << " " << kHeight
     << "\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << kWidth / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
-    << escape(title) << "</text>\n";
+    // Long titles get a smaller font so that they fit the width.
+    << "<text x=\"" << kWidth / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\""
+    << (title.size() <= 80 ? 15 : (title.size() <= 100 ? 12 : 10)) << "\">" << escape(title)
+    << "</text>\n";
 }
 
 void legend(std::ostringstream& s, const std::vector<ChartSeries>& series, bool lines) {
