@@ -12,13 +12,13 @@ namespace {
 // library that nothing references are dropped by the linker, and a policy
 // must never silently disappear.
 constexpr std::array<PolicyInfo, 7> kPolicies = {{
-    {"dancemoe", "the paper: entropy-based per-layer counts, top-N with coverage repair",
-     &place_dancemoe},
     {"uniform", "one copy of each expert, spread evenly; statistics unused", &place_uniform},
     {"redundance", "uniform, then spare memory filled with the globally most used experts",
      &place_redundance},
     {"smartmoe", "one copy of each expert, global load balanced across nodes", &place_smartmoe},
     {"eplb", "replicas by load, heaviest first onto the least-loaded node", &place_eplb},
+    {"dancemoe", "the paper: entropy-based per-layer counts, top-N with coverage repair",
+     &place_dancemoe},
     {"optimal", "exact minimum of the proxy cost (min-cost flow)", &place_optimal},
     {"optimal-migration", "exact minimum of C(P') + T_mig(P, P') in seconds",
      &place_optimal_migration},

@@ -5,8 +5,6 @@
 // same answer for the same input, and calling any policy from several threads
 // at once is safe. One policy per file under scheduler/placement/policies/.
 //
-//   dancemoe           the paper: entropy-based per-layer counts (Algorithm 1),
-//                      top-N per layer with coverage repair (Algorithm 2)
 //   uniform            one copy of each expert, spread evenly; statistics unused
 //   redundance         uniform, then every node fills its spare memory with the
 //                      globally most used experts (same everywhere)
@@ -14,6 +12,8 @@
 //                      load across nodes in proportion to their memory
 //   eplb               DeepSeek's EPLB: replicas by load, heaviest first onto
 //                      the least-loaded node (load per slot)
+//   dancemoe           the paper: entropy-based per-layer counts (Algorithm 1),
+//                      top-N per layer with coverage repair (Algorithm 2)
 //   optimal            exact optimum of the proxy cost (Eq. 2) under coverage
 //                      and memory (min-cost flow; heuristic for unequal sizes)
 //   optimal-migration  exact optimum of C(P') + T_mig(P, P') in seconds given
@@ -39,7 +39,7 @@ struct PolicyInfo {
   Result<Placement> (*place)(const Problem& problem);
 };
 
-// Every policy, in a fixed order.
+// Every policy, in a fixed order: baselines, the paper's, then the exact ones.
 std::span<const PolicyInfo> all_policies();
 
 // nullptr when no policy has that name.

@@ -191,7 +191,8 @@ std::string render_bar_chart(const BarChart& chart) {
   std::vector<double> ticks;
   double lo = 0, hi = 0;
   if (chart.log_y) {
-    lo = std::floor(std::log10(y_min_pos > 0 ? y_min_pos : 1e-3));
+    // A base below the smallest bar so that it still shows (a ratio of 1 is not 0).
+    lo = std::floor(std::log10(y_min_pos > 0 ? y_min_pos : 1e-3) - 0.3);
     hi = std::ceil(std::log10(y_hi));
     if (hi <= lo) hi = lo + 1;
     for (double e = lo; e <= hi; e += 1) ticks.push_back(std::pow(10.0, e));
@@ -222,8 +223,11 @@ std::string render_bar_chart(const BarChart& chart) {
         << color(i) << "\"><title>" << escape(chart.series[i].name) << ": " << fmt(v)
         << "</title></rect>\n";
     }
+    // Category labels shrink to fit their group (about 0.6 em per character).
+    const double fit = group_w / (0.6 * std::max<size_t>(chart.categories[c].size(), 1));
     s << "<text x=\"" << num(gx + group_w * 0.4) << "\" y=\"" << kHeight - kBottom + 16
-      << "\" text-anchor=\"middle\">" << escape(chart.categories[c]) << "</text>\n";
+      << "\" text-anchor=\"middle\" font-size=\"" << num(std::min(12.0, fit)) << "\">"
+      << escape(chart.categories[c]) << "</text>\n";
   }
   legend(s, chart.series, false);
   s << "</svg>\n";

@@ -123,10 +123,10 @@ int main(int argc, char** argv) {
   std::vector<Layout> layouts;
   for (double f : {0.3, 0.5, 0.7}) {
     layouts.push_back(
-        {"4x1 GPU " + std::to_string(static_cast<int>(f * 100)) + "%", four, {1, 1, 1, 1}, f});
+        {"4x1 GPU, " + std::to_string(static_cast<int>(f * 100)) + "%", four, {1, 1, 1, 1}, f});
   }
   for (double f : {0.3, 0.7}) {
-    layouts.push_back({"paper 1/1/2 GPU " + std::to_string(static_cast<int>(f * 100)) + "%",
+    layouts.push_back({"1/1/2 GPU, " + std::to_string(static_cast<int>(f * 100)) + "%",
                        {"general", "coding", "math"},
                        {1, 1, 2},
                        f});
@@ -176,8 +176,9 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(out_dir);
     auto write_chart = [&](const std::string& file, const std::string& title,
                            const std::string& y_label,
-                           const std::map<std::string, std::vector<double>>& values) {
+                           const std::map<std::string, std::vector<double>>& values, bool log_y) {
       sim::BarChart chart;
+      chart.log_y = log_y;
       chart.title = title;
       chart.y_label = y_label;
       chart.categories = categories;
@@ -189,15 +190,15 @@ int main(int argc, char** argv) {
              .is_ok() ||
         !write_chart("trace_local_hit_in_sample.svg",
                      "OLMoE trace: local-hit ratio (statistics = evaluation prompts)",
-                     "share of activations served locally", in_hit)
+                     "share of activations served locally", in_hit, false)
              .is_ok() ||
         !write_chart("trace_local_hit_held_out.svg",
                      "OLMoE trace: local-hit ratio on held-out prompts",
-                     "share of activations served locally", out_hit)
+                     "share of activations served locally", out_hit, false)
              .is_ok() ||
         !write_chart("trace_proxy_vs_optimal.svg",
-                     "OLMoE trace: proxy cost relative to optimal (1 = optimal)",
-                     "remote activations / optimal's", vs_opt)
+                     "OLMoE trace: proxy cost relative to optimal (1 = optimal, log scale)",
+                     "remote activations / optimal's", vs_opt, true)
              .is_ok()) {
       std::fprintf(stderr, "bench_placement_trace: cannot write into %s\n", out_dir.c_str());
       return 1;
