@@ -212,7 +212,29 @@ Status read_schedule(const json& root, SimConfig* config) {
   return r.status();
 }
 
+// Every component of a synthetic task mixture is an index in 0..n_tasks-1.
+bool valid_synthetic_task(const std::string& task, int32_t n_tasks) {
+  for (const std::string& part : task_components(task)) {
+    char* end = nullptr;
+    const long index = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || index < 0 || index >= n_tasks) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+std::vector<std::string> task_components(const std::string& task) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t plus = task.find('+', start);
+    parts.push_back(task.substr(start, plus == std::string::npos ? plus : plus - start));
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return parts;
+}
 
 Status validate_sim_config(const SimConfig& c) {
   if (c.model.n_layers <= 0 || c.model.n_experts <= 0 || c.model.top_k <= 0 ||
@@ -235,14 +257,10 @@ Status validate_sim_config(const SimConfig& c) {
       return invalid_argument("nodes: node id '" + node.id + "' appears twice");
     }
     if (node.devices.empty()) return invalid_argument("node '" + node.id + "' has no device");
-    if (!c.trace_workload) {
-      char* end = nullptr;
-      const long task = std::strtol(node.task.c_str(), &end, 10);
-      if (*end != '\0' || task < 0 || task >= c.synthetic.n_tasks) {
-        return invalid_argument("node '" + node.id + "': task '" + node.task +
-                                "' is not a synthetic task index in 0.." +
-                                std::to_string(c.synthetic.n_tasks - 1));
-      }
+    if (!c.trace_workload && !valid_synthetic_task(node.task, c.synthetic.n_tasks)) {
+      return invalid_argument(
+          "node '" + node.id + "': task '" + node.task + "' is not a synthetic task index in 0.." +
+          std::to_string(c.synthetic.n_tasks - 1) + " (or a mixture such as \"0+2\")");
     }
   }
   if (!c.trace_workload && (c.synthetic.zipf_min > c.synthetic.zipf_max)) {
@@ -256,12 +274,8 @@ Status validate_sim_config(const SimConfig& c) {
     if (!ids.count(shift.node)) {
       return invalid_argument("shifts: no node '" + shift.node + "'");
     }
-    if (!c.trace_workload) {
-      char* end = nullptr;
-      const long task = std::strtol(shift.task.c_str(), &end, 10);
-      if (*end != '\0' || task < 0 || task >= c.synthetic.n_tasks) {
-        return invalid_argument("shifts: task '" + shift.task + "' is not a synthetic task index");
-      }
+    if (!c.trace_workload && !valid_synthetic_task(shift.task, c.synthetic.n_tasks)) {
+      return invalid_argument("shifts: task '" + shift.task + "' is not a synthetic task index");
     }
   }
   for (const std::string& policy : c.placement.policies) {

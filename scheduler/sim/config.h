@@ -23,8 +23,10 @@
 //                  "period_s": 120, "horizon_s": 120, "gate": true,
 //                  "chunk_bytes": 1048576, "migration_link_share": 0.5}}
 // A node's task is a synthetic task index ("0".."tasks-1") or a trace origin
-// (a domain of the shared OLMoE trace, e.g. "coding"). A relative trace path
-// is resolved against the config file's directory.
+// (a domain of the shared OLMoE trace, e.g. "coding"), or a mixture of
+// several joined by '+' ("coding+math", "0+2"): each request then draws one
+// of them with equal probability. A relative trace path is resolved against
+// the config file's directory.
 //
 // Plain values; thread-compatible.
 #pragma once
@@ -127,6 +129,9 @@ struct SimConfig {
   std::vector<WorkloadShift> shifts;
   PlacementSchedule placement;
 };
+
+// The components of a task mixture ("a+b" -> {"a", "b"}; "a" -> {"a"}).
+std::vector<std::string> task_components(const std::string& task);
 
 // Errors are invalid_argument naming the JSON path.
 Result<SimConfig> sim_config_from_json(const nlohmann::json& json,

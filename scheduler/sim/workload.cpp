@@ -143,15 +143,17 @@ Result<Workload> Workload::create(const SimConfig& config) {
   TracePools pools;
   if (config.trace_workload) {
     DMOE_ASSIGN_OR_RETURN(pools, load_trace(config));
-    auto check_origin = [&](const std::string& task, const std::string& where) -> Status {
-      const int32_t o = pools.trace.origin_index(task);
-      if (o < 0) {
-        return invalid_argument(where + ": task '" + task + "' is not an origin of the trace " +
-                                config.trace.path.string());
-      }
-      if (pools.replay[o].empty()) {
-        return invalid_argument(where + ": origin '" + task +
-                                "' has no requests left to replay after calibration");
+    auto check_origin = [&](const std::string& mixture, const std::string& where) -> Status {
+      for (const std::string& task : task_components(mixture)) {
+        const int32_t o = pools.trace.origin_index(task);
+        if (o < 0) {
+          return invalid_argument(where + ": task '" + task + "' is not an origin of the trace " +
+                                  config.trace.path.string());
+        }
+        if (pools.replay[o].empty()) {
+          return invalid_argument(where + ": origin '" + task +
+                                  "' has no requests left to replay after calibration");
+        }
       }
       return Status::ok();
     };
@@ -177,7 +179,12 @@ Result<Workload> Workload::create(const SimConfig& config) {
       SimRequest request;
       request.arrival_s = t;
       request.node = n;
-      const std::string task = task_at(config, n, t);
+      // A mixture draws one of its tasks per request.
+      const std::vector<std::string> parts = task_components(task_at(config, n, t));
+      const std::string& task =
+          parts.size() == 1
+              ? parts[0]
+              : parts[std::uniform_int_distribution<size_t>(0, parts.size() - 1)(rng)];
       if (config.trace_workload) {
         const auto& pool = pools.replay[pools.trace.origin_index(task)];
         const TraceRequest& replay =
@@ -202,20 +209,22 @@ Result<Workload> Workload::create(const SimConfig& config) {
         return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.node < b.node;
       });
 
+  // The profile of a mixture is the mean of its components' profiles.
   for (const SimNode& node : config.nodes) {
-    if (config.trace_workload) {
-      w.profile_.push_back(pools.calibration[pools.trace.origin_index(node.task)]);
-    } else {
-      const auto& p = router.probability[std::stoi(node.task)];
-      std::vector<double> counts;
-      counts.reserve(static_cast<size_t>(m.n_layers) * m.n_experts);
+    const std::vector<std::string> parts = task_components(node.task);
+    std::vector<double> counts(static_cast<size_t>(m.n_layers) * m.n_experts, 0.0);
+    for (const std::string& task : parts) {
       for (int32_t l = 0; l < m.n_layers; ++l) {
         for (int32_t e = 0; e < m.n_experts; ++e) {
-          counts.push_back(config.synthetic.profile_tokens * m.top_k * p[l][e]);
+          const size_t i = static_cast<size_t>(l) * m.n_experts + e;
+          counts[i] += (config.trace_workload ? pools.calibration[pools.trace.origin_index(task)][i]
+                                              : config.synthetic.profile_tokens * m.top_k *
+                                                    router.probability[std::stoi(task)][l][e]) /
+                       static_cast<double>(parts.size());
         }
       }
-      w.profile_.push_back(std::move(counts));
     }
+    w.profile_.push_back(std::move(counts));
   }
   return w;
 }

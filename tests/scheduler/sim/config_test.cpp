@@ -53,6 +53,17 @@ TEST_CASE("sim config: errors name the field") {
   CHECK(sim_config_from_json(j, ".").status().message().find("workload.kind") != std::string::npos);
 }
 
+TEST_CASE("sim config: task mixtures join task indices with '+'") {
+  auto j = minimal();
+  j["nodes"][0]["task"] = "0+1";
+  CHECK(sim_config_from_json(j, ".").is_ok());
+  j["nodes"][0]["task"] = "0+2";
+  CHECK(sim_config_from_json(j, ".").status().message().find("'0+2' is not a synthetic task") !=
+        std::string::npos);
+  CHECK(task_components("coding+math") == std::vector<std::string>{"coding", "math"});
+  CHECK(task_components("math") == std::vector<std::string>{"math"});
+}
+
 TEST_CASE("sim config: a relative trace path is resolved against the config's directory") {
   auto j = minimal();
   j["workload"] = {{"kind", "trace"}, {"path", "tokens.csv"}};

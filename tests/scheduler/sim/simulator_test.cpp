@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "scheduler/sim/study.h"
+#include "tests/support/paths.h"
 
 namespace dancemoe::sim {
 namespace {
@@ -174,6 +175,54 @@ TEST_CASE("sim: Poisson arrivals at the configured rate, the same for every poli
   REQUIRE(again.is_ok());
   CHECK(again->requests().size() == w->requests().size());
   CHECK(again->requests().back().experts == w->requests().back().experts);
+}
+
+TEST_CASE("sim: a task mixture draws from each task; its profile is the mean") {
+  SimConfig c = shift_config();
+  c.shifts.clear();
+  c.nodes[0].task = "0+1";
+  c.nodes[1].task = "0";
+  Result<Workload> mixed = Workload::create(c);
+  REQUIRE(mixed.is_ok());
+  c.nodes[0].task = "1";
+  Result<Workload> single = Workload::create(c);
+  REQUIRE(single.is_ok());
+  // node 0 mixes tasks 0 (node 1's profile) and 1 (node 0's in `single`).
+  for (size_t i = 0; i < mixed->profile()[0].size(); ++i) {
+    CHECK(mixed->profile()[0][i] ==
+          doctest::Approx((single->profile()[1][i] + single->profile()[0][i]) / 2));
+  }
+}
+
+TEST_CASE("sim: the shared OLMoE trace drives the simulator, one domain or a mixture per node") {
+  const auto tokens = testing::shared_dir() / "traces" / "olmoe_1b7b_domains" / "tokens_sample.csv";
+  if (!std::filesystem::exists(tokens)) {
+    MESSAGE("skipped: " << tokens.string() << " is not present");
+    return;
+  }
+  SimConfig c;
+  c.duration_s = 30;
+  c.model = SimModel{16, 64, 8, 12582912, 4096};
+  for (const char* task : {"coding", "math+reasoning", "general"}) {
+    SimNode node;
+    node.id = std::string("n-") + task;
+    node.task = task;
+    node.arrival_rate_per_s = 0.5;
+    node.devices.push_back(
+        SimDevice{"gpu0", static_cast<uint64_t>(0.5 * 16 * 64 * 12582912.0), 2e9, 3e-5, 1e-6});
+    c.nodes.push_back(node);
+  }
+  c.trace_workload = true;
+  c.trace.path = tokens;
+  c.placement.policies = {"uniform", "optimal"};
+  Result<StudyResult> study = run_study(c);
+  REQUIRE_MESSAGE(study.is_ok(), study.status().to_string());
+  CHECK(study->n_requests > 20);
+  const SimResult& uniform = study->runs[0];
+  const SimResult& optimal = study->runs[1];
+  CHECK(optimal.overall.requests == uniform.overall.requests);
+  CHECK(optimal.overall.local_ratio() > uniform.overall.local_ratio() + 0.2);
+  CHECK(optimal.initial_local_hit_ratio > uniform.initial_local_hit_ratio);
 }
 
 TEST_CASE("sim: after a workload shift, re-placement migrates experts and restores locality") {
