@@ -56,6 +56,7 @@ class Solver {
   void offer(int32_t a, int32_t b, ExpertId y);
   void push_candidate(int32_t a, int32_t b, ExpertId y);
   void rebuild_heap(int32_t a, int32_t b);
+  void initial_edge(int32_t a, int32_t b);
   void refresh_edge(int32_t a, int32_t b);
   void compute_start(int32_t n);
   Status initial_potentials();
@@ -80,10 +81,16 @@ class Solver {
   // offered to the edge values (O(1) each); a pair's heap absorbs the log
   // entries it has not seen (column_seen_) only when its edge item stops
   // being a candidate. The edge value stays exact: it is a minimum over
-  // candidates and is attained by a live one.
+  // candidates and is attained by a live one. A pair's heap is built the
+  // first time its edge must be recomputed: the first edge values come from
+  // a scan, and many pairs never need a heap.
   std::vector<std::vector<HeapEntry>> heap_;       // [pair(a, b)]
+  std::vector<uint8_t> heap_built_;                // [pair(a, b)]
   std::vector<std::vector<ExpertId>> column_log_;  // [b]: items b added
   std::vector<uint32_t> column_seen_;              // [pair(a, b)]: log prefix in heap(a, b)
+  // ub_[n] >= w[n][y] for every item y that n does not hold (exact after the
+  // greedy start, raised when n drops an item): bounds the first scans.
+  std::vector<double> ub_;
   bool heaps_ready_ = false;
   std::vector<double> edge_;          // [pair(a, b)], +inf when no candidate
   std::vector<ExpertId> edge_item_;   // the item realising edge(a, b)
@@ -107,8 +114,10 @@ Solver::Solver(const CoverageInstance& in, int32_t n_nodes, int32_t n_items)
       sets_(n_nodes),
       surplus_(n_nodes),
       heap_(static_cast<size_t>(n_nodes) * n_nodes),
+      heap_built_(static_cast<size_t>(n_nodes) * n_nodes, 0),
       column_log_(n_nodes),
       column_seen_(static_cast<size_t>(n_nodes) * n_nodes, 0),
+      ub_(n_nodes, -kInf),
       edge_(static_cast<size_t>(n_nodes) * n_nodes, kInf),
       edge_item_(static_cast<size_t>(n_nodes) * n_nodes, -1),
       start_(n_nodes, kInf),
@@ -173,6 +182,7 @@ void Solver::drop(int32_t n, ExpertId y) {
   if (count_[y] >= 2) erase_sorted(surplus_[n], n, y);
   holds_[static_cast<size_t>(y) * n_nodes_ + n] = 0;
   --count_[y];
+  ub_[n] = std::max(ub_[n], w_[n][y]);
   if (count_[y] == 1) set_surplus(y, false);
   if (heaps_ready_) {
     // y is a new candidate of row (n, .) for every b that holds it.
@@ -213,6 +223,9 @@ void Solver::greedy_start() {
     sets_[n] = cand;
     std::sort(sets_[n].begin(), sets_[n].end(),
               [&](ExpertId a, ExpertId b) { return kept_less(n, a, b); });
+    for (ExpertId x = 0; x < n_items_; ++x) {
+      if (!holds(n, x)) ub_[n] = std::max(ub_[n], w[x]);
+    }
   }
   for (int32_t n = 0; n < n_nodes_; ++n) {
     for (ExpertId y : sets_[n]) {
@@ -233,7 +246,8 @@ void Solver::offer(int32_t a, int32_t b, ExpertId y) {
 }
 
 void Solver::push_candidate(int32_t a, int32_t b, ExpertId y) {
-  if (!candidate(a, b, y)) return;
+  // An unbuilt heap will be built from S_b, which already includes y.
+  if (!heap_built_[pair(a, b)] || !candidate(a, b, y)) return;
   std::vector<HeapEntry>& heap = heap_[pair(a, b)];
   heap.push_back({wt(y, b) - wt(y, a), y});
   std::push_heap(heap.begin(), heap.end(), HeapLess{});
@@ -250,12 +264,30 @@ void Solver::rebuild_heap(int32_t a, int32_t b) {
   }
   std::make_heap(heap.begin(), heap.end(), HeapLess{});
   column_seen_[pair(a, b)] = static_cast<uint32_t>(column_log_[b].size());
+  heap_built_[pair(a, b)] = 1;
+}
+
+// First value of edge(a, b) by a scan of S_b in ascending w[b][y]: every
+// candidate has w[a][y] <= ub[a], so once w[b][y] - ub[a] reaches the best
+// key found nothing later can beat it (ub is exact at the start, so the scan
+// stops early).
+void Solver::initial_edge(int32_t a, int32_t b) {
+  HeapEntry best{kInf, -1};
+  for (ExpertId y : sets_[b]) {
+    if (wt(y, b) - ub_[a] >= best.key) break;
+    if (holds(a, y)) continue;
+    const HeapEntry entry{wt(y, b) - wt(y, a), y};
+    if (best.item < 0 || HeapLess{}(best, entry)) best = entry;
+  }
+  edge_[pair(a, b)] = best.key;
+  edge_item_[pair(a, b)] = best.item;
 }
 
 // Recomputes edge(a, b) from scratch: absorb the unseen column log, drop
 // dead tops.
 void Solver::refresh_edge(int32_t a, int32_t b) {
   const size_t i = pair(a, b);
+  if (!heap_built_[i]) rebuild_heap(a, b);
   const std::vector<ExpertId>& log = column_log_[b];
   for (uint32_t k = column_seen_[i]; k < log.size(); ++k) {
     push_candidate(a, b, log[k]);
@@ -406,9 +438,7 @@ Status Solver::run(CoverageSolution* out) {
   if (!deficits.empty()) {
     for (int32_t a = 0; a < n_nodes_; ++a) {
       for (int32_t b = 0; b < n_nodes_; ++b) {
-        if (a == b) continue;
-        rebuild_heap(a, b);
-        refresh_edge(a, b);
+        if (a != b) initial_edge(a, b);
       }
     }
     heaps_ready_ = true;

@@ -118,6 +118,17 @@ TEST_CASE("coverage solver: many nodes sharing favourites force long repair path
   CHECK(g_hops > 0);
 }
 
+TEST_CASE("coverage solver: equals the textbook flow with many nodes") {
+  // More nodes than items per node: exercises the dense node graph, the
+  // early-stopping Dijkstra and pairs whose heaps are built late.
+  std::mt19937 rng(31337);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Instance in = random_instance(rng, 30, 40, trial % 2 == 1, trial == 0);
+    CAPTURE(trial);
+    CHECK(solve(in) == doctest::Approx(testing::flow_coverage(in.w, in.slots)));
+  }
+}
+
 TEST_CASE("coverage solver: reports infeasible slot totals and bad shapes") {
   std::vector<std::vector<double>> w = {{1, 2, 3}, {3, 2, 1}};
   CoverageInstance instance;
