@@ -39,7 +39,8 @@ sim::SimConfig scaling_config(int gpus, double mbps, double duration_s) {
   for (int i = 0; placed < gpus; ++i) {
     const int n_gpus = std::min(pattern[i % 3], gpus - placed);
     sim::SimNode node;
-    node.id = "s" + std::to_string(i);
+    node.id = "s";  // appended: GCC 12 at -O3 warns falsely (-Wrestrict) on "s" + ...
+    node.id += std::to_string(i);
     node.task = std::to_string(i % 8);
     node.arrival_rate_per_s = 0.3;
     node.dense_s_per_layer = 2e-4;
