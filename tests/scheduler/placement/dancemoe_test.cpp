@@ -5,9 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/policy.h"
+#include "scheduler/placement/synthetic.h"
 #include "tests/scheduler/placement/fixtures.h"
 
 namespace dancemoe::placement {
@@ -133,6 +135,47 @@ TEST_CASE("dancemoe: a short layer borrows from the largest servers first") {
   const DancemoeCounts c = dancemoe_layer_counts(p, compute_capacity(p.cluster, p.model));
   CHECK(c.counts[0] == std::vector<int64_t>{3, 1});
   CHECK(c.counts[1] == std::vector<int64_t>{0, 3});
+}
+
+TEST_CASE("dancemoe: with equal sizes no layer is left short and no node exceeds its slots") {
+  // The claim of dancemoe.h: when total slots cover every expert, a short
+  // layer always finds a donor. Random instances, fixed seed.
+  std::mt19937 rng(2718);
+  for (int trial = 0; trial < 200; ++trial) {
+    SyntheticProblemSpec spec;
+    const int n_layers = 1 + static_cast<int>(rng() % 6);
+    for (int l = 0; l < n_layers; ++l) {
+      spec.layers.push_back(LayerShape{2 + static_cast<int32_t>(rng() % 14), 1000});
+    }
+    spec.n_nodes = 1 + static_cast<int>(rng() % 5);
+    spec.devices_max = 2;
+    spec.memory_fraction_min = 0.05;
+    spec.memory_fraction_max = 0.6;
+    spec.routing.n_tasks = 1 + static_cast<int>(rng() % 3);
+    spec.routing.zipf_min = 0.0;
+    spec.routing.zipf_max = 3.0;  // from flat to one dominant expert (entropy near 0)
+    spec.routing.seed = rng();
+    spec.tokens_per_node = static_cast<double>(rng() % 300);
+    spec.seed = rng();
+    const Problem p = make_synthetic_problem(spec);
+    REQUIRE(validate_problem(p).is_ok());
+    const Capacity cap = compute_capacity(p.cluster, p.model);
+    const DancemoeCounts c = dancemoe_layer_counts(p, cap);
+    CAPTURE(trial);
+    for (int32_t l = 0; l < p.model.n_layers(); ++l) {
+      int64_t total = 0;
+      for (const auto& row : c.counts) total += row[l];
+      CHECK(total >= p.model.n_experts(l));
+    }
+    for (size_t n = 0; n < c.counts.size(); ++n) {
+      int64_t used = 0;
+      for (int32_t l = 0; l < p.model.n_layers(); ++l) {
+        CHECK(c.counts[n][l] <= p.model.n_experts(l));
+        used += c.counts[n][l];
+      }
+      CHECK(used <= cap.node_slots[n]);
+    }
+  }
 }
 
 TEST_CASE("dancemoe: unequal expert sizes run Algorithm 1 in bytes") {
