@@ -55,12 +55,20 @@ void ThreadPool::run_erased(Trampoline trampoline, void* ctx, int64_t n_chunks) 
     for (int64_t c = 0; c < n_chunks; ++c) trampoline(ctx, c, 0);
     return;
   }
+  for (int64_t first = 0; first < n_chunks; first += kMaxChunksPerJob) {
+    run_job(trampoline, ctx, first, std::min(kMaxChunksPerJob, n_chunks - first));
+  }
+}
+
+void ThreadPool::run_job(Trampoline trampoline, void* ctx, int64_t first_chunk, int64_t n_chunks) {
   trampoline_ = trampoline;
   ctx_ = ctx;
-  n_chunks_.store(n_chunks, std::memory_order_relaxed);
+  first_chunk_ = first_chunk;
   chunks_done_.store(0, std::memory_order_relaxed);
   const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;
-  next_claim_.store(static_cast<uint64_t>(generation) << 32, std::memory_order_release);
+  claim_word_.store(
+      (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(n_chunks) << 16),
+      std::memory_order_release);
   generation_.store(generation, std::memory_order_release);
   futex_wake_all(&generation_);
   work_on(generation, 0);
@@ -68,21 +76,21 @@ void ThreadPool::run_erased(Trampoline trampoline, void* ctx, int64_t n_chunks) 
 }
 
 void ThreadPool::work_on(uint32_t generation, int thread_idx) {
-  const uint64_t tag = static_cast<uint64_t>(generation) << 32;
-  uint64_t claim = next_claim_.load(std::memory_order_acquire);
+  uint64_t word = claim_word_.load(std::memory_order_acquire);
   for (;;) {
-    if ((claim & ~0xffffffffull) != tag) return;  // a newer job, or none
-    const int64_t chunk = static_cast<int64_t>(claim & 0xffffffffull);
-    if (chunk >= n_chunks_.load(std::memory_order_relaxed)) return;
-    if (!next_claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel,
+    if (static_cast<uint32_t>(word >> 32) != generation) return;  // a newer job
+    const uint64_t n_chunks = (word >> 16) & 0xffff;
+    const uint64_t chunk = word & 0xffff;
+    if (chunk >= n_chunks) return;  // all claimed
+    if (!claim_word_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
-      continue;  // `claim` now holds the current value
+      continue;  // `word` now holds the current value
     }
-    // The claim succeeded, so the owner is still waiting for this chunk and
-    // the job fields are those of `generation`.
-    trampoline_(ctx_, chunk, thread_idx);
+    // The claim succeeded against this job's own word, so the owner is still
+    // waiting for this chunk and the job fields are those of `generation`.
+    trampoline_(ctx_, first_chunk_ + static_cast<int64_t>(chunk), thread_idx);
     chunks_done_.fetch_add(1, std::memory_order_acq_rel);
-    claim = next_claim_.load(std::memory_order_acquire);
+    word = claim_word_.load(std::memory_order_acquire);
   }
 }
 

@@ -44,8 +44,14 @@ class ThreadPool {
 
  private:
   using Trampoline = void (*)(void* ctx, int64_t chunk, int thread_idx);
+  int64_t first_chunk_ = 0;  // chunk index offset of the current job
+
+  // Largest chunk count one job can carry in claim_word_; parallel_for
+  // splits bigger requests into several jobs.
+  static constexpr int64_t kMaxChunksPerJob = 0xffff;
 
   void run_erased(Trampoline trampoline, void* ctx, int64_t n_chunks);
+  void run_job(Trampoline trampoline, void* ctx, int64_t first_chunk, int64_t n_chunks);
   // Claims and runs chunks of generation `generation` until none is left.
   void work_on(uint32_t generation, int thread_idx);
   void worker_loop(int thread_idx);
@@ -56,14 +62,13 @@ class ThreadPool {
   // stable until every chunk of that generation is done.
   Trampoline trampoline_ = nullptr;
   void* ctx_ = nullptr;
-  // Atomic because a late worker may read it while the owner sets up the
-  // next job (it then fails its claim, see next_claim_).
-  std::atomic<int64_t> n_chunks_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word
-  // (generation << 32) | next unclaimed chunk: a claim succeeds only for the
-  // generation the claimer saw, so a late worker never runs a chunk of a
-  // newer job with an older one's function.
-  alignas(64) std::atomic<uint64_t> next_claim_{0};
+  // One word holds everything a claim depends on -- generation (high 32
+  // bits), chunk count (16 bits) and next unclaimed chunk (low 16 bits) -- so
+  // a claim (compare-and-swap) succeeds only against a consistent snapshot of
+  // the job it was meant for: a late worker can never claim a chunk of a
+  // newer job, nor an index past an older job's end.
+  alignas(64) std::atomic<uint64_t> claim_word_{0};
   alignas(64) std::atomic<int64_t> chunks_done_{0};
   std::atomic<bool> stopping_{false};
 };

@@ -33,6 +33,32 @@ TEST_CASE("thread pool: a call right after construction does not wait for late w
   }
 }
 
+// Regression: a late worker once read the next job's (larger) chunk count
+// before the claim counter moved on, claimed a phantom chunk and made the
+// owner wait forever for a count it could no longer reach. Varying chunk
+// counts back to back is what triggered it.
+TEST_CASE("thread pool: back-to-back jobs of varying size never over- or under-count") {
+  ThreadPool pool(2);
+  int64_t expected = 0;
+  std::atomic<int64_t> total{0};
+  for (int64_t round = 0; round < 300000; ++round) {
+    const int64_t n = 1 + (round * 7919) % 37;
+    expected += n;
+    pool.parallel_for(n, [&](int64_t, int) { total.fetch_add(1, std::memory_order_relaxed); });
+  }
+  CHECK(total.load() == expected);
+}
+
+TEST_CASE("thread pool: more chunks than one job can carry are all run") {
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> calls(70000);
+  pool.parallel_for(70000,
+                    [&](int64_t chunk, int) { calls[static_cast<size_t>(chunk)].fetch_add(1); });
+  int wrong = 0;
+  for (auto& c : calls) wrong += c.load() != 1;
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("thread pool: a stalled thread's share is taken by the others") {
   // Chunk 0 blocks its thread for a while; the remaining chunks must not
   // wait for it (they are claimed dynamically), so they finish first.
