@@ -44,7 +44,7 @@ Status ExpertStore::load(ExpertKey key) {
   expert->key = key;
   const uint64_t up_offset = align_up(gate.n_bytes);
   const uint64_t down_offset = up_offset + align_up(up.n_bytes);
-  DMOE_ASSIGN_OR_RETURN(expert->storage, HostBuffer::allocate(down_offset + down.n_bytes));
+  DMOE_ASSIGN_OR_RETURN(expert->storage, arena_.allocate(down_offset + down.n_bytes));
   auto* base = static_cast<uint8_t*>(expert->storage.data());
   DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(gate, base));
   DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(up, base + up_offset));

@@ -18,7 +18,7 @@
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
 #include "common/model/dense_weights.h"
-#include "common/tensor/host_buffer.h"
+#include "common/model/expert_arena.h"
 #include "kernels/kernels.h"
 
 namespace dancemoe {
@@ -31,7 +31,7 @@ struct ExpertKey {
 
 struct ExpertWeights {
   ExpertKey key;
-  HostBuffer storage;
+  ExpertArena::Slot storage;
   kernels::WeightView gate;  // [moe_intermediate, hidden]
   kernels::WeightView up;    // [moe_intermediate, hidden]
   kernels::WeightView down;  // [hidden, moe_intermediate]
@@ -69,6 +69,7 @@ class ExpertStore {
   size_t slot(ExpertKey key) const;
 
   const Checkpoint& checkpoint_;
+  ExpertArena arena_;
   int64_t n_layers_;
   int64_t n_experts_;
   mutable std::mutex mutex_;

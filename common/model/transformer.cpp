@@ -8,8 +8,15 @@ namespace dancemoe {
 namespace {
 
 constexpr int64_t kRowAlign = 16;
-// Output rows per work chunk of a projection (see ThreadPool::parallel_for).
-constexpr int64_t kRowsPerChunk = 64;
+// A work chunk of a projection streams about this many weight bytes: long
+// enough that starting a stream (prefetcher ramp-up) is cheap, short enough
+// to balance across threads (ThreadPool::parallel_for).
+constexpr int64_t kChunkBytes = 1 << 20;
+
+int64_t rows_per_chunk(const kernels::WeightView& w) {
+  const int64_t elem = w.type == kernels::WeightType::kF32 ? 4 : 2;
+  return std::max<int64_t>(kRowAlign, kChunkBytes / (w.cols * elem));
+}
 
 void grow(std::vector<float>* v, int64_t n) {
   if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
@@ -137,8 +144,8 @@ void Transformer::attention_block(int64_t layer, int64_t n, KvCache& cache) {
   xn_.round_to_bf16(k, n);
   const ActivationsView x = xn_.view();
   const int n_threads = pool_.size();
-  const int64_t n_q_chunks = chunk_count(q_dim, kRowsPerChunk, n_threads);
-  const int64_t n_kv_chunks = chunk_count(kv_dim, kRowsPerChunk, n_threads);
+  const int64_t n_q_chunks = chunk_count(q_dim, rows_per_chunk(aw.q), n_threads);
+  const int64_t n_kv_chunks = chunk_count(kv_dim, rows_per_chunk(aw.k), n_threads);
   pool_.parallel_for(n_q_chunks + 2 * n_kv_chunks, [&](int64_t chunk, int) {
     if (chunk < n_q_chunks) {
       const Range r = split_range(q_dim, chunk, n_q_chunks, kRowAlign);
@@ -217,7 +224,7 @@ void Transformer::attention_block(int64_t layer, int64_t n, KvCache& cache) {
   attn_.round_to_bf16(k, n);
 
   const ActivationsView a = attn_.view();
-  const int64_t n_o_chunks = chunk_count(hidden, kRowsPerChunk, n_threads);
+  const int64_t n_o_chunks = chunk_count(hidden, rows_per_chunk(aw.o), n_threads);
   pool_.parallel_for(n_o_chunks, [&](int64_t chunk, int) {
     const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
     matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
@@ -279,7 +286,7 @@ void Transformer::compute_logits(int64_t first_row, int64_t n_rows, std::vector<
   xn_.round_to_bf16(k, n_rows);
   logits->resize(static_cast<size_t>(n_rows * vocab));
   const ActivationsView x = xn_.view();
-  const int64_t n_chunks = chunk_count(vocab, 4 * kRowsPerChunk, pool_.size());
+  const int64_t n_chunks = chunk_count(vocab, rows_per_chunk(weights_.lm_head()), pool_.size());
   pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
     const Range r = split_range(vocab, chunk, n_chunks, kRowAlign);
     matmul_rows(k, weights_.lm_head(), x, n_rows, logits->data(), vocab, r.begin, r.end);
