@@ -1,5 +1,6 @@
 #include "kernels/cpu/memory_bandwidth.h"
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -63,7 +64,8 @@ double measure_read_bandwidth_bytes_per_s(const ReadBandwidthParams& params) {
   // is a multiple of the read loops' 256-byte step.
   const int64_t slice_bytes =
       (params.buffer_bytes / n_threads + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  const int64_t chunk_bytes = slice_bytes < kChunkBytes ? slice_bytes : kChunkBytes;
+  const int64_t chunk_bytes =
+      params.sustained || slice_bytes < kChunkBytes ? slice_bytes : kChunkBytes;
   const int64_t n_chunks = slice_bytes / chunk_bytes;
   const int64_t total_bytes = slice_bytes * n_threads;
   std::unique_ptr<char, FreeDeleter> buffer(
@@ -105,6 +107,7 @@ double measure_read_bandwidth_bytes_per_s(const ReadBandwidthParams& params) {
   }
 
   double best_seconds = 0.0;
+  std::vector<double> all_seconds;
   const Clock::time_point begin = Clock::now();
   for (int64_t rep = 0;; ++rep) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -121,13 +124,20 @@ double measure_read_bandwidth_bytes_per_s(const ReadBandwidthParams& params) {
     const double seconds = std::chrono::duration<double>(last_end - first_start).count();
     // The first repetition is a warm-up (TLB, clock frequency).
     if (rep > 0 && (best_seconds == 0.0 || seconds < best_seconds)) best_seconds = seconds;
+    if (rep > 0) all_seconds.push_back(seconds);
   }
   stop.store(true);
   sync.arrive_and_wait();
   for (std::thread& thread : threads) thread.join();
   static std::atomic<uint64_t> last_checksum;
   last_checksum.store(checksum.load(), std::memory_order_relaxed);
-  return best_seconds > 0.0 ? static_cast<double>(chunk_bytes * n_threads) / best_seconds : 0.0;
+  double seconds = best_seconds;
+  if (params.sustained && !all_seconds.empty()) {
+    std::nth_element(all_seconds.begin(), all_seconds.begin() + all_seconds.size() / 2,
+                     all_seconds.end());
+    seconds = all_seconds[all_seconds.size() / 2];
+  }
+  return seconds > 0.0 ? static_cast<double>(chunk_bytes * n_threads) / seconds : 0.0;
 }
 
 double measure_read_bandwidth_bytes_per_s(int64_t buffer_bytes, int n_threads, double min_seconds) {
@@ -135,6 +145,16 @@ double measure_read_bandwidth_bytes_per_s(int64_t buffer_bytes, int n_threads, d
   params.buffer_bytes = buffer_bytes;
   params.n_threads = n_threads;
   params.min_seconds = min_seconds;
+  return measure_read_bandwidth_bytes_per_s(params);
+}
+
+double measure_sustained_read_bandwidth_bytes_per_s(int64_t buffer_bytes, int n_threads,
+                                                    double min_seconds) {
+  ReadBandwidthParams params;
+  params.buffer_bytes = buffer_bytes;
+  params.n_threads = n_threads;
+  params.min_seconds = min_seconds;
+  params.sustained = true;
   return measure_read_bandwidth_bytes_per_s(params);
 }
 
