@@ -45,8 +45,8 @@ struct Encoder {
   std::pair<w::Body, fb::Offset<void>> operator()(const Register& m) {
     std::vector<fb::Offset<w::DeviceInfo>> devices;
     for (const DeviceInfo& d : m.devices) {
-      devices.push_back(w::CreateDeviceInfo(b, str(d.name), d.expert_budget_bytes,
-                                                  d.load_bytes_per_s));
+      devices.push_back(
+          w::CreateDeviceInfo(b, str(d.name), d.expert_budget_bytes, d.load_bytes_per_s));
     }
     auto node_id = b.CreateString(m.node_id);
     auto model_id = b.CreateString(m.model_id);
@@ -70,7 +70,7 @@ struct Encoder {
   std::pair<w::Body, fb::Offset<void>> operator()(const RegisterReply& m) {
     return {w::Body::RegisterReply,
             w::CreateRegisterReply(b, m.accepted, str(m.reason), m.heartbeat_interval_ms,
-                                         m.report_interval_ms, m.placement_version)
+                                   m.report_interval_ms, m.placement_version)
                 .Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const Heartbeat& m) {
@@ -83,7 +83,7 @@ struct Encoder {
     std::vector<fb::Offset<w::PeerCallStats>> remote;
     for (const PeerCallStats& p : m.remote) {
       remote.push_back(w::CreatePeerCallStats(b, str(p.peer), p.calls, p.mean_latency_us,
-                                                    p.p99_latency_us, p.bytes, p.failures));
+                                              p.p99_latency_us, p.bytes, p.failures));
     }
     return {w::Body::ActivationReport,
             w::CreateActivationReportDirect(b, m.window_start_ms, m.window_end_ms, m.tokens,
@@ -104,8 +104,8 @@ struct Encoder {
         auto name = b.CreateString(d.device);
         devices.push_back(w::CreateDevicePlacement(b, name, experts));
       }
-      nodes.push_back(
-          w::CreateNodePlacement(b, str(n.node_id), str(n.expert_endpoint), b.CreateVector(devices)));
+      nodes.push_back(w::CreateNodePlacement(b, str(n.node_id), str(n.expert_endpoint),
+                                             b.CreateVector(devices)));
     }
     return {w::Body::PlacementPrepare,
             w::CreatePlacementPrepareDirect(b, m.version, &nodes).Union()};
@@ -152,9 +152,9 @@ struct Encoder {
                 .Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const Error& m) {
-    return {w::Body::Error, w::CreateError(b, static_cast<w::ErrorCode>(m.code), str(m.message),
-                                           m.in_reply_to)
-                                .Union()};
+    return {w::Body::Error,
+            w::CreateError(b, static_cast<w::ErrorCode>(m.code), str(m.message), m.in_reply_to)
+                .Union()};
   }
 };
 
@@ -259,12 +259,14 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
           DMOE_RETURN_IF_ERROR(string(d->name(), "Register.devices.name", &info.name));
           info.expert_budget_bytes = d->expert_budget_bytes();
           info.load_bytes_per_s = d->load_bytes_per_s();
-          DMOE_RETURN_IF_ERROR(non_negative(info.load_bytes_per_s, "Register.devices.load_bytes_per_s"));
+          DMOE_RETURN_IF_ERROR(
+              non_negative(info.load_bytes_per_s, "Register.devices.load_bytes_per_s"));
           r.devices.push_back(std::move(info));
         }
       }
       r.host_memory_bytes = m->host_memory_bytes();
-      DMOE_RETURN_IF_ERROR(string(m->expert_endpoint(), "Register.expert_endpoint", &r.expert_endpoint));
+      DMOE_RETURN_IF_ERROR(
+          string(m->expert_endpoint(), "Register.expert_endpoint", &r.expert_endpoint));
       DMOE_RETURN_IF_ERROR(string(m->http_endpoint(), "Register.http_endpoint", &r.http_endpoint));
       DMOE_RETURN_IF_ERROR(refs(m->resident(), "Register.resident", &r.resident));
       DMOE_RETURN_IF_ERROR(list_size(m->resident_devices(), "Register.resident_devices"));
@@ -273,9 +275,8 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
       }
       if (!r.resident_devices.empty() && r.resident_devices.size() != r.resident.size()) {
         return invalid_argument("Register.resident_devices has " +
-                                std::to_string(r.resident_devices.size()) +
-                                " entries for " + std::to_string(r.resident.size()) +
-                                " resident experts");
+                                std::to_string(r.resident_devices.size()) + " entries for " +
+                                std::to_string(r.resident.size()) + " resident experts");
       }
       r.placement_version = m->placement_version();
       return Body(std::move(r));
@@ -314,8 +315,10 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
       r.local_calls = m->local_calls();
       r.local_mean_latency_us = m->local_mean_latency_us();
       r.local_p99_latency_us = m->local_p99_latency_us();
-      DMOE_RETURN_IF_ERROR(non_negative(r.local_mean_latency_us, "ActivationReport.local_mean_latency_us"));
-      DMOE_RETURN_IF_ERROR(non_negative(r.local_p99_latency_us, "ActivationReport.local_p99_latency_us"));
+      DMOE_RETURN_IF_ERROR(
+          non_negative(r.local_mean_latency_us, "ActivationReport.local_mean_latency_us"));
+      DMOE_RETURN_IF_ERROR(
+          non_negative(r.local_p99_latency_us, "ActivationReport.local_p99_latency_us"));
       DMOE_RETURN_IF_ERROR(list_size(m->remote(), "ActivationReport.remote"));
       if (m->remote()) {
         for (const w::PeerCallStats* p : *m->remote()) {
@@ -324,8 +327,10 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
           s.calls = p->calls();
           s.mean_latency_us = p->mean_latency_us();
           s.p99_latency_us = p->p99_latency_us();
-          DMOE_RETURN_IF_ERROR(non_negative(s.mean_latency_us, "ActivationReport.remote.mean_latency_us"));
-          DMOE_RETURN_IF_ERROR(non_negative(s.p99_latency_us, "ActivationReport.remote.p99_latency_us"));
+          DMOE_RETURN_IF_ERROR(
+              non_negative(s.mean_latency_us, "ActivationReport.remote.mean_latency_us"));
+          DMOE_RETURN_IF_ERROR(
+              non_negative(s.p99_latency_us, "ActivationReport.remote.p99_latency_us"));
           s.bytes = p->bytes();
           s.failures = p->failures();
           r.remote.push_back(std::move(s));
@@ -345,15 +350,19 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
       if (m->nodes()) {
         for (const w::NodePlacement* n : *m->nodes()) {
           NodePlacement node;
-          DMOE_RETURN_IF_ERROR(string(n->node_id(), "PlacementPrepare.nodes.node_id", &node.node_id));
-          DMOE_RETURN_IF_ERROR(string(n->expert_endpoint(), "PlacementPrepare.nodes.expert_endpoint",
+          DMOE_RETURN_IF_ERROR(
+              string(n->node_id(), "PlacementPrepare.nodes.node_id", &node.node_id));
+          DMOE_RETURN_IF_ERROR(string(n->expert_endpoint(),
+                                      "PlacementPrepare.nodes.expert_endpoint",
                                       &node.expert_endpoint));
           DMOE_RETURN_IF_ERROR(list_size(n->devices(), "PlacementPrepare.nodes.devices"));
           if (n->devices()) {
             for (const w::DevicePlacement* d : *n->devices()) {
               DevicePlacement device;
-              DMOE_RETURN_IF_ERROR(string(d->device(), "PlacementPrepare.devices.device", &device.device));
-              DMOE_RETURN_IF_ERROR(refs(d->experts(), "PlacementPrepare.devices.experts", &device.experts));
+              DMOE_RETURN_IF_ERROR(
+                  string(d->device(), "PlacementPrepare.devices.device", &device.device));
+              DMOE_RETURN_IF_ERROR(
+                  refs(d->experts(), "PlacementPrepare.devices.experts", &device.experts));
               node.devices.push_back(std::move(device));
             }
           }
@@ -374,7 +383,8 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
     }
     case w::Body::StatusRequest: {
       StatusRequest r;
-      DMOE_RETURN_IF_ERROR(string(e.body_as_StatusRequest()->what(), "StatusRequest.what", &r.what));
+      DMOE_RETURN_IF_ERROR(
+          string(e.body_as_StatusRequest()->what(), "StatusRequest.what", &r.what));
       DMOE_RETURN_IF_ERROR(string(e.body_as_StatusRequest()->arguments_json(),
                                   "StatusRequest.arguments_json", &r.arguments_json,
                                   limits_.max_json_bytes));
@@ -402,8 +412,9 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
       c.assignments.reserve(m->assignments()->size());
       for (const w::Assignment* a : *m->assignments()) {
         if (a->token() >= c.n_tokens) {
-          return invalid_argument("ExpertCall assignment names token " + std::to_string(a->token()) +
-                                  " of a call with " + std::to_string(c.n_tokens) + " tokens");
+          return invalid_argument("ExpertCall assignment names token " +
+                                  std::to_string(a->token()) + " of a call with " +
+                                  std::to_string(c.n_tokens) + " tokens");
         }
         if (!std::isfinite(a->weight())) {
           return invalid_argument("ExpertCall assignment weight is not finite");
@@ -469,11 +480,22 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
 }  // namespace
 
 std::string_view body_name(const Body& body) {
-  static const char* const kNames[] = {
-      "Register",     "RegisterReply", "Heartbeat",           "ActivationReport",
-      "Ack",          "PlacementPrepare", "Ready",            "Commit",
-      "Abort",        "StatusRequest", "StatusReply",         "ExpertCall",
-      "ExpertResult", "ExpertWeightsRequest", "ExpertWeightsChunk", "Error"};
+  static const char* const kNames[] = {"Register",
+                                       "RegisterReply",
+                                       "Heartbeat",
+                                       "ActivationReport",
+                                       "Ack",
+                                       "PlacementPrepare",
+                                       "Ready",
+                                       "Commit",
+                                       "Abort",
+                                       "StatusRequest",
+                                       "StatusReply",
+                                       "ExpertCall",
+                                       "ExpertResult",
+                                       "ExpertWeightsRequest",
+                                       "ExpertWeightsChunk",
+                                       "Error"};
   static_assert(std::size(kNames) == std::variant_size_v<Body>);
   return kNames[body.index()];
 }
@@ -508,7 +530,8 @@ Result<Envelope> decode(std::span<const uint8_t> bytes, const DecodeLimits& limi
   fb::Verifier verifier(bytes.data(), bytes.size(),
                         /*max_depth=*/16, /*max_tables=*/static_cast<fb::uoffset_t>(1u << 22));
   if (!w::VerifyEnvelopeBuffer(verifier)) {
-    return invalid_argument("message failed FlatBuffers verification (truncated or not an envelope)");
+    return invalid_argument(
+        "message failed FlatBuffers verification (truncated or not an envelope)");
   }
   const w::Envelope* e = w::GetEnvelope(bytes.data());
   Envelope out;
@@ -531,10 +554,10 @@ Status check_tensor_payload(DType dtype, uint32_t n_tokens, uint32_t hidden, siz
                             std::string_view what) {
   const uint64_t expected = static_cast<uint64_t>(n_tokens) * hidden * dtype_size_bytes(dtype);
   if (payload_bytes != expected) {
-    return invalid_argument(std::string(what) + ": tensor frame of " + std::to_string(payload_bytes) +
-                            " bytes, but " + std::to_string(n_tokens) + " x " +
-                            std::to_string(hidden) + " " + std::string(dtype_name(dtype)) +
-                            " needs " + std::to_string(expected));
+    return invalid_argument(std::string(what) + ": tensor frame of " +
+                            std::to_string(payload_bytes) + " bytes, but " +
+                            std::to_string(n_tokens) + " x " + std::to_string(hidden) + " " +
+                            std::string(dtype_name(dtype)) + " needs " + std::to_string(expected));
   }
   return Status::ok();
 }

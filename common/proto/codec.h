@@ -21,7 +21,7 @@ namespace dancemoe::proto {
 
 struct DecodeLimits {
   size_t max_envelope_bytes = size_t{64} << 20;
-  size_t max_string_bytes = 4096;          // ids, endpoints, reasons
+  size_t max_string_bytes = 4096;            // ids, endpoints, reasons
   size_t max_json_bytes = size_t{16} << 20;  // StatusReply / StatusRequest JSON
   size_t max_list_entries = size_t{1} << 22;
   uint32_t max_tokens = 1 << 16;  // per ExpertCall / ExpertResult

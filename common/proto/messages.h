@@ -199,10 +199,10 @@ struct Error {
   friend bool operator==(const Error&, const Error&) = default;
 };
 
-using Body = std::variant<Register, RegisterReply, Heartbeat, ActivationReport, Ack,
-                          PlacementPrepare, Ready, Commit, Abort, StatusRequest, StatusReply,
-                          ExpertCall, ExpertResult, ExpertWeightsRequest, ExpertWeightsChunk,
-                          Error>;
+using Body =
+    std::variant<Register, RegisterReply, Heartbeat, ActivationReport, Ack, PlacementPrepare, Ready,
+                 Commit, Abort, StatusRequest, StatusReply, ExpertCall, ExpertResult,
+                 ExpertWeightsRequest, ExpertWeightsChunk, Error>;
 
 // "Register", "ExpertCall", ... for logs and error messages.
 std::string_view body_name(const Body& body);

@@ -149,7 +149,8 @@ TEST_CASE("proto: out-of-range fields name the field") {
   CHECK(decode(encoded_call(call)).status().message().find("ExpertCall.hidden must be in") == 0);
   call = valid_call();
   call.assignments[0].weight = std::numeric_limits<float>::quiet_NaN();
-  CHECK(decode(encoded_call(call)).status().message() == "ExpertCall assignment weight is not finite");
+  CHECK(decode(encoded_call(call)).status().message() ==
+        "ExpertCall assignment weight is not finite");
   call = valid_call();
   call.assignments.clear();
   CHECK(decode(encoded_call(call)).status().message() == "ExpertCall has no assignments");

@@ -1,0 +1,111 @@
+#include "common/net/zmq_transport.h"
+
+#include <zmq_addon.hpp>
+
+namespace dancemoe::net {
+
+Result<zmq::socket_t> make_socket(zmq::context_t& context, zmq::socket_type type,
+                                  const SocketOptions& options) {
+  try {
+    zmq::socket_t socket(context, type);
+    socket.set(zmq::sockopt::linger, 0);
+    socket.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
+    socket.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
+    socket.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
+    socket.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
+    if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
+    if (!options.routing_id.empty()) socket.set(zmq::sockopt::routing_id, options.routing_id);
+    return socket;
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("cannot create ZeroMQ socket: ") + e.what());
+  }
+}
+
+Status bind(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.bind(endpoint);
+    return Status::ok();
+  } catch (const zmq::error_t& e) {
+    return unavailable("cannot bind " + endpoint + ": " + e.what());
+  }
+}
+
+Status connect(zmq::socket_t& socket, const std::string& endpoint) {
+  try {
+    socket.connect(endpoint);
+    return Status::ok();
+  } catch (const zmq::error_t& e) {
+    return invalid_argument("cannot connect to " + endpoint + ": " + e.what());
+  }
+}
+
+std::string last_endpoint(zmq::socket_t& socket) { return socket.get(zmq::sockopt::last_endpoint); }
+
+Status send_message(zmq::socket_t& socket, const proto::Envelope& envelope,
+                    std::span<const uint8_t> payload, std::string_view routing_id) {
+  const std::vector<uint8_t> bytes = proto::encode(envelope);
+  try {
+    if (!routing_id.empty()) {
+      if (!socket.send(zmq::buffer(routing_id.data(), routing_id.size()),
+                       zmq::send_flags::sndmore)) {
+        return deadline_exceeded("send timed out");
+      }
+    }
+    const auto more = payload.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore;
+    if (!socket.send(zmq::buffer(bytes.data(), bytes.size()), more)) {
+      return deadline_exceeded("send timed out");
+    }
+    if (!payload.empty() &&
+        !socket.send(zmq::buffer(payload.data(), payload.size()), zmq::send_flags::none)) {
+      return deadline_exceeded("send timed out");
+    }
+    return Status::ok();
+  } catch (const zmq::error_t& e) {
+    // EHOSTUNREACH on a ROUTER: the peer is gone.
+    return unavailable(std::string("send failed: ") + e.what());
+  }
+}
+
+std::optional<ReceivedMessage> receive_message(zmq::socket_t& socket,
+                                               std::chrono::milliseconds timeout, bool router,
+                                               const proto::DecodeLimits& limits) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  try {
+    if (zmq::poll(&item, 1, timeout) == 0) return std::nullopt;
+    std::vector<zmq::message_t> frames;
+    // Bounded: a message with more frames than any valid layout is drained
+    // and refused rather than collected.
+    constexpr size_t kMaxFrames = 8;
+    zmq::message_t frame;
+    bool more = true;
+    while (more) {
+      if (!socket.recv(frame, zmq::recv_flags::none)) return std::nullopt;
+      more = frame.more();
+      if (frames.size() < kMaxFrames) frames.push_back(std::move(frame));
+    }
+    ReceivedMessage out;
+    size_t next = 0;
+    if (router) out.routing_id = frames[next++].to_string();
+    const size_t n_body_frames = frames.size() - next;
+    if (n_body_frames < 1 || n_body_frames > 2) {
+      out.envelope =
+          invalid_argument("expected an envelope frame and at most one payload frame, got " +
+                           std::to_string(n_body_frames) + " frames");
+      return out;
+    }
+    const zmq::message_t& env = frames[next];
+    out.envelope = proto::decode(
+        std::span<const uint8_t>(static_cast<const uint8_t*>(env.data()), env.size()), limits);
+    if (n_body_frames == 2) {
+      const auto* p = static_cast<const uint8_t*>(frames[next + 1].data());
+      out.payload.assign(p, p + frames[next + 1].size());
+    }
+    return out;
+  } catch (const zmq::error_t& e) {
+    ReceivedMessage out;
+    out.envelope = unavailable(std::string("receive failed: ") + e.what());
+    return out;
+  }
+}
+
+}  // namespace dancemoe::net

@@ -1,0 +1,60 @@
+// Protocol messages over ZeroMQ sockets (cppzmq), the one place that knows
+// the framing: [routing id (ROUTER sockets only)] [envelope] [payload?].
+//
+// Sockets are created with linger 0 (closing never blocks on unsent
+// messages) and a maximum inbound message size, so a peer cannot make us
+// allocate without bound. Receiving never throws: a timeout is an empty
+// optional (an expected outcome, not an error), and a frame layout or
+// envelope we cannot accept comes back as a ReceivedMessage whose
+// `envelope` holds the error, with the routing id and sequence (when known)
+// so the receiver can answer with an Error and count it.
+//
+// Thread-safety: as ZeroMQ's -- one thread per socket.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/base/status.h"
+#include "common/proto/codec.h"
+#include "common/proto/messages.h"
+
+namespace dancemoe::net {
+
+struct SocketOptions {
+  int64_t max_message_bytes = int64_t{256} << 20;  // ZMQ_MAXMSGSIZE
+  int send_high_water_mark = 1000;
+  int receive_high_water_mark = 1000;
+  std::chrono::milliseconds send_timeout{5000};  // a blocked send fails after this
+  std::string routing_id;                        // DEALER identity, if set
+};
+
+// Creates a socket with the options applied. Errors from ZeroMQ (bad
+// endpoint syntax, address in use) come back as Status, not exceptions.
+Result<zmq::socket_t> make_socket(zmq::context_t& context, zmq::socket_type type,
+                                  const SocketOptions& options = {});
+Status bind(zmq::socket_t& socket, const std::string& endpoint);
+Status connect(zmq::socket_t& socket, const std::string& endpoint);
+// The endpoint actually bound (resolves "tcp://127.0.0.1:*" to the port).
+std::string last_endpoint(zmq::socket_t& socket);
+
+struct ReceivedMessage {
+  std::string routing_id;  // ROUTER sockets: the sender's identity frame
+  Result<proto::Envelope> envelope = proto::Envelope{};  // or why it was not accepted
+  std::vector<uint8_t> payload;                          // raw frame, if any
+};
+
+// Sends envelope (+ payload when non-empty), prefixed by routing_id on ROUTER sockets.
+Status send_message(zmq::socket_t& socket, const proto::Envelope& envelope,
+                    std::span<const uint8_t> payload = {}, std::string_view routing_id = {});
+
+// Waits up to `timeout` for one message. `router`: the first frame is a routing id.
+std::optional<ReceivedMessage> receive_message(zmq::socket_t& socket,
+                                               std::chrono::milliseconds timeout, bool router,
+                                               const proto::DecodeLimits& limits = {});
+
+}  // namespace dancemoe::net
