@@ -122,7 +122,9 @@ int run_decision(const std::string& command, const ClusterOptions& options, cons
                  const json& args) {
   Result<json> reply = query_scheduler(options, what, args);
   if (!reply.is_ok()) return report_failure(command, reply.status());
-  std::fputs(options.json ? (reply->dump(2) + "\n").c_str() : format_decision(*reply).c_str(),
+  std::fputs(options.json
+                 ? (reply->dump(2, ' ', false, json::error_handler_t::replace) + "\n").c_str()
+                 : format_decision(*reply).c_str(),
              stdout);
   if (reply->value("outcome", std::string()) == "error") {
     std::fprintf(stderr, "dancemoe %s: the round failed: %s\n", command.c_str(),

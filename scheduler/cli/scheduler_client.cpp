@@ -77,7 +77,8 @@ int run_cluster_query(const std::string& command, const ClusterOptions& options,
   Result<nlohmann::json> reply = query_scheduler(options, what, arguments);
   if (!reply.is_ok()) return report_failure(command, reply.status());
   if (options.json) {
-    std::printf("%s\n", reply->dump(2).c_str());
+    std::printf("%s\n",
+                reply->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(format(*reply).c_str(), stdout);
   }

@@ -185,7 +185,7 @@ Result<store::ReportRecord> check_report(const proto::ActivationReport& report,
   for (size_t i = 0; i < report.remote.size(); ++i) {
     const proto::PeerCallStats& p = report.remote[i];
     const std::string where = what + ".remote[" + std::to_string(i) + "]";
-    if (p.peer.empty()) return invalid_argument(where + ".peer: expected a node id");
+    DMOE_RETURN_IF_ERROR(check_node_id(p.peer, limits).with_context(where + ".peer"));
     if (p.peer == node_id) {
       return invalid_argument(where + ".peer: a node cannot be its own remote peer");
     }

@@ -106,7 +106,7 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     const Status& status = message.envelope.status();
     // A receive interrupted by a signal has no sender and is not a message.
     if (message.routing_id.empty()) return;
-    reject(message.routing_id, 0, status,
+    reject(message.routing_id, message.sequence, status,
            status.code() == StatusCode::kVersionMismatch ? "version_mismatch" : "undecodable");
     return;
   }

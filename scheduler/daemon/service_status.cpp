@@ -82,7 +82,10 @@ void SchedulerService::on_status(const std::string& routing_id, const proto::Env
     send(routing_id, proto::Error{reply.status().code(), reply.status().message(), env.sequence});
     return;
   }
-  send(routing_id, proto::StatusReply{reply->dump()});
+  // Strings from nodes (device names, endpoints) are not guaranteed UTF-8:
+  // replace what is not, rather than fail the whole answer.
+  send(routing_id,
+       proto::StatusReply{reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
 Result<ordered_json> SchedulerService::status_query(const std::string& what,

@@ -101,6 +101,7 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
       heartbeat_interval_ms_ = std::max<uint32_t>(reply->heartbeat_interval_ms, 10);
     }
   } else if (const auto* ack = std::get_if<proto::Ack>(&env.body)) {
+    if (heartbeat_sequences_.erase(ack->sequence) > 0) return;  // not an answer to anyone
     unacked_.erase(ack->sequence);
     answers_[ack->sequence] = env;
   } else if (const auto* error = std::get_if<proto::Error>(&env.body)) {
@@ -198,6 +199,11 @@ void ProtocolPeer::run() {
         std::lock_guard lock(mutex_);
         version = committed_;
         sequence = ++sequence_;
+        heartbeat_sequences_.insert(sequence);
+        // Acks lost with a restarted scheduler never come: forget old ones.
+        while (heartbeat_sequences_.size() > 64) {
+          heartbeat_sequences_.erase(heartbeat_sequences_.begin());
+        }
       }
       send_envelope(envelope(proto::Heartbeat{version, 0}, sequence));
     }
