@@ -175,6 +175,19 @@ void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_t
       piece.state = Piece::State::kOffload;
       continue;
     }
+    // Every holder left is in back-off after failing recently: with an
+    // offload cache, compute here rather than wait out another deadline
+    // (the peer is probed again once its back-off ends); without one, try
+    // anyway -- it may be back.
+    const bool all_backing_off = std::none_of(holders[i].begin(), holders[i].end(), [&](int32_t h) {
+      return costs[static_cast<size_t>(h)].usable;
+    });
+    if (all_backing_off && offload_ != nullptr) {
+      piece.state = Piece::State::kOffload;
+      failures_.push_back("expert " + std::to_string(piece.expert) +
+                          ": every holder is backing off after failures");
+      continue;
+    }
     demands.push_back({piece.expert, piece.tokens, holders[i]});
     demand_piece.push_back(pieces[i]);
   }

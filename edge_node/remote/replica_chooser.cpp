@@ -1,7 +1,7 @@
 #include "edge_node/remote/replica_chooser.h"
 
 #include <algorithm>
-#include <numeric>
+#include <tuple>
 
 namespace dancemoe::node {
 namespace {
@@ -73,31 +73,29 @@ std::vector<int32_t> choose_replicas(std::span<const ExpertDemand> demands,
   for (size_t i : flexible) {
     const ExpertDemand& demand = demands[i];
     int32_t best = -1;
-    double best_layer = 0, best_own = 0;
-    bool best_used = false;
+    // Lexicographic: layer estimate, then a destination already in use, then
+    // the destination's own estimate, then the lower peer index.
+    std::tuple<double, bool, double, int32_t> best_key{};
     for (int32_t h : usable_holders(demand)) {
       const Destination& d = dest[static_cast<size_t>(h)];
       const PeerCost& cost = peers[static_cast<size_t>(h)];
-      // A destination not yet in use costs this node one more message to
-      // send and receive: charge its fixed overhead once more, so a new
-      // destination is chosen only when it clearly shortens the layer.
+      // A destination not yet in use costs one more message to send and
+      // receive here, and one more reply that may straggle: charge it two
+      // more fixed overheads, so it is chosen only when it clearly shortens
+      // the layer (compute-heavy calls), not for a marginal gain.
       const double own = estimate(cost, d.n_tokens + new_tokens(d, demand),
                                   d.n_pairs + demand.tokens.size(), bytes_per_token) +
-                         (d.used ? 0.0 : cost.overhead_us);
+                         (d.used ? 0.0 : 2.0 * cost.overhead_us);
       double layer = own;
       for (size_t p = 0; p < dest.size(); ++p) {
         if (!dest[p].used || static_cast<int32_t>(p) == h) continue;
         layer =
             std::max(layer, estimate(peers[p], dest[p].n_tokens, dest[p].n_pairs, bytes_per_token));
       }
-      const bool better = best < 0 || layer < best_layer ||
-                          (layer == best_layer && d.used && !best_used) ||
-                          (layer == best_layer && d.used == best_used && own < best_own);
-      if (better) {
+      const std::tuple<double, bool, double, int32_t> key{layer, !d.used, own, h};
+      if (best < 0 || key < best_key) {
         best = h;
-        best_layer = layer;
-        best_own = own;
-        best_used = d.used;
+        best_key = key;
       }
     }
     choice[i] = best;

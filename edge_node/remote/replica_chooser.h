@@ -8,7 +8,7 @@
 // tokens first, go to the holder that minimises the resulting maximum over
 // destinations; ties go to a destination already in use, then to the
 // smaller estimate, then to the lower peer index (deterministic). A
-// destination not yet in use is charged its per-call overhead once more. Peers in
+// destination not yet in use is charged two more per-call overheads. Peers in
 // back-off are used only for experts no other holder has.
 // Pure function; thread-safe.
 #pragma once
@@ -29,7 +29,7 @@ struct PeerCost {
   bool usable = true;  // false: in back-off or excluded (already failed this layer)
   double overhead_us = 150.0;
   double us_per_byte = 0.001;
-  double us_per_pair = 200.0;
+  double us_per_pair = 50.0;
   int in_flight = 0;
 };
 
