@@ -77,10 +77,14 @@ json greedy(int max_tokens, uint32_t seed) {
 TEST_CASE("node faults: kill -9 of a peer mid-generation -> the request completes on replicas") {
   // Every expert on exactly two nodes.
   TinyCluster c({{"a", {0, 1, 2, 3, 4, 5}}, {"b", {4, 5, 6, 7, 0, 1}}, {"c", {2, 3, 6, 7}}}, {});
-  const json request = greedy(3000, 5);
+  const json request = greedy(4000, 5);
   auto pending =
       std::async(std::launch::async, [&] { return c.nodes["a"]->post("/v1/generate", request); });
-  std::this_thread::sleep_for(400ms);
+  // Kill b once a is well into the generation (its counters move while it runs).
+  for (int i = 0; i < 2000; ++i) {
+    if (c.nodes["a"]->stats()["activations"]["total"]["tokens"].get<int64_t>() > 300) break;
+    std::this_thread::sleep_for(2ms);
+  }
   c.nodes["b"]->process().kill();  // SIGKILL
   auto [status, got] = pending.get();
   INFO(got.dump().substr(0, 400));
