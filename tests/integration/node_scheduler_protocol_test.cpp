@@ -146,8 +146,12 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   }
 
   // The scheduler goes away: the nodes keep serving on v1 and keep their reports.
-  const std::map<std::string, size_t> reports_before = {{"a", scheduler->reports["a"].size()},
-                                                        {"b", scheduler->reports["b"].size()}};
+  std::map<std::string, size_t> reports_before;
+  std::map<std::string, uint64_t> activations_before;
+  for (const char* id : {"a", "b"}) {
+    reports_before[id] = scheduler->reports[id].size();
+    for (const auto& [seq, r] : scheduler->reports[id]) activations_before[id] += total_count(r);
+  }
   scheduler.reset();
   for (int i = 0; i < 100 && nodes["a"]->stats()["scheduler"]["attached"].get<bool>(); ++i) {
     std::this_thread::sleep_for(20ms);
@@ -180,6 +184,11 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     CHECK(s["scheduler"]["registrations"].get<int64_t>() == 2);
     CHECK(s["scheduler"]["reports_pending"].get<int64_t>() == 0);
     CHECK(s["scheduler"]["reports_dropped"].get<int64_t>() == 0);
+    // No report lost and none counted twice: before + after = everything the node served.
+    uint64_t activations_after = 0;
+    for (const auto& [seq, r] : scheduler->reports[id]) activations_after += total_count(r);
+    CHECK(activations_before[id] + activations_after ==
+          s["activations"]["total"]["activations"].get<uint64_t>());
     MESSAGE("node " << id << ": " << reports_before.at(id) << " reports before the outage, "
                     << scheduler->reports[id].size() << " delivered after re-attaching");
   }
