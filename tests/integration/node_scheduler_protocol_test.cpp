@@ -10,7 +10,7 @@
 #include <random>
 
 #include "tests/integration/node_cluster.h"
-#include "tests/integration/node_protocol_peer.h"
+#include "tests/integration/scripted_scheduler.h"
 
 namespace dancemoe::testing {
 namespace {
@@ -55,7 +55,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   const std::vector<int32_t> layers = moe_layers_of(model);
   zmq::context_t context;
   const int port = free_tcp_port();
-  auto scheduler = std::make_unique<ProtocolPeer>(context, endpoint_of(port));
+  auto scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port));
   scheduler->cluster_id = "lab";
 
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
@@ -166,7 +166,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
 
   // Back on the same port: the nodes register again, saying what they serve,
   // and deliver the reports buffered meanwhile.
-  scheduler = std::make_unique<ProtocolPeer>(context, endpoint_of(port));
+  scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port));
   scheduler->cluster_id = "lab";
   std::map<std::string, proto::Register> again;
   while (again.size() < 2) {
@@ -200,7 +200,7 @@ TEST_CASE("node protocol: a node refused by the scheduler exits with code 2 and 
   write_model(SyntheticModelSpec{}, model);
   zmq::context_t context;
   const int port = free_tcp_port();
-  ProtocolPeer scheduler(context, endpoint_of(port));
+  ScriptedScheduler scheduler(context, endpoint_of(port));
   NodeProcess node(work.path(), "a",
                    {"--model", model.string(), "--scheduler", endpoint_of(port), "--experts",
                     "tcp://127.0.0.1:*", "--http", "127.0.0.1:0", "--threads", "1"});

@@ -155,7 +155,7 @@ TEST_CASE(
   for (const auto& node : prepare->nodes) CHECK(node.node_id != "node-c");
 }
 
-TEST_CASE("scheduler daemon: a node that never answers prepare times out; the version aborts") {
+TEST_CASE("scheduler daemon: a node that never answers prepare times out and the version aborts") {
   testing::TempDir dir("sched-timeout");
   auto flags = testing::fast_scheduler_flags();
   testing::set_flag(flags, "--prepare-timeout", "1");

@@ -83,7 +83,7 @@ TEST_CASE("node flags: a standalone node with every option converted") {
   CHECK(defaults->overlap);
 }
 
-TEST_CASE("node flags: exactly one of --scheduler and --placement; bad values named") {
+TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values named") {
   CHECK(parse({"--model", "m", "--node-id", "a"}).status().message().find("exactly one of") !=
         std::string::npos);
   CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--scheduler", "tcp://s:1"})

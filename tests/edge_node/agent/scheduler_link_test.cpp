@@ -118,7 +118,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("scheduler link: registers, heartbeats and reports; acked reports leave the buffer") {
+TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports leave the buffer") {
   Fixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
   f.start_link(scheduler.endpoint());

@@ -81,7 +81,7 @@ TEST_CASE("migration: prepare loads in the background, commit switches the table
   CHECK(f.migration->status().experts_evicted == 2 * layers.size());
 }
 
-TEST_CASE("migration: abort discards what was loaded; commits out of order are refused") {
+TEST_CASE("migration: abort discards what was loaded -- commits out of order are refused") {
   Fixture f;
   const std::vector<int32_t> layers = f.model.moe_layers();
   REQUIRE(f.migration->apply_now(testing::make_placement(1, {{"a", "", {0}}}, layers)).is_ok());

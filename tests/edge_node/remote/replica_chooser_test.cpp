@@ -9,7 +9,7 @@ constexpr uint64_t kBytesPerToken = 2 * 64 * 2;
 
 }  // namespace
 
-TEST_CASE("replica choice: an expert with one holder goes to it; one with none gets -1") {
+TEST_CASE("replica choice: an expert with one holder goes to it -- one with none gets -1") {
   const std::vector<int32_t> tokens = {0};
   const std::vector<int32_t> only1 = {1};
   const std::vector<int32_t> none = {};
@@ -38,7 +38,7 @@ TEST_CASE("replica choice: prefers a destination already in use (fewer messages)
   CHECK(choice[2] == choice[3]);
 }
 
-TEST_CASE("replica choice: a measured slow peer loses to a fast one; load is spread when it pays") {
+TEST_CASE("replica choice: a measured slow peer loses to a fast one -- load is spread when it pays") {
   const std::vector<int32_t> tokens = {0};
   const std::vector<int32_t> both = {0, 1};
   std::vector<PeerCost> peers(2);

@@ -24,7 +24,7 @@ TEST_CASE("scheduler config: every key has a flag of the same name and a default
   CHECK(std::string(interval->help).find("seconds") != std::string::npos);
 }
 
-TEST_CASE("scheduler config: a TOML file sets keys; errors name the line and key") {
+TEST_CASE("scheduler config: a TOML file sets keys -- errors name the line and key") {
   SchedulerConfig config;
   const std::string text =
       "model = \"/models/olmoe\"\n"

@@ -63,7 +63,7 @@ TEST_CASE("planner: delta comes from measurements, then history, then the median
   CHECK(fallback->delta_source["a"] == "default");
 }
 
-TEST_CASE("planner: thin clients only route; devices without bandwidth get the default") {
+TEST_CASE("planner: thin clients only route -- devices without bandwidth get the default") {
   const ModelInfo model = tiny_model();
   Member a = member("a", 30000, 0.0), thin = member("thin", 10);
   PlanInputs in;
@@ -115,7 +115,7 @@ TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with 
   CHECK(candidate->gate.adopt);
 }
 
-TEST_CASE("planner: a stored placement maps onto the problem; a dead node's experts drop out") {
+TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's experts drop out") {
   const ModelInfo model = tiny_model();
   Member a = member("a", 16000), b = member("b", 16000);
   store::PlacementRecord record;

@@ -253,7 +253,7 @@ TEST_CASE("service: the gate rejects a placement whose migration costs more than
   CHECK((*proposal)["gate"]["adopt"] == false);
 }
 
-TEST_CASE("service: a prepare timeout or a node's abort aborts the version; the old one stays") {
+TEST_CASE("service: a prepare timeout or a node's abort aborts the version -- the old one stays") {
   Harness h;
   cold_start_two(h);
   auto placement = h.query("placement");

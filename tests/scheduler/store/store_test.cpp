@@ -154,7 +154,7 @@ TEST_CASE("store: a report is stored once per (node, sequence, window start)") {
   CHECK((*latest)["a"].window_start_ms == later.window_start_ms);
 }
 
-TEST_CASE("store: placements, decisions and migrations survive a reopen; versions only grow") {
+TEST_CASE("store: placements, decisions and migrations survive a reopen -- versions only grow") {
   testing::TempDir dir("store");
   const std::string path = (dir.path() / "s.db").string();
   {

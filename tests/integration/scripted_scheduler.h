@@ -19,14 +19,14 @@
 
 namespace dancemoe::testing {
 
-class ProtocolPeer {
+class ScriptedScheduler {
  public:
   struct Received {
     std::string from;
     proto::Envelope envelope;
   };
 
-  ProtocolPeer(zmq::context_t& context, const std::string& endpoint) {
+  ScriptedScheduler(zmq::context_t& context, const std::string& endpoint) {
     auto s = net::make_socket(context, zmq::socket_type::router);
     REQUIRE(s.is_ok());
     socket_ = std::move(s).value();
