@@ -179,7 +179,7 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
 }
 
 TEST_CASE(
-    "scheduler link: prepare -> ready, commit -> ack and the new table; bad placement aborts") {
+    "scheduler link: prepare -> ready, commit -> ack and the new table, bad placement aborts") {
   Fixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
   f.start_link(scheduler.endpoint());
