@@ -395,7 +395,8 @@ json NodeAgent::stats() {
                         {"reports_sent", l.reports_sent},
                         {"reports_acked", l.reports_acked},
                         {"reports_pending", l.reports_pending},
-                        {"reports_dropped", l.reports_dropped}};
+                        {"reports_dropped", l.reports_dropped},
+                        {"reports_refused", l.reports_refused}};
   }
   return out;
 }

@@ -70,7 +70,8 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--node-id", o->node_id, "this node's id in the cluster (unique, no commas)")
       ->required();
   app.add_option("--cluster-id", o->cluster_id,
-                 "cluster id carried in every message; peers of another cluster are refused");
+                 "cluster id carried in every message; peers of another cluster are refused")
+      ->capture_default_str();
   app.add_option("--scheduler", o->scheduler,
                  "attached mode: the scheduler's control endpoint, tcp://HOST:PORT");
   app.add_option("--placement", o->placement_file,

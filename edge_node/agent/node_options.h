@@ -21,9 +21,9 @@ namespace dancemoe::node {
 struct NodeOptions {
   std::string model_dir;
   std::string node_id;
-  std::string cluster_id;
-  std::string scheduler;       // tcp://HOST:PORT: attached mode
-  std::string placement_file;  // standalone mode
+  std::string cluster_id = "default";  // the scheduler's default too
+  std::string scheduler;               // tcp://HOST:PORT: attached mode
+  std::string placement_file;          // standalone mode
   std::string experts_bind = "tcp://*:5551";
   std::string advertise;  // expert endpoint peers use; default: the bound one
   std::string http = "127.0.0.1:8080";
