@@ -118,23 +118,15 @@ Status DemoCluster::start_nodes(const std::vector<DemoNodeSpec>& specs, int thre
     Node node;
     node.id = spec.id;
     node.ready_file = work_dir_ / ("node-" + spec.id + ".ready.json");
-    std::vector<std::string> argv = {binary.string(),
-                                     "--model",
-                                     model_dir_.string(),
-                                     "--node-id",
-                                     spec.id,
-                                     "--scheduler",
-                                     scheduler_endpoint_,
-                                     "--experts",
-                                     "tcp://127.0.0.1:*",
-                                     "--http",
-                                     "127.0.0.1:0",
-                                     "--expert-memory",
-                                     std::to_string(spec.expert_memory_bytes),
-                                     "--threads",
-                                     std::to_string(threads),
-                                     "--ready-file",
-                                     node.ready_file.string()};
+    std::vector<std::string> argv = {
+        binary.string(), "--model", model_dir_.string(), "--node-id", spec.id, "--scheduler",
+        scheduler_endpoint_, "--experts", "tcp://127.0.0.1:*", "--http", "127.0.0.1:0",
+        "--expert-memory", std::to_string(spec.expert_memory_bytes),
+        // A whole new set may load beside the old one
+        // (the default, half, can refuse a migration
+        // that replaces most of a small node's experts).
+        "--migration-headroom", std::to_string(spec.expert_memory_bytes), "--threads",
+        std::to_string(threads), "--ready-file", node.ready_file.string()};
     node.process = std::make_unique<ChildProcess>(argv, work_dir_ / ("node-" + spec.id + ".log"));
     nodes_.push_back(std::move(node));
   }
@@ -215,6 +207,19 @@ Status DemoCluster::wait_for_version(uint64_t version, std::chrono::seconds time
   const auto deadline = Clock::now() + timeout;
   for (const Node& node : nodes_) {
     while (true) {
+      // A migration that was aborted never arrives: say why instead of waiting.
+      Result<json> status = query("status");
+      if (status.is_ok() && (*status)["migration"].is_null() &&
+          (*status)["placement"].value("version", uint64_t{0}) < version) {
+        Result<json> history = query("migrations");
+        std::string why;
+        if (history.is_ok()) {
+          for (const json& m : (*history)["migrations"]) {
+            if (m.value("version", uint64_t{0}) == version) why = m.dump();
+          }
+        }
+        return aborted_error(version, why);
+      }
       Result<json> stats = get(node.id, "/v1/stats");
       if (stats.is_ok() && stats->value("placement_version", uint64_t{0}) == version) break;
       if (Clock::now() > deadline) {
@@ -226,6 +231,13 @@ Status DemoCluster::wait_for_version(uint64_t version, std::chrono::seconds time
     }
   }
   return Status::ok();
+}
+
+Status DemoCluster::aborted_error(uint64_t version, const std::string& why) const {
+  return failed_precondition("placement version " + std::to_string(version) +
+                             " was aborted; the nodes stay on the previous one" +
+                             (why.empty() ? std::string() : ": " + why) +
+                             "; the scheduler's log ends with:\n" + log_tail(*scheduler_));
 }
 
 Status DemoCluster::wait_reports_delivered(std::chrono::seconds timeout) {

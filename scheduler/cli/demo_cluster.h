@@ -43,7 +43,8 @@ class DemoCluster {
   Status start_nodes(const std::vector<DemoNodeSpec>& nodes, int threads);
   // Waits until every node answers /health with 200 and serves a placement.
   Status wait_until_serving(std::chrono::seconds timeout);
-  // Waits until every node serves placement `version`.
+  // Waits until every node serves placement `version`; an error at once if
+  // the scheduler aborted that version.
   Status wait_for_version(uint64_t version, std::chrono::seconds timeout);
 
   // A query to the scheduler ("status", "round", ...).
@@ -71,6 +72,7 @@ class DemoCluster {
     std::string http;  // HOST:PORT, from the ready file
   };
   Result<const Node*> find(const std::string& id) const;
+  Status aborted_error(uint64_t version, const std::string& why) const;
   // The last lines of a process's log, for an error message.
   std::string log_tail(const ChildProcess& process) const;
 

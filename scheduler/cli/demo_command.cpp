@@ -179,6 +179,8 @@ Status run_cluster(DemoCluster& cluster, const std::filesystem::path& model_dir,
 }
 
 int run(const Options& o) {
+  // Line by line even into a pipe, so a log of an interrupted demo is whole.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   const bool own_model = o.model.empty();
   const std::filesystem::path model_dir =
       std::filesystem::absolute(own_model ? o.demo_dir : o.model);
