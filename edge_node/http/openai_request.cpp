@@ -134,9 +134,9 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
       return invalid_request(
           key, key + ": only 1 is supported (one sequence per request), got " + shown(value));
     }
-  } else if (key == "stream") {
+  } else if (key == "stream" || key == "ignore_eos") {
     if (!value.is_boolean()) return expected(key, "true or false", value);
-    r->stream = value.get<bool>();
+    (key == "stream" ? r->stream : r->ignore_eos) = value.get<bool>();
   } else if (key == "stream_options") {
     if (!value.is_object()) return expected(key, "an object {\"include_usage\": bool}", value);
     for (const auto& [k, v] : value.items()) {

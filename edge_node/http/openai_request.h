@@ -14,6 +14,7 @@
 //   seed         integer (negative values are taken modulo 2^64)
 //   stop         string or list of at most 4 non-empty strings
 //   n            only 1;  stream  bool;  stream_options {"include_usage"}
+//   ignore_eos   bool (an extension, as vLLM's: generate exactly max_tokens)
 //   user, presence_penalty / frequency_penalty (0 only), logprobs (false /
 //   null only), echo (false only): accepted for client compatibility.
 //
@@ -45,6 +46,7 @@ struct OpenAiRequest {
   std::optional<int32_t> max_tokens;
   SamplingParams sampling;
   std::vector<std::string> stop;
+  bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
 };

@@ -110,6 +110,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   p.generate.max_tokens = static_cast<int32_t>(max_tokens);
   p.generate.sampling = r.sampling;
   p.generate.stop = r.stop;
+  p.generate.ignore_eos = r.ignore_eos;
   p.prompt_tokens = n_prompt;
   p.stream = r.stream;
   p.include_usage = r.include_usage;
