@@ -218,7 +218,7 @@ TEST_CASE("openai api: a client that disconnects cancels its generation") {
                               std::chrono::seconds(30)));
   }
   CHECK(openai_eventually([&] { return !n.engine_busy(); }, std::chrono::seconds(3)));
-  CHECK(n.metric(R"(dancemoe_http_requests_cancelled_total{endpoint="/v1/completions"})") == 2);
+  CHECK(n.metric_is(R"(dancemoe_http_requests_cancelled_total{endpoint="/v1/completions"})", 2));
   const uint64_t stopped = n.forward_tokens();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(n.forward_tokens() == stopped);  // nothing runs on
@@ -248,8 +248,8 @@ TEST_CASE("openai api: a full queue answers 429 with an OpenAI error") {
   CHECK(refused.body["error"]["message"].get<std::string>().find("--max-queued 1") !=
         std::string::npos);
   CHECK(n.metric("dancemoe_http_queue_rejected_total") == 1);
-  CHECK(n.metric(R"(dancemoe_http_requests_total{endpoint="/v1/chat/completions",status="429"})") ==
-        1);
+  CHECK(n.metric_is(R"(dancemoe_http_requests_total{endpoint="/v1/chat/completions",status="429"})",
+                    1));
   running.hang_up();
   waiting.hang_up();
   CHECK(openai_eventually([&] { return !n.engine_busy(); }, std::chrono::seconds(5)));
@@ -291,8 +291,8 @@ TEST_CASE("openai api: /metrics counts requests, tokens, latency and node state"
                  R"({"prompt": "Hello", "max_tokens": 5, "temperature": 0, "ignore_eos": true})")
               .status == 200);
   REQUIRE(n.post("/v1/completions", R"({"prompt": "x", "top_p": 5})").status == 400);
-  CHECK(n.metric(R"(dancemoe_http_requests_total{endpoint="/v1/completions",status="200"})") == 1);
-  CHECK(n.metric(R"(dancemoe_http_requests_total{endpoint="/v1/completions",status="400"})") == 1);
+  CHECK(n.metric_is(R"(dancemoe_http_requests_total{endpoint="/v1/completions",status="200"})", 1));
+  CHECK(n.metric_is(R"(dancemoe_http_requests_total{endpoint="/v1/completions",status="400"})", 1));
   CHECK(n.metric(R"(dancemoe_http_generated_tokens_total{endpoint="/v1/completions"})") == 5);
   CHECK(n.metric(
             R"(dancemoe_http_time_to_first_token_seconds_count{endpoint="/v1/completions"})") == 1);

@@ -86,6 +86,8 @@ class OpenAiTestNode {
   }
 
   // The value of one /metrics sample line (exact name with labels), -1 if absent.
+  // Request counts are taken after the answer is written (httplib's
+  // logger), so a test reading them right after its reply uses metric_is().
   double metric(const std::string& sample) const {
     const Reply r = get("/metrics");
     REQUIRE(r.status == 200);
@@ -93,6 +95,15 @@ class OpenAiTestNode {
     const size_t at = r.raw.find("\n" + key);
     if (at == std::string::npos) return -1;
     return std::stod(r.raw.substr(at + 1 + key.size()));
+  }
+
+  bool metric_is(const std::string& sample, double expected) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (metric(sample) != expected) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
   }
 
   // Tokens the engine ran so far (prompt and generated), from /v1/stats.
