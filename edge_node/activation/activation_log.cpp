@@ -186,11 +186,12 @@ ActivationSnapshot ActivationLog::snapshot() const {
   }
   for (const auto& [peer, p] : peers_total_) {
     s.peers.push_back({peer, p.latency.count() + p.failures, p.failures, p.bytes,
-                       p.latency.mean_us(), p.latency.quantile_us(0.99)});
+                       p.latency.mean_us(), p.latency.quantile_us(0.99), p.latency});
   }
   s.local_calls = local_total_.count();
   s.local_mean_latency_us = local_total_.mean_us();
   s.local_p99_latency_us = local_total_.quantile_us(0.99);
+  s.local_latency = local_total_;
   return s;
 }
 

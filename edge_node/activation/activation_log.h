@@ -59,11 +59,13 @@ struct ActivationSnapshot {
     uint64_t bytes = 0;
     double mean_latency_us = 0;
     double p99_latency_us = 0;
+    LatencyHistogram latency;  // successful calls (for /metrics)
   };
   std::vector<Peer> peers;  // since start
   uint64_t local_calls = 0;
   double local_mean_latency_us = 0;
   double local_p99_latency_us = 0;
+  LatencyHistogram local_latency;
 };
 
 class ActivationLog {

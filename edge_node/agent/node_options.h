@@ -27,6 +27,8 @@ struct NodeOptions {
   std::string experts_bind = "tcp://*:5551";
   std::string advertise;  // expert endpoint peers use; default: the bound one
   std::string http = "127.0.0.1:8080";
+  std::string api_key;     // --api-key or $DANCEMOE_API_KEY; empty: /v1/* is open
+  size_t max_queued = 64;  // generation requests waiting beyond the running one (429 above)
   std::string ready_file;
   std::string record_trace;
   std::string log_level = "info";
