@@ -13,7 +13,8 @@
 //
 // Measured, each over --rounds rounds:
 //   stats    the statistics read of a round alone (Store::counts_since +
-//            two totals_since, as SchedulerService::gather_problem);
+//            totals_since of the window, as SchedulerService::gather_problem
+//            when every node measured its latencies);
 //   propose  `propose` query: statistics read + build problem + solve + gate
 //            (+ the proposal's diff and JSON);
 //   round    `round` query: the same plus recording the decision and, when
@@ -153,7 +154,10 @@ class Cluster {
     const int64_t from = committed_ms_;
     auto counts = store_->counts_since(from, model_.index);
     auto window = store_->totals_since(from);
-    auto history = store_->totals_since(0);
+    // As gather_problem: history is read only when a node's window lacks a
+    // latency measurement (never here: every node measures both), and
+    // before any placement the window is all history.
+    auto history = window;
     const Timing elapsed{ms_since(t0), cpu_ms() - c0};
     if (!counts.is_ok() || !window.is_ok() || !history.is_ok()) std::exit(1);
     return elapsed;
