@@ -26,7 +26,10 @@
 // machine as the daemon: it competes for the same cores.
 //
 //   build/release/tests/bench_scheduler_ingest [--duration 20] [--phases 64x1,64x10,640x1]
-//       [--scheduler PATH] [--tokens 256] [--peers 8] [--keep]
+//       [--scheduler PATH] [--tokens 256] [--peers 8] [--tmp DIR] [--keep]
+//
+// --tmp /dev/shm puts the database on tmpfs: the difference to a run on disk
+// is what the WAL checkpoints' fsyncs cost the latency tail.
 #include <zmq.h>
 
 #include <chrono>
@@ -63,6 +66,7 @@ struct Options {
   uint64_t tokens = 256;
   int n_peers = 8;
   bool keep = false;
+  std::string tmp;  // parent of the working directory (e.g. /dev/shm: no disk syncs)
 };
 
 struct SimNode {
@@ -347,6 +351,8 @@ int main(int argc, char** argv) {
       options.keep = true;
     } else if (arg == "--duration" && has_value) {
       options.duration_s = std::stod(argv[++i]);
+    } else if (arg == "--tmp" && has_value) {
+      options.tmp = argv[++i];
     } else if (arg == "--scheduler" && has_value) {
       options.scheduler = argv[++i];
     } else if (arg == "--tokens" && has_value) {
@@ -368,7 +374,7 @@ int main(int argc, char** argv) {
                  options.scheduler.c_str());
     return 2;
   }
-  const fs::path dir = bench::make_temp_dir("bench-scheduler-ingest");
+  const fs::path dir = bench::make_temp_dir("bench-scheduler-ingest", options.tmp);
   auto model_id = bench::write_olmoe_shape_model(dir / "model");
   if (!model_id.is_ok()) {
     std::fprintf(stderr, "model: %s\n", model_id.status().to_string().c_str());

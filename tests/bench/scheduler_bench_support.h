@@ -272,9 +272,11 @@ inline double quantile(std::vector<double> v, double q) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
-// A fresh directory under the system temp directory.
-inline std::filesystem::path make_temp_dir(const std::string& prefix) {
-  std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+// A fresh directory under `parent` (default: the system temp directory).
+inline std::filesystem::path make_temp_dir(const std::string& prefix,
+                                           std::filesystem::path parent = {}) {
+  if (parent.empty()) parent = std::filesystem::temp_directory_path();
+  std::string pattern = (parent / (prefix + "-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr) return {};
   return pattern;
 }
