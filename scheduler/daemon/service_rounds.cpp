@@ -124,7 +124,21 @@ Result<PlanProblem> SchedulerService::gather_problem() {
   inputs.nodes = membership_.up();
   DMOE_ASSIGN_OR_RETURN(inputs.counts, store_->counts_since(since, model_.index));
   DMOE_ASSIGN_OR_RETURN(inputs.window_totals, store_->totals_since(since));
-  DMOE_ASSIGN_OR_RETURN(inputs.history_totals, store_->totals_since(0));
+  // History totals only serve as the fallback for a node whose window has no
+  // latency measurement (planner.h); reading them scans every retained
+  // report, the largest part of a round (bench_scheduler_round), so skip it
+  // when no node needs it. Before any placement the window is the history.
+  bool need_history = false;
+  for (const Member* m : inputs.nodes) {
+    const auto it = inputs.window_totals.find(m->id());
+    need_history = need_history || it == inputs.window_totals.end() ||
+                   !it->second.local_mean_us() || !it->second.remote_mean_us();
+  }
+  if (since == 0) {
+    inputs.history_totals = inputs.window_totals;
+  } else if (need_history) {
+    DMOE_ASSIGN_OR_RETURN(inputs.history_totals, store_->totals_since(0));
+  }
   int64_t window_start = since;
   if (since == 0) {
     // All history: the window starts at the first stored report.
