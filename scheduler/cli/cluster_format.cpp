@@ -77,9 +77,16 @@ std::string duration_text(double seconds) {
 std::string seconds_text(double seconds) { return format("%.3f", seconds) + " s"; }
 
 std::string decision_text(const nlohmann::json& d) {
-  std::string out = "#" + std::to_string(d.value("id", int64_t{0})) + " " +
-                    d.value("trigger", std::string()) + ", " + d.value("policy", std::string()) +
-                    ": " + d.value("outcome", std::string());
+  // Appended piece by piece: `"#" + std::string&&` trips GCC 12's false
+  // -Wrestrict at -O3.
+  std::string out = "#";
+  out += std::to_string(d.value("id", int64_t{0}));
+  out += ' ';
+  out += d.value("trigger", std::string());
+  out += ", ";
+  out += d.value("policy", std::string());
+  out += ": ";
+  out += d.value("outcome", std::string());
   if (d.value("outcome", std::string()) == "adopted") {
     out += " as version " + std::to_string(d.value("version", uint64_t{0}));
   }
