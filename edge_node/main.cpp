@@ -1,20 +1,72 @@
-// `dancemoe-node`: the node agent run on every workstation (DESIGN.md §2-3).
-// This entry point grows with the node issue; for now it documents its
-// interface and refuses to pretend to run.
+// `dancemoe-node`: the node agent run on every workstation (DESIGN.md §2-3):
+// holds the dense model and a subset of the experts, answers prompts over
+// HTTP, serves its experts to peers, reports activations to the scheduler
+// and executes migrations. See edge_node/agent/node_agent.h for the wiring
+// and docs/node/README.md for running a cluster.
+//
+// Signals: SIGTERM / SIGINT stop cleanly; SIGHUP reloads the --placement
+// file (standalone mode). Exit codes: 0 stopped, 1 could not start (the
+// message names the flag or file), 2 refused by the scheduler.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
+#include "edge_node/agent/node_agent.h"
+#include "edge_node/agent/node_options.h"
+
 int main(int argc, char** argv) {
+  using namespace dancemoe;
   CLI::App app{
       "dancemoe-node: holds the dense model and a subset of the experts, serves prompts "
       "and serves its experts to peers."};
   app.set_version_flag("--version", std::string("dancemoe-node 0.1.0"));
-  std::string model_dir;
-  app.add_option("--model", model_dir, "HuggingFace-layout model directory");
+  node::NodeOptions options;
+  std::shared_ptr<node::RawNodeFlags> raw = node::add_node_flags(app, &options);
   CLI11_PARSE(app, argc, argv);
-  std::fprintf(stderr,
-               "dancemoe-node: the agent is not implemented in this build yet (see issue 5); "
-               "use `dancemoe generate --model DIR` for single-node generation.\n");
-  return 1;
+  if (Status s = node::finish_node_flags(*raw, &options); !s.is_ok()) {
+    std::fprintf(stderr, "dancemoe-node: %s\n", s.message().c_str());
+    return 1;
+  }
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  spdlog::set_pattern("[%H:%M:%S.%e] [" + options.node_id + "] [%l] %v");
+
+  // Every thread started from here on inherits the blocked set; the main
+  // thread takes the signals synchronously.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Result<std::unique_ptr<node::NodeAgent>> agent = node::NodeAgent::start(options);
+  if (!agent.is_ok()) {
+    std::fprintf(stderr, "dancemoe-node: %s\n", agent.status().to_string().c_str());
+    return 1;
+  }
+  int exit_code = 0;
+  while (true) {
+    timespec wait{0, 100'000'000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGTERM || sig == SIGINT) {
+      spdlog::info("signal {}: stopping", sig);
+      break;
+    }
+    if (sig == SIGHUP) {
+      Status s = (*agent)->reload_placement();
+      if (!s.is_ok()) spdlog::error("reload: {}", s.to_string());
+    }
+    (*agent)->poll();
+    if ((*agent)->refused()) {
+      exit_code = 2;
+      break;
+    }
+  }
+  (*agent)->stop();
+  agent->reset();
+  return exit_code;
 }

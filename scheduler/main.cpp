@@ -1,21 +1,125 @@
-// `dancemoe-scheduler`: the global scheduler daemon (DESIGN.md §5-7).
-// This entry point grows with the scheduler issue; for now it documents its
-// interface and refuses to pretend to run.
+// `dancemoe-scheduler`: the global scheduler daemon (DESIGN.md §5-8).
+//
+//   dancemoe-scheduler --model DIR [--config FILE.toml] [--control tcp://*:5550]
+//                      [--db FILE] [--cluster-id ID] [--interval S] ...
+//
+// Every setting is a TOML key and a flag (scheduler/config/scheduler_config.h);
+// --help lists them with units and defaults. Exit codes: 0 after a clean
+// stop (SIGTERM/SIGINT), 2 for bad configuration or model, 1 for a runtime
+// failure (database, socket).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
 #include <cstdio>
+#include <map>
 #include <string>
+
+#include "scheduler/config/scheduler_config.h"
+#include "scheduler/daemon/control_server.h"
+#include "scheduler/daemon/service.h"
+#include "scheduler/store/store.h"
+
+namespace {
+
+using namespace dancemoe;
+using namespace dancemoe::scheduler;
+
+std::atomic<bool> g_stop{false};
+
+void on_signal(int) { g_stop.store(true); }
+
+int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "dancemoe-scheduler: %s\n", message.c_str());
+  return code;
+}
+
+int serve(const SchedulerConfig& config) {
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+
+  Result<ModelInfo> model = ModelInfo::from_directory(config.model_dir);
+  if (!model.is_ok()) return fail("--model: " + model.status().message(), 2);
+
+  store::Store::Options store_options;
+  store_options.synchronous_full = config.sync == "full";
+  Result<std::unique_ptr<store::Store>> store = store::Store::open(config.db, store_options);
+  if (!store.is_ok()) return fail(store.status().message(), 1);
+  const Status identity = (*store)->bind_identity(model->model_id, config.cluster_id);
+  if (!identity.is_ok()) return fail(identity.message(), 2);
+
+  SystemClock clock;
+  SchedulerService service(service_options(config), *model, store->get(), &clock);
+  const Status started = service.start();
+  if (!started.is_ok()) return fail(started.to_string(), 1);
+
+  ControlServerOptions server_options;
+  server_options.endpoint = config.control;
+  server_options.max_message_bytes = config.max_message_bytes;
+  Result<std::unique_ptr<ControlServer>> server = ControlServer::bind(server_options, &service);
+  if (!server.is_ok()) return fail(server.status().message(), 1);
+
+  struct sigaction action = {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+
+  spdlog::info(
+      "dancemoe-scheduler serving model {} ({} MoE layers x {} experts) on {}, "
+      "database {}, policy {}, interval {} s",
+      model->model_id, model->moe_layers.size(), model->n_experts, (*server)->endpoint(), config.db,
+      config.policy, config.interval_s);
+  if (!config.ready_file.empty()) {
+    const Status ready = write_ready_file(config.ready_file, (*server)->endpoint());
+    if (!ready.is_ok()) return fail(ready.message(), 1);
+  }
+  const Status ran = (*server)->run(g_stop);
+  if (!ran.is_ok()) return fail(ran.to_string(), 1);
+  // The loop only stops between messages: no transaction is open here.
+  server->reset();
+  store->reset();
+  spdlog::info("dancemoe-scheduler stopped; database closed cleanly");
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "dancemoe-scheduler: collects expert-activation statistics from every node, "
-      "recomputes expert placement and orchestrates migrations."};
+      "dancemoe-scheduler: collects expert-activation statistics from every node, recomputes "
+      "expert placement and orchestrates migrations.\n"
+      "Every setting below is also a key of the --config TOML file (same name with '_' for "
+      "'-'); flags override the file."};
   app.set_version_flag("--version", std::string("dancemoe-scheduler 0.1.0"));
-  std::string control = "tcp://*:5550";
-  app.add_option("--control", control, "ZeroMQ control endpoint nodes connect to")
-      ->capture_default_str();
+  std::string config_file;
+  app.add_option("--config", config_file, "TOML file with any of the settings below");
+  std::map<std::string, std::string> flag_values;
+  std::map<std::string, CLI::Option*> flags;
+  for (const ConfigKey& key : config_keys()) {
+    const std::string help =
+        std::string(key.help) +
+        " [default: " + (default_text(key).empty() ? std::string("none") : default_text(key)) + "]";
+    const char* type = std::holds_alternative<double SchedulerConfig::*>(key.field)    ? "NUMBER"
+                       : std::holds_alternative<int64_t SchedulerConfig::*>(key.field) ? "INT"
+                                                                                       : "TEXT";
+    flags[key.name] = app.add_option(flag_name(key), flag_values[key.name], help)->type_name(type);
+  }
   CLI11_PARSE(app, argc, argv);
-  std::fprintf(stderr,
-               "dancemoe-scheduler: the daemon is not implemented in this build yet "
-               "(see issue 4); nothing was started.\n");
-  return 1;
+
+  SchedulerConfig config;
+  if (!config_file.empty()) {
+    const Status loaded = apply_toml_file(config_file, &config);
+    if (!loaded.is_ok()) return fail(loaded.message(), 2);
+  }
+  for (const ConfigKey& key : config_keys()) {
+    if (flags[key.name]->count() == 0) continue;
+    const Status set = set_from_text(key, flag_values[key.name], &config);
+    if (!set.is_ok()) return fail(set.message(), 2);
+  }
+  const Status valid = config.validate();
+  if (!valid.is_ok()) return fail(valid.message(), 2);
+  return serve(config);
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/base/file_util.h"
 #include "common/base/sha256.h"
 #include "common/model/safetensors.h"
 
@@ -24,14 +25,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     out += std::to_string(shape[i]);
   }
   return out + "]";
-}
-
-Result<std::string> read_file_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path.string() + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // Shard names come from a file we did not write: refuse anything that could
@@ -100,7 +93,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
   const std::filesystem::path single = model_dir / "model.safetensors";
   const std::filesystem::path index = model_dir / "model.safetensors.index.json";
   if (std::filesystem::exists(index)) {
-    DMOE_ASSIGN_OR_RETURN(std::string text, read_file_text(index));
+    DMOE_ASSIGN_OR_RETURN(std::string text, read_file(index));
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text);
@@ -133,7 +126,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
   }
   DMOE_RETURN_IF_ERROR(ckpt->check_required_tensors());
 
-  DMOE_ASSIGN_OR_RETURN(std::string config_text, read_file_text(model_dir / "config.json"));
+  DMOE_ASSIGN_OR_RETURN(std::string config_text, read_file(model_dir / "config.json"));
   ckpt->compute_model_id(nlohmann::json::parse(config_text).dump());
   return ckpt;
 }

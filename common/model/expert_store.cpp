@@ -1,5 +1,7 @@
 #include "common/model/expert_store.h"
 
+#include <cstring>
+
 namespace dancemoe {
 namespace {
 
@@ -34,9 +36,8 @@ Status ExpertStore::check_key(ExpertKey key) const {
   return Status::ok();
 }
 
-Status ExpertStore::load(ExpertKey key) {
-  DMOE_RETURN_IF_ERROR(check_key(key));
-  if (is_resident(key)) return Status::ok();
+template <typename Fill>
+Status ExpertStore::make_resident(ExpertKey key, Fill&& fill) {
   const TensorLocation& gate = checkpoint_.tensor(TensorRole::kExpertGate, key.layer, key.expert);
   const TensorLocation& up = checkpoint_.tensor(TensorRole::kExpertUp, key.layer, key.expert);
   const TensorLocation& down = checkpoint_.tensor(TensorRole::kExpertDown, key.layer, key.expert);
@@ -46,9 +47,9 @@ Status ExpertStore::load(ExpertKey key) {
   const uint64_t down_offset = up_offset + align_up(up.n_bytes);
   DMOE_ASSIGN_OR_RETURN(expert->storage, arena_.allocate(down_offset + down.n_bytes));
   auto* base = static_cast<uint8_t*>(expert->storage.data());
-  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(gate, base));
-  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(up, base + up_offset));
-  DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(down, base + down_offset));
+  DMOE_RETURN_IF_ERROR(fill(gate, base));
+  DMOE_RETURN_IF_ERROR(fill(up, base + up_offset));
+  DMOE_RETURN_IF_ERROR(fill(down, base + down_offset));
   auto view = [](const TensorLocation& t, const uint8_t* data) {
     return kernels::WeightView{data, to_weight_type(t.dtype), t.shape[0], t.shape[1]};
   };
@@ -64,6 +65,30 @@ Status ExpertStore::load(ExpertKey key) {
     entry = std::move(expert);
   }
   return Status::ok();
+}
+
+Status ExpertStore::load(ExpertKey key) {
+  DMOE_RETURN_IF_ERROR(check_key(key));
+  if (is_resident(key)) return Status::ok();
+  return make_resident(
+      key, [&](const TensorLocation& t, uint8_t* dst) { return checkpoint_.read_tensor(t, dst); });
+}
+
+Status ExpertStore::install(ExpertKey key, std::span<const uint8_t> bytes) {
+  DMOE_RETURN_IF_ERROR(check_key(key));
+  if (bytes.size() != expert_bytes(key)) {
+    return invalid_argument("expert " + std::to_string(key.expert) + " of layer " +
+                            std::to_string(key.layer) + " has " +
+                            std::to_string(expert_bytes(key)) + " weight bytes, got " +
+                            std::to_string(bytes.size()));
+  }
+  if (is_resident(key)) return Status::ok();
+  size_t at = 0;
+  return make_resident(key, [&](const TensorLocation& t, uint8_t* dst) {
+    std::memcpy(dst, bytes.data() + at, t.n_bytes);
+    at += t.n_bytes;
+    return Status::ok();
+  });
 }
 
 Status ExpertStore::load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "common/base/status.h"
@@ -46,6 +47,11 @@ class ExpertStore {
   // Reads the expert from the checkpoint unless it is already resident.
   // invalid_argument for a layer without experts or an index out of range.
   Status load(ExpertKey key);
+  // Installs an expert from its weight bytes in the checkpoint's layout --
+  // gate, up and down back to back, each in its on-disk dtype -- e.g. weights
+  // fetched from a peer during a migration. invalid_argument when the byte
+  // count is not the expert's size; a no-op when it is already resident.
+  Status install(ExpertKey key, std::span<const uint8_t> bytes);
   // Loads a list of experts, reporting progress in bytes.
   Status load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress = {});
   // Loads every expert of every MoE layer.
@@ -67,6 +73,10 @@ class ExpertStore {
 
  private:
   size_t slot(ExpertKey key) const;
+  // Allocates the expert's storage, lets `fill` write the three tensors at
+  // their offsets, and makes it resident.
+  template <typename Fill>
+  Status make_resident(ExpertKey key, Fill&& fill);
 
   const Checkpoint& checkpoint_;
   ExpertArena arena_;

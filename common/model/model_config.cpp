@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/base/file_util.h"
 #include "common/model/arch/architecture.h"
 
 namespace dancemoe {
@@ -24,14 +25,6 @@ std::string substitute(const std::string& pattern, int64_t layer, int64_t expert
     }
   }
   return out;
-}
-
-Result<std::string> read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path.string() + ": cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 Result<nlohmann::json> parse_json_object(const std::string& text, const std::string& file_name) {
@@ -211,12 +204,12 @@ Result<ModelConfig> parse_model_config(const std::string& text, const std::strin
 
 Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
   const std::filesystem::path config_path = model_dir / "config.json";
-  DMOE_ASSIGN_OR_RETURN(std::string text, read_text_file(config_path));
+  DMOE_ASSIGN_OR_RETURN(std::string text, read_file(config_path));
   DMOE_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config(text, config_path.string()));
 
   const std::filesystem::path generation_path = model_dir / "generation_config.json";
   if (std::filesystem::exists(generation_path)) {
-    DMOE_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(generation_path));
+    DMOE_ASSIGN_OR_RETURN(std::string gen_text, read_file(generation_path));
     DMOE_ASSIGN_OR_RETURN(nlohmann::json gen,
                           parse_json_object(gen_text, generation_path.string()));
     JsonFields gen_fields(gen, generation_path.string());

@@ -94,8 +94,13 @@ std::optional<ReceivedMessage> receive_message(zmq::socket_t& socket,
       return out;
     }
     const zmq::message_t& env = frames[next];
-    out.envelope = proto::decode(
-        std::span<const uint8_t>(static_cast<const uint8_t*>(env.data()), env.size()), limits);
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(env.data()), env.size());
+    out.envelope = proto::decode(bytes, limits);
+    if (out.envelope.is_ok()) {
+      out.sequence = out.envelope->sequence;
+    } else {
+      out.sequence = proto::peek_sequence(bytes, limits).value_or(0);
+    }
     if (n_body_frames == 2) {
       const auto* p = static_cast<const uint8_t*>(frames[next + 1].data());
       out.payload.assign(p, p + frames[next + 1].size());

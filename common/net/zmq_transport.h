@@ -45,7 +45,10 @@ std::string last_endpoint(zmq::socket_t& socket);
 struct ReceivedMessage {
   std::string routing_id;  // ROUTER sockets: the sender's identity frame
   Result<proto::Envelope> envelope = proto::Envelope{};  // or why it was not accepted
-  std::vector<uint8_t> payload;                          // raw frame, if any
+  // The envelope's sequence when it could be read although `envelope` holds
+  // an error (a field out of range), else 0: for Error.in_reply_to.
+  uint64_t sequence = 0;
+  std::vector<uint8_t> payload;  // raw frame, if any
 };
 
 // Sends envelope (+ payload when non-empty), prefixed by routing_id on ROUTER sockets.

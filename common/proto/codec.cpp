@@ -550,6 +550,14 @@ Result<Envelope> decode(std::span<const uint8_t> bytes, const DecodeLimits& limi
   return out;
 }
 
+std::optional<uint64_t> peek_sequence(std::span<const uint8_t> bytes, const DecodeLimits& limits) {
+  if (bytes.size() > limits.max_envelope_bytes || bytes.size() < 8) return std::nullopt;
+  fb::Verifier verifier(bytes.data(), bytes.size(),
+                        /*max_depth=*/16, /*max_tables=*/static_cast<fb::uoffset_t>(1u << 22));
+  if (!w::VerifyEnvelopeBuffer(verifier)) return std::nullopt;
+  return w::GetEnvelope(bytes.data())->sequence();
+}
+
 Status check_tensor_payload(DType dtype, uint32_t n_tokens, uint32_t hidden, size_t payload_bytes,
                             std::string_view what) {
   const uint64_t expected = static_cast<uint64_t>(n_tokens) * hidden * dtype_size_bytes(dtype);

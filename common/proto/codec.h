@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,13 @@ struct DecodeLimits {
 std::vector<uint8_t> encode(const Envelope& envelope);
 
 Result<Envelope> decode(std::span<const uint8_t> bytes, const DecodeLimits& limits = {});
+
+// The envelope's sequence number when `bytes` pass the size limit and the
+// FlatBuffers verifier, whatever the body's values: a receiver that refuses
+// a message for a bad field can still name it (Error.in_reply_to), so the
+// sender stops resending it. nullopt when the bytes are not an envelope.
+std::optional<uint64_t> peek_sequence(std::span<const uint8_t> bytes,
+                                      const DecodeLimits& limits = {});
 
 // Checks a raw tensor frame against its description: n_tokens x hidden
 // elements of dtype, exactly.

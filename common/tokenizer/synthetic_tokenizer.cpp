@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "common/base/file_util.h"
 #include "common/tokenizer/bpe_trainer.h"
 #include "common/tokenizer/json_field.h"
 #include "common/tokenizer/pre_tokenizer.h"
@@ -167,11 +168,7 @@ Status write_synthetic_tokenizer(const std::filesystem::path& dir, int32_t vocab
   for (const auto& [name, text] :
        {std::pair{"tokenizer.json", &files.tokenizer_json},
         std::pair{"tokenizer_config.json", &files.tokenizer_config_json}}) {
-    const std::filesystem::path path = dir / name;
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(text->data(), static_cast<std::streamsize>(text->size()));
-    out.close();
-    if (!out) return unavailable(path.string() + ": cannot write file");
+    DMOE_RETURN_IF_ERROR(write_file(dir / name, *text));
   }
   return Status::ok();
 }

@@ -1,8 +1,6 @@
 #include "common/tokenizer/tokenizer.h"
 
-#include <fstream>
-#include <iterator>
-
+#include "common/base/file_util.h"
 #include "common/tokenizer/bpe_model.h"
 #include "common/tokenizer/decoder.h"
 #include "common/tokenizer/json_field.h"
@@ -18,18 +16,8 @@ namespace {
 // wrong path (e.g. a weights file), not something to read into memory.
 constexpr uintmax_t kMaxFileBytes = uintmax_t{1} << 30;
 
-Result<std::string> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxFileBytes) {
-    return invalid_argument(path.string() + ": " + std::to_string(size) +
-                            " bytes is too large for a tokenizer file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return not_found(path.string() + ": cannot open file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return unavailable(path.string() + ": read error");
-  return text;
+Result<std::string> read_tokenizer_file(const std::filesystem::path& path) {
+  return dancemoe::read_file(path, kMaxFileBytes);
 }
 
 // A token named in tokenizer_config.json: a string, an AddedToken object
@@ -54,11 +42,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& 
   std::error_code ec;
   const std::filesystem::path tokenizer_json =
       std::filesystem::is_directory(path, ec) ? path / "tokenizer.json" : path;
-  DMOE_ASSIGN_OR_RETURN(std::string json_text, read_file(tokenizer_json));
+  DMOE_ASSIGN_OR_RETURN(std::string json_text, read_tokenizer_file(tokenizer_json));
   const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
   std::string config_text;
   if (std::filesystem::exists(config_path, ec)) {
-    DMOE_ASSIGN_OR_RETURN(config_text, read_file(config_path));
+    DMOE_ASSIGN_OR_RETURN(config_text, read_tokenizer_file(config_path));
   }
   auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer());
   tokenizer->source_ = tokenizer_json.string();

@@ -1,4 +1,6 @@
-// `dancemoe placement ...`: placement tools that need no running cluster.
+// `dancemoe placement ...`: placement tools that need no running cluster
+// (solve, policies); the cluster sub-commands (show, propose, round, apply)
+// are in placement_cluster.cpp.
 //
 //   dancemoe placement solve --input FILE.json --policy NAME [--current PLACEMENT.json]
 //       Solves one placement problem (format: scheduler/placement/json_io.h)
@@ -26,6 +28,7 @@
 #include <string>
 
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/placement_cluster.h"
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/json_io.h"
 #include "scheduler/placement/policy.h"
@@ -110,8 +113,12 @@ int run_solve(const SolveOptions& options) {
 }
 
 void setup(CLI::App& root, int* exit_code) {
-  CLI::App* group = root.add_subcommand("placement", "Expert placement tools (no cluster needed)");
-  group->require_subcommand(1);
+  CLI::App* group = root.add_subcommand(
+      "placement",
+      "Expert placement: the committed map of a running cluster (no sub-command), "
+      "propose/round/apply on it, and offline tools (solve, policies)");
+  group->require_subcommand(0, 1);
+  add_cluster_placement_commands(group, exit_code);
 
   auto options = std::make_shared<SolveOptions>();
   CLI::App* solve = group->add_subcommand(

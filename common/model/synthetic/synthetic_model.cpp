@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/base/file_util.h"
 #include "common/model/safetensors_writer.h"
 #include "common/tokenizer/synthetic_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
@@ -188,14 +189,6 @@ ordered_json config_json(const SyntheticModelSpec& s, const SyntheticShape& m,
   return c;
 }
 
-Status write_text(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return unavailable(path.string() + ": cannot write file");
-  return Status::ok();
-}
-
 Status copy_file_into(const std::filesystem::path& from, const std::filesystem::path& to) {
   std::error_code ec;
   std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing, ec);
@@ -278,11 +271,11 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
     DMOE_RETURN_IF_ERROR(write_tokenizer_files(spec, out_dir, &shape, &eos, &bos));
   }
   DMOE_RETURN_IF_ERROR(
-      write_text(out_dir / "config.json", config_json(spec, shape, eos, bos).dump(2) + "\n"));
+      write_file(out_dir / "config.json", config_json(spec, shape, eos, bos).dump(2) + "\n"));
   ordered_json generation = {{"do_sample", false}};
   if (bos) generation["bos_token_id"] = *bos;
   if (!eos.empty()) generation["eos_token_id"] = eos;
-  DMOE_RETURN_IF_ERROR(write_text(out_dir / "generation_config.json", generation.dump(2) + "\n"));
+  DMOE_RETURN_IF_ERROR(write_file(out_dir / "generation_config.json", generation.dump(2) + "\n"));
 
   const std::vector<PlannedTensor> plan = plan_tensors(spec, shape);
   uint64_t total = 0;
@@ -325,7 +318,7 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
   if (shards.size() > 1) {
     ordered_json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     DMOE_RETURN_IF_ERROR(
-        write_text(out_dir / "model.safetensors.index.json", index.dump(2) + "\n"));
+        write_file(out_dir / "model.safetensors.index.json", index.dump(2) + "\n"));
   }
   return Status::ok();
 }

@@ -182,6 +182,20 @@ TEST_CASE("proto: a body type without a body and strings with NUL bytes are hand
   CHECK(std::get<Error>(r->body).message.size() == 3);
 }
 
+TEST_CASE("proto: peek_sequence names a verifiable envelope even when a field is refused") {
+  ActivationReport report;
+  report.local_mean_latency_us = -1.0;  // refused by decode
+  Envelope e = wrap(report);
+  e.sequence = 12345;
+  const std::vector<uint8_t> bytes = encode(e);
+  CHECK_FALSE(decode(bytes).is_ok());
+  CHECK(peek_sequence(bytes) == 12345u);
+  CHECK_FALSE(peek_sequence(std::span<const uint8_t>(bytes.data(), bytes.size() / 2)).has_value());
+  DecodeLimits tiny;
+  tiny.max_envelope_bytes = 16;
+  CHECK_FALSE(peek_sequence(bytes, tiny).has_value());
+}
+
 TEST_CASE("proto: tensor frames must match their description exactly") {
   CHECK(check_tensor_payload(DType::kBF16, 2, 1024, 4096, "ExpertCall").is_ok());
   Status s = check_tensor_payload(DType::kBF16, 2, 1024, 4095, "ExpertCall");

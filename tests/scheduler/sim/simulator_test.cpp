@@ -177,7 +177,7 @@ TEST_CASE("sim: Poisson arrivals at the configured rate, the same for every poli
   CHECK(again->requests().back().experts == w->requests().back().experts);
 }
 
-TEST_CASE("sim: a task mixture draws from each task; its profile is the mean") {
+TEST_CASE("sim: a task mixture draws from each task -- its profile is the mean") {
   SimConfig c = shift_config();
   c.shifts.clear();
   c.nodes[0].task = "0+1";

@@ -35,7 +35,7 @@ TEST_CASE("sim trace: the runtime format round-trips") {
   CHECK(back->requests[1].experts == trace.requests[1].experts);
 }
 
-TEST_CASE("sim trace: rows may come in any order; shared column names are accepted") {
+TEST_CASE("sim trace: rows may come in any order -- shared column names are accepted") {
   testing::TempDir dir("trace");
   write_file(dir.path() / "t.csv",
              "sequence_id,domain,token_index,layer,e0,e1\r\n"

@@ -1,0 +1,184 @@
+#include "edge_node/activation/activation_log.h"
+
+#include <chrono>
+
+namespace dancemoe::node {
+
+uint64_t unix_now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+ActivationLog::ActivationLog(const ModelConfig& config)
+    : n_layers_(config.n_layers),
+      n_experts_(config.n_experts),
+      counts_since_version_(static_cast<size_t>(config.n_layers * config.n_experts), 0) {
+  reset_window(&current_, unix_now_ms());
+}
+
+void ActivationLog::reset_window(Window* w, uint64_t start_ms) const {
+  w->start_ms = start_ms;
+  w->placement_version = version_;
+  w->served = ServedCounts{};
+  w->counts.assign(static_cast<size_t>(n_layers_ * n_experts_), 0);
+  w->local.clear();
+  w->peers.clear();
+}
+
+void ActivationLog::add(ServedCounts* into, const ServedCounts& d) {
+  into->activations += d.activations;
+  into->local += d.local;
+  into->remote += d.remote;
+  into->offloaded += d.offloaded;
+  into->remote_calls += d.remote_calls;
+  into->remote_failures += d.remote_failures;
+  into->tokens += d.tokens;
+  into->requests += d.requests;
+}
+
+void ActivationLog::record_layer(int64_t layer, const RoutingDecision& routing, uint64_t n_local,
+                                 uint64_t n_offloaded) {
+  const uint64_t n_pairs = static_cast<uint64_t>(routing.n_tokens * routing.top_k);
+  ServedCounts d;
+  d.activations = n_pairs;
+  d.local = n_local;
+  d.offloaded = n_offloaded;
+  d.remote = n_pairs - n_local - n_offloaded;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int32_t e : routing.expert_ids) {
+    const size_t i = static_cast<size_t>(layer * n_experts_ + e);
+    ++current_.counts[i];
+    ++counts_since_version_[i];
+  }
+  add(&current_.served, d);
+  add(&total_, d);
+  add(&since_version_, d);
+}
+
+void ActivationLog::record_local_call(double latency_us) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  current_.local.add(latency_us);
+  local_total_.add(latency_us);
+}
+
+void ActivationLog::record_remote_call(const std::string& peer, double latency_us, uint64_t bytes,
+                                       bool ok) {
+  ServedCounts d;
+  d.remote_calls = 1;
+  d.remote_failures = ok ? 0 : 1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (PeerWindow* p : {&current_.peers[peer], &peers_total_[peer]}) {
+    if (ok) {
+      p->latency.add(latency_us);
+    } else {
+      ++p->failures;
+    }
+    p->bytes += bytes;
+  }
+  add(&current_.served, d);
+  add(&total_, d);
+  add(&since_version_, d);
+}
+
+void ActivationLog::record_tokens(uint64_t n_tokens) {
+  ServedCounts d;
+  d.tokens = n_tokens;
+  std::lock_guard<std::mutex> lock(mutex_);
+  add(&current_.served, d);
+  add(&total_, d);
+  add(&since_version_, d);
+}
+
+void ActivationLog::record_request() {
+  ServedCounts d;
+  d.requests = 1;
+  std::lock_guard<std::mutex> lock(mutex_);
+  add(&current_.served, d);
+  add(&total_, d);
+  add(&since_version_, d);
+}
+
+void ActivationLog::set_placement_version(uint64_t version, uint64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (version == version_) return;
+  version_ = version;
+  if (closed_.size() >= kMaxClosedWindows) closed_.pop_front();  // nobody collects (standalone)
+  closed_.emplace_back(std::move(current_), now_ms);
+  current_ = Window{};
+  reset_window(&current_, now_ms);
+  since_version_ = ServedCounts{};
+  std::fill(counts_since_version_.begin(), counts_since_version_.end(), 0);
+}
+
+proto::ActivationReport ActivationLog::to_report(const Window& w, uint64_t end_ms) const {
+  proto::ActivationReport r;
+  r.window_start_ms = w.start_ms;
+  r.window_end_ms = end_ms;
+  r.tokens = w.served.tokens;
+  r.requests = w.served.requests;
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    for (int64_t e = 0; e < n_experts_; ++e) {
+      const uint32_t c = w.counts[static_cast<size_t>(l * n_experts_ + e)];
+      if (c) r.counts.push_back({static_cast<uint16_t>(l), static_cast<uint16_t>(e), c});
+    }
+  }
+  r.local_calls = w.local.count();
+  r.local_mean_latency_us = w.local.mean_us();
+  r.local_p99_latency_us = w.local.quantile_us(0.99);
+  for (const auto& [peer, p] : w.peers) {
+    r.remote.push_back({peer, p.latency.count() + p.failures, p.latency.mean_us(),
+                        p.latency.quantile_us(0.99), p.bytes, p.failures});
+  }
+  r.placement_version = w.placement_version;
+  r.local_hits = w.served.local;
+  return r;
+}
+
+std::vector<proto::ActivationReport> ActivationLog::take_windows(uint64_t now_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<proto::ActivationReport> out;
+  for (const auto& [w, end_ms] : closed_) {
+    if (w.served.activations > 0 || w.served.requests > 0 || w.served.remote_calls > 0) {
+      out.push_back(to_report(w, end_ms));
+    }
+  }
+  closed_.clear();
+  const Window& w = current_;
+  if (w.served.activations > 0 || w.served.requests > 0 || w.served.remote_calls > 0) {
+    out.push_back(to_report(w, now_ms));
+  }
+  reset_window(&current_, now_ms);
+  return out;
+}
+
+ActivationSnapshot ActivationLog::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ActivationSnapshot s;
+  s.placement_version = version_;
+  s.total = total_;
+  s.since_version = since_version_;
+  s.counts_since_version.assign(static_cast<size_t>(n_layers_),
+                                std::vector<uint64_t>(static_cast<size_t>(n_experts_), 0));
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    for (int64_t e = 0; e < n_experts_; ++e) {
+      s.counts_since_version[static_cast<size_t>(l)][static_cast<size_t>(e)] =
+          counts_since_version_[static_cast<size_t>(l * n_experts_ + e)];
+    }
+  }
+  for (const auto& [peer, p] : peers_total_) {
+    s.peers.push_back({peer, p.latency.count() + p.failures, p.failures, p.bytes,
+                       p.latency.mean_us(), p.latency.quantile_us(0.99)});
+  }
+  s.local_calls = local_total_.count();
+  s.local_mean_latency_us = local_total_.mean_us();
+  s.local_p99_latency_us = local_total_.quantile_us(0.99);
+  return s;
+}
+
+ServedCounts ActivationLog::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return total_;
+}
+
+}  // namespace dancemoe::node

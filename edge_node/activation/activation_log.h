@@ -1,0 +1,123 @@
+// ActivationLog: what this node's requests did, for the scheduler (DESIGN.md
+// §5.1) and for /v1/stats -- activation counts per (layer, expert) for the
+// tokens this node serves (the router's decisions, whoever computed the
+// expert), how many of those activations this node's own experts served
+// (local hits), and call statistics: local expert compute latency per
+// layer, and per peer the remote calls' latency, bytes and failures.
+//
+// Statistics are kept per report window. A window never spans two placement
+// versions: set_placement_version() closes the current window, so a
+// report's local-hit ratio can be checked against that one placement.
+// Cumulative totals since start and since the current version are kept for
+// /v1/stats.
+//
+// Thread-safe: the executor records (one mutex, uncontended in practice),
+// the scheduler link takes windows, HTTP reads snapshots.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/model/model_config.h"
+#include "common/model/routing.h"
+#include "common/proto/messages.h"
+#include "edge_node/activation/latency_histogram.h"
+
+namespace dancemoe::node {
+
+// Activations by where they were served.
+struct ServedCounts {
+  uint64_t activations = 0;  // (token, expert) pairs routed
+  uint64_t local = 0;        // computed by an expert this node holds
+  uint64_t remote = 0;       // computed by a peer
+  uint64_t offloaded = 0;    // loaded into the offload cache and computed here
+  uint64_t remote_calls = 0;
+  uint64_t remote_failures = 0;  // calls that timed out or got an Error (then retried)
+  uint64_t tokens = 0;
+  uint64_t requests = 0;
+};
+
+struct ActivationSnapshot {
+  uint64_t placement_version = 0;
+  ServedCounts total;          // since start
+  ServedCounts since_version;  // since placement_version was committed
+  // counts[layer][expert] since placement_version (dense; dense layers are zero rows).
+  std::vector<std::vector<uint64_t>> counts_since_version;
+  struct Peer {
+    std::string node_id;
+    uint64_t calls = 0;
+    uint64_t failures = 0;
+    uint64_t bytes = 0;
+    double mean_latency_us = 0;
+    double p99_latency_us = 0;
+  };
+  std::vector<Peer> peers;  // since start
+  uint64_t local_calls = 0;
+  double local_mean_latency_us = 0;
+  double local_p99_latency_us = 0;
+};
+
+class ActivationLog {
+ public:
+  explicit ActivationLog(const ModelConfig& config);
+
+  // One MoE layer of a forward: every routed pair counts; `n_local` of them
+  // were computed by experts this node holds, `n_offloaded` by the offload
+  // cache, the rest remotely.
+  void record_layer(int64_t layer, const RoutingDecision& routing, uint64_t n_local,
+                    uint64_t n_offloaded);
+  void record_local_call(double latency_us);
+  void record_remote_call(const std::string& peer, double latency_us, uint64_t bytes, bool ok);
+  void record_tokens(uint64_t n_tokens);
+  void record_request();
+
+  // Closes the current window when the version changes.
+  void set_placement_version(uint64_t version, uint64_t now_ms);
+
+  // Closed windows and the current one (closed at now_ms), oldest first; each
+  // becomes one ActivationReport. Empty windows are skipped.
+  std::vector<proto::ActivationReport> take_windows(uint64_t now_ms);
+
+  ActivationSnapshot snapshot() const;
+  ServedCounts totals() const;
+
+ private:
+  struct PeerWindow {
+    LatencyHistogram latency;
+    uint64_t bytes = 0;
+    uint64_t failures = 0;
+  };
+  struct Window {
+    uint64_t start_ms = 0;
+    uint64_t placement_version = 0;
+    ServedCounts served;
+    std::vector<uint32_t> counts;  // [layer * n_experts + expert]
+    LatencyHistogram local;
+    std::map<std::string, PeerWindow> peers;
+  };
+  void reset_window(Window* w, uint64_t start_ms) const;
+  proto::ActivationReport to_report(const Window& w, uint64_t end_ms) const;
+  static void add(ServedCounts* into, const ServedCounts& delta);
+
+  static constexpr size_t kMaxClosedWindows = 64;
+
+  int64_t n_layers_;
+  int64_t n_experts_;
+  mutable std::mutex mutex_;
+  Window current_;
+  std::deque<std::pair<Window, uint64_t>> closed_;  // (window, end_ms)
+  uint64_t version_ = 0;
+  ServedCounts total_;
+  ServedCounts since_version_;
+  std::vector<uint64_t> counts_since_version_;
+  LatencyHistogram local_total_;
+  std::map<std::string, PeerWindow> peers_total_;
+};
+
+uint64_t unix_now_ms();
+
+}  // namespace dancemoe::node

@@ -1,0 +1,66 @@
+// NodeAgent: one `dancemoe-node` process wired together (DESIGN.md §2-3).
+//
+//   model files -> Checkpoint, DenseWeights, tokenizer (when present)
+//   ExpertStore <- MigrationExecutor (placement: file or scheduler)
+//   Transformer -> DistributedMoeExecutor -> local experts | PeerPool | OffloadCache
+//   ExpertService (ROUTER, own workers)   HttpServer (Engine)   SchedulerLink
+//
+// start() loads the dense weights, applies the standalone placement (if
+// any), binds the expert service and the HTTP API, starts the scheduler
+// link (attached mode) and writes the ready file:
+//   {"node_id", "expert_endpoint" (bound), "advertise", "http" (HOST:PORT),
+//    "pid", "mode", "placement_version"}
+// The ready file means "endpoints bound"; GET /health says whether prompts
+// can be answered (standalone: always; attached: attached and a placement
+// committed).
+//
+// Threads: HTTP handler threads run generations one at a time (Engine's
+// mutex), so the executor's peer sockets and the main ThreadPool are used by
+// one thread at a time, handed over under that mutex; the expert service,
+// the scheduler link and the migration loader have their own threads.
+// Owns everything; stop() (or the destructor) shuts down in reverse order.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <zmq.hpp>
+
+#include "common/base/status.h"
+#include "edge_node/agent/node_options.h"
+#include "edge_node/http/http_server.h"
+
+namespace dancemoe::node {
+
+class NodeAgent final : public HttpBackend {
+ public:
+  static Result<std::unique_ptr<NodeAgent>> start(const NodeOptions& options);
+  ~NodeAgent() override;
+
+  // Standalone mode: reads the placement file again and migrates to it
+  // (prepare, then commit as soon as it is loaded). Called on SIGHUP.
+  Status reload_placement();
+  // Commits a standalone reload whose loading finished (called by the main loop).
+  void poll();
+  // True when the scheduler refused this node (the process should exit).
+  bool refused() const;
+  void stop();
+
+  const std::string& expert_endpoint() const;
+  const std::string& http_address() const;
+
+  // HttpBackend.
+  std::pair<bool, std::string> health() override;
+  nlohmann::json stats() override;
+  Result<GenerateResponse> generate(const GenerateRequest& request) override;
+
+ private:
+  struct Parts;
+  explicit NodeAgent(const NodeOptions& options);
+  Status init();
+
+  NodeOptions options_;
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,203 @@
+#include "edge_node/agent/node_options.h"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+
+namespace dancemoe::node {
+
+struct RawNodeFlags {
+  std::string expert_memory;
+  std::string migration_headroom;
+  std::string offload_cache = "256M";
+  std::string precision = "bf16";
+  std::string wire_dtype = "bf16";
+  std::string call_timeout = "1000ms";
+  std::string report_interval = "10s";
+  std::string expert_source = "auto";
+  std::string migration_rate;
+  bool no_overlap = false;
+  CLI::Option* report_interval_option = nullptr;
+};
+
+Result<uint64_t> parse_bytes(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double scale = -1;
+  if (unit.empty() || unit == "B") scale = 1;
+  if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  if (used == 0 || scale < 0 || !std::isfinite(value) || value < 0 || value * scale > 1.8e19) {
+    return invalid_argument(flag + ": expected a byte size such as 512M, 2G or 1048576, got '" +
+                            text + "'");
+  }
+  return static_cast<uint64_t>(value * scale);
+}
+
+Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double ms_per_unit = -1;
+  if (unit.empty() || unit == "ms") ms_per_unit = 1;
+  if (unit == "s") ms_per_unit = 1000;
+  if (unit == "m" || unit == "min") ms_per_unit = 60000;
+  if (used == 0 || ms_per_unit < 0 || !std::isfinite(value) || value <= 0 ||
+      value * ms_per_unit > 1e12) {
+    return invalid_argument(
+        flag + ": expected a positive duration such as 500ms, 10s or 2m, got '" + text + "'");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::llround(value * ms_per_unit)));
+}
+
+std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
+  auto raw = std::make_shared<RawNodeFlags>();
+  app.add_option("--model", o->model_dir, "HuggingFace-layout model directory (this node's copy)")
+      ->required();
+  app.add_option("--node-id", o->node_id, "this node's id in the cluster (unique, no commas)")
+      ->required();
+  app.add_option("--cluster-id", o->cluster_id,
+                 "cluster id carried in every message; peers of another cluster are refused");
+  app.add_option("--scheduler", o->scheduler,
+                 "attached mode: the scheduler's control endpoint, tcp://HOST:PORT");
+  app.add_option("--placement", o->placement_file,
+                 "standalone mode: placement file (edge_node/routing/cluster_placement.h); "
+                 "SIGHUP reloads it");
+  app.add_option("--experts", o->experts_bind, "expert service bind endpoint (port * or 0: any)")
+      ->capture_default_str();
+  app.add_option("--advertise", o->advertise,
+                 "expert endpoint peers use to reach this node (default: the bound one)");
+  app.add_option("--http", o->http, "HTTP API HOST:PORT (port 0: any)")->capture_default_str();
+  app.add_option("--ready-file", o->ready_file,
+                 "write JSON with the bound endpoints here once serving");
+  app.add_option("--expert-memory", raw->expert_memory,
+                 "bytes for resident experts, e.g. 2G (default: available memory minus KV cache, "
+                 "workspace and offload cache)");
+  app.add_option("--migration-headroom", raw->migration_headroom,
+                 "extra expert bytes allowed while a migration holds old and new experts "
+                 "(default: half of --expert-memory)");
+  app.add_option("--offload-cache", raw->offload_cache,
+                 "bytes of the cache for experts computed here when no peer answers (0: off)")
+      ->capture_default_str();
+  app.add_option("--threads", o->threads, "compute threads of the forward pass (0: all cores)")
+      ->capture_default_str();
+  app.add_option("--service-workers", o->service_workers,
+                 "expert-service worker threads (each computes one peer call at a time)")
+      ->capture_default_str();
+  app.add_option("--service-threads", o->service_threads,
+                 "compute threads per expert-service worker (0: as --threads)")
+      ->capture_default_str();
+  app.add_option("--precision", raw->precision, "activation precision: bf16 or f32")
+      ->capture_default_str();
+  app.add_option("--wire-dtype", raw->wire_dtype, "hidden states on the wire: bf16 or f32")
+      ->capture_default_str();
+  app.add_option("--call-timeout-ms", raw->call_timeout,
+                 "deadline of one remote expert call before trying another replica")
+      ->capture_default_str();
+  app.add_option("--call-attempts", o->call_attempts,
+                 "replicas tried per expert before the offload cache")
+      ->capture_default_str();
+  app.add_flag("--no-overlap", raw->no_overlap,
+               "wait for remote experts before computing local ones (benchmarks)");
+  app.add_option("--max-call-tokens", o->max_call_tokens,
+                 "tokens per expert call, served and sent (larger sets are split)")
+      ->capture_default_str();
+  app.add_option("--context", o->context_tokens, "context length (prompt + generated tokens)")
+      ->capture_default_str();
+  raw->report_interval_option =
+      app.add_option("--report-interval", raw->report_interval,
+                     "activation report period, e.g. 10s (default: the scheduler's, else 10s)");
+  app.add_option("--report-buffer", o->report_buffer,
+                 "reports kept while the scheduler is unreachable (oldest dropped)")
+      ->capture_default_str();
+  app.add_option("--record-trace", o->record_trace,
+                 "write per-token routing to this CSV (simulator trace format)");
+  app.add_option("--expert-source", raw->expert_source,
+                 "where migrations load experts: local (files), peer (fetch), auto (files, else "
+                 "a peer)")
+      ->capture_default_str();
+  app.add_option("--migration-latency-bound", o->throttle.latency_bound,
+                 "allowed relative increase of per-token latency while a migration loads")
+      ->capture_default_str();
+  app.add_option("--migration-rate", raw->migration_rate,
+                 "cap on migration loading, bytes per second (e.g. 200M; default: none)");
+  app.add_option("--log-level", o->log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  return raw;
+}
+
+Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
+  if (o->scheduler.empty() == o->placement_file.empty()) {
+    return invalid_argument(
+        "give exactly one of --scheduler tcp://HOST:PORT (attached) or --placement FILE "
+        "(standalone)");
+  }
+  if (o->node_id.find(',') != std::string::npos || o->node_id.empty()) {
+    return invalid_argument("--node-id: must be non-empty and contain no comma");
+  }
+  if (!raw.expert_memory.empty()) {
+    DMOE_ASSIGN_OR_RETURN(o->expert_memory_bytes,
+                          parse_bytes(raw.expert_memory, "--expert-memory"));
+  }
+  if (!raw.migration_headroom.empty()) {
+    DMOE_ASSIGN_OR_RETURN(o->migration_headroom_bytes,
+                          parse_bytes(raw.migration_headroom, "--migration-headroom"));
+  }
+  DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes, parse_bytes(raw.offload_cache, "--offload-cache"));
+  std::optional<ComputePrecision> precision = parse_precision(raw.precision);
+  if (!precision)
+    return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");
+  o->precision = *precision;
+  if (raw.wire_dtype == "bf16") {
+    o->wire_dtype = DType::kBF16;
+  } else if (raw.wire_dtype == "f32") {
+    o->wire_dtype = DType::kF32;
+  } else {
+    return invalid_argument("--wire-dtype: expected bf16 or f32, got '" + raw.wire_dtype + "'");
+  }
+  DMOE_ASSIGN_OR_RETURN(o->call_timeout, parse_duration(raw.call_timeout, "--call-timeout-ms"));
+  o->report_interval_set =
+      raw.report_interval_option != nullptr && raw.report_interval_option->count() > 0;
+  DMOE_ASSIGN_OR_RETURN(o->report_interval,
+                        parse_duration(raw.report_interval, "--report-interval"));
+  if (raw.expert_source == "local") {
+    o->expert_source = ExpertSource::kLocal;
+  } else if (raw.expert_source == "peer") {
+    o->expert_source = ExpertSource::kPeer;
+  } else if (raw.expert_source == "auto") {
+    o->expert_source = ExpertSource::kAuto;
+  } else {
+    return invalid_argument("--expert-source: expected local, peer or auto, got '" +
+                            raw.expert_source + "'");
+  }
+  if (!raw.migration_rate.empty()) {
+    DMOE_ASSIGN_OR_RETURN(uint64_t rate, parse_bytes(raw.migration_rate, "--migration-rate"));
+    o->throttle.max_bytes_per_s = static_cast<double>(rate);
+  }
+  o->overlap = !raw.no_overlap;
+  if (o->threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
+    return invalid_argument("--threads/--service-threads must be >= 0 and --service-workers >= 1");
+  }
+  if (o->call_attempts < 1) return invalid_argument("--call-attempts: must be at least 1");
+  if (o->max_call_tokens < 1) return invalid_argument("--max-call-tokens: must be at least 1");
+  if (o->context_tokens < 2) return invalid_argument("--context: must be at least 2");
+  if (!(o->throttle.latency_bound > 0)) {
+    return invalid_argument("--migration-latency-bound: must be > 0");
+  }
+  return Status::ok();
+}
+
+}  // namespace dancemoe::node

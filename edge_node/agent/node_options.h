@@ -1,0 +1,65 @@
+// The flags of `dancemoe-node` (one struct; main.cpp parses them with CLI11
+// through add_node_flags, tests build the struct directly).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "common/base/status.h"
+#include "common/model/compute_precision.h"
+#include "common/tensor/dtype.h"
+#include "edge_node/migration/migration_executor.h"
+
+namespace CLI {
+class App;
+}
+
+namespace dancemoe::node {
+
+struct NodeOptions {
+  std::string model_dir;
+  std::string node_id;
+  std::string cluster_id;
+  std::string scheduler;       // tcp://HOST:PORT: attached mode
+  std::string placement_file;  // standalone mode
+  std::string experts_bind = "tcp://*:5551";
+  std::string advertise;  // expert endpoint peers use; default: the bound one
+  std::string http = "127.0.0.1:8080";
+  std::string ready_file;
+  std::string record_trace;
+  std::string log_level = "info";
+
+  uint64_t expert_memory_bytes = 0;       // 0: measured (available memory minus reservations)
+  uint64_t migration_headroom_bytes = 0;  // 0: half the expert budget
+  uint64_t offload_cache_bytes = 256ull << 20;
+  int threads = 0;  // 0: all cores
+  int service_workers = 1;
+  int service_threads = 0;  // 0: as --threads
+  ComputePrecision precision = ComputePrecision::kBF16;
+  DType wire_dtype = DType::kBF16;
+  std::chrono::milliseconds call_timeout{1000};
+  int call_attempts = 2;
+  bool overlap = true;
+  uint32_t max_call_tokens = 4096;
+  int64_t context_tokens = 4096;
+  std::chrono::milliseconds report_interval{10000};
+  bool report_interval_set = false;
+  size_t report_buffer = 360;
+  ExpertSource expert_source = ExpertSource::kAuto;
+  ThrottleOptions throttle;
+};
+
+// Registers every flag on `app`, writing into `options` (which must outlive
+// parsing). Raw strings (sizes, durations, enums) are converted by finish_node_flags.
+struct RawNodeFlags;
+std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* options);
+Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* options);
+
+// "512M", "2GiB", "1.5G", "1048576" -> bytes (K/M/G/T are powers of 1024).
+Result<uint64_t> parse_bytes(const std::string& text, const std::string& flag);
+// "10s", "500ms", "2m", "1500" (milliseconds) -> milliseconds.
+Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag);
+
+}  // namespace dancemoe::node

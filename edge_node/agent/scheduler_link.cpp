@@ -1,0 +1,255 @@
+#include "edge_node/agent/scheduler_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/net/zmq_transport.h"
+#include "edge_node/routing/cluster_placement.h"
+
+namespace dancemoe::node {
+namespace {
+
+constexpr std::chrono::milliseconds kPoll{50};
+
+}  // namespace
+
+SchedulerLink::SchedulerLink(zmq::context_t& context, SchedulerLinkOptions options,
+                             RegisterBuilder build, MigrationExecutor& migration,
+                             ActivationLog& log, InFlight in_flight)
+    : context_(context),
+      options_(std::move(options)),
+      build_register_(std::move(build)),
+      migration_(migration),
+      log_(log),
+      in_flight_(std::move(in_flight)),
+      heartbeat_interval_(options_.heartbeat_interval),
+      report_interval_(options_.report_interval),
+      reports_(options_.report_buffer) {}
+
+SchedulerLink::~SchedulerLink() { stop(); }
+
+void SchedulerLink::start() {
+  stopping_.store(false);
+  thread_ = std::thread([this] { run(); });
+}
+
+void SchedulerLink::stop() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+LinkStatus SchedulerLink::status() const {
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  return status_;
+}
+
+bool SchedulerLink::open_socket() {
+  socket_.reset();  // linger 0: whatever was queued for the old connection is dropped
+  net::SocketOptions options;
+  options.routing_id = options_.node_id;
+  options.send_timeout = std::chrono::milliseconds(0);  // never block this thread on a send
+  Result<zmq::socket_t> socket = net::make_socket(context_, zmq::socket_type::dealer, options);
+  if (!socket.is_ok()) {
+    spdlog::error("scheduler link: {}", socket.status().to_string());
+    return false;
+  }
+  Status connected = net::connect(*socket, options_.endpoint);
+  if (!connected.is_ok()) {
+    spdlog::error("scheduler link: {}", connected.to_string());
+    return false;
+  }
+  socket_.emplace(std::move(*socket));
+  return true;
+}
+
+void SchedulerLink::send(proto::Body body, uint64_t sequence) {
+  if (!socket_) return;
+  proto::Envelope e;
+  e.cluster_id = options_.cluster_id;
+  e.sender = options_.node_id;
+  e.sequence = sequence != 0 ? sequence : ++sequence_;
+  e.body = std::move(body);
+  Status s = net::send_message(*socket_, e);
+  // Not connected yet or the queue is full: an expected outcome. Reports are
+  // resent from the buffer; heartbeats are periodic anyway.
+  if (!s.is_ok())
+    spdlog::debug("scheduler link: {} not sent: {}", proto::body_name(e.body), s.message());
+}
+
+void SchedulerLink::lose(const std::string& why) {
+  if (state_ == State::kAttached) {
+    spdlog::warn("scheduler {} lost ({}); serving on committed placement v{}, reconnecting",
+                 options_.endpoint, why, migration_.committed_version());
+  }
+  state_ = State::kDisconnected;
+  socket_.reset();
+  next_register_ = Clock::now() + backoff_;
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  status_.attached = false;
+  status_.reason = why;
+}
+
+void SchedulerLink::collect_reports(Clock::time_point now) {
+  if (now - last_report_ < report_interval_) return;
+  last_report_ = now;
+  for (proto::ActivationReport& r : log_.take_windows(unix_now_ms())) {
+    reports_.push(++sequence_, std::move(r));
+  }
+}
+
+void SchedulerLink::run() {
+  const Clock::time_point start = Clock::now();
+  last_report_ = start;
+  next_register_ = start;
+  backoff_ = std::chrono::milliseconds(250);
+  while (!stopping_.load()) {
+    const Clock::time_point now = Clock::now();
+    if (state_ == State::kDisconnected && now >= next_register_) {
+      if (open_socket()) {
+        send(build_register_());
+        state_ = State::kRegistering;
+        register_sent_ = now;
+      } else {
+        next_register_ = now + options_.max_backoff;
+      }
+    }
+    if (state_ == State::kRegistering && now - register_sent_ > options_.register_timeout) {
+      lose("no RegisterReply within " + std::to_string(options_.register_timeout.count()) + " ms");
+      backoff_ = std::min<Clock::duration>(backoff_ * 2, options_.max_backoff);
+    }
+    if (socket_) {
+      while (std::optional<net::ReceivedMessage> m =
+                 net::receive_message(*socket_, std::chrono::milliseconds(0), false)) {
+        if (!m->envelope.is_ok()) {
+          spdlog::warn("scheduler link: bad message from the scheduler: {}",
+                       m->envelope.status().to_string());
+          continue;
+        }
+        last_heard_ = Clock::now();
+        handle(*m->envelope);
+        if (!socket_) break;
+      }
+    }
+    collect_reports(now);
+    if (state_ == State::kAttached) {
+      if (now - last_heartbeat_ >= heartbeat_interval_) {
+        last_heartbeat_ = now;
+        send(proto::Heartbeat{migration_.committed_version(), in_flight_ ? in_flight_() : 0});
+      }
+      const auto resend_after =
+          std::max<Clock::duration>(2 * heartbeat_interval_, std::chrono::seconds(2));
+      for (auto& [seq, report] : reports_.due(now, resend_after)) {
+        send(std::move(report), seq);
+        std::lock_guard<std::mutex> lock(status_mutex_);
+        ++status_.reports_sent;
+      }
+      std::deque<proto::Body> outbox;
+      {
+        std::lock_guard<std::mutex> lock(outbox_mutex_);
+        outbox.swap(outbox_);
+      }
+      for (proto::Body& b : outbox) send(std::move(b));
+      if (now - last_heard_ > heartbeat_interval_ * options_.missed_heartbeats) {
+        lose("nothing heard for " + std::to_string(options_.missed_heartbeats) + " heartbeats");
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      status_.reports_pending = reports_.size();
+      status_.reports_dropped = reports_.dropped();
+    }
+    if (socket_) {
+      zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
+      try {
+        zmq::poll(&item, 1, kPoll);
+      } catch (const zmq::error_t&) {
+      }
+    } else {
+      std::this_thread::sleep_for(kPoll);
+    }
+  }
+}
+
+void SchedulerLink::handle(const proto::Envelope& e) {
+  if (const auto* reply = std::get_if<proto::RegisterReply>(&e.body)) {
+    if (!reply->accepted) {
+      spdlog::error("the scheduler at {} refused this node: {}", options_.endpoint, reply->reason);
+      refused_.store(true);
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      status_.refused = true;
+      status_.reason = reply->reason;
+      state_ = State::kDisconnected;
+      next_register_ = Clock::time_point::max();
+      socket_.reset();
+      return;
+    }
+    if (reply->heartbeat_interval_ms > 0) {
+      heartbeat_interval_ = std::chrono::milliseconds(reply->heartbeat_interval_ms);
+    }
+    if (!options_.report_interval_from_flag && reply->report_interval_ms > 0) {
+      report_interval_ = std::chrono::milliseconds(reply->report_interval_ms);
+    }
+    state_ = State::kAttached;
+    backoff_ = std::chrono::milliseconds(250);
+    last_heartbeat_ = {};
+    reports_.mark_all_unsent();
+    spdlog::info("attached to the scheduler at {} (committed placement there: v{})",
+                 options_.endpoint, reply->placement_version);
+    std::lock_guard<std::mutex> lock(status_mutex_);
+    status_.attached = true;
+    status_.reason.clear();
+    ++status_.registrations;
+    return;
+  }
+  if (const auto* ack = std::get_if<proto::Ack>(&e.body)) {
+    if (reports_.ack(ack->sequence)) {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      ++status_.reports_acked;
+    }
+    return;
+  }
+  if (const auto* prepare = std::get_if<proto::PlacementPrepare>(&e.body)) {
+    const uint64_t v = prepare->version;
+    spdlog::info("placement v{} prepared by the scheduler: loading", v);
+    Status s = migration_.prepare(
+        placement_from_proto(*prepare), [this](uint64_t version, const Status& status) {
+          std::lock_guard<std::mutex> lock(outbox_mutex_);
+          if (status.is_ok()) {
+            outbox_.push_back(proto::Ready{version});
+          } else {
+            spdlog::warn("placement v{} failed: {}", version, status.to_string());
+            outbox_.push_back(proto::Abort{version, status.to_string()});
+          }
+        });
+    if (!s.is_ok()) {
+      spdlog::warn("placement v{} refused: {}", v, s.to_string());
+      send(proto::Abort{v, s.to_string()});
+    }
+    return;
+  }
+  if (const auto* commit = std::get_if<proto::Commit>(&e.body)) {
+    Status s = migration_.commit(commit->version);
+    if (s.is_ok()) {
+      send(proto::Ack{e.sequence});
+    } else {
+      send(proto::Error{s.code(), s.message(), e.sequence});
+    }
+    return;
+  }
+  if (const auto* abort = std::get_if<proto::Abort>(&e.body)) {
+    (void)migration_.abort(abort->version, abort->reason);
+    send(proto::Ack{e.sequence});
+    return;
+  }
+  if (const auto* error = std::get_if<proto::Error>(&e.body)) {
+    spdlog::warn("scheduler error: {}: {}", status_code_name(error->code), error->message);
+    if (state_ == State::kAttached) {
+      // E.g. a restarted scheduler that no longer knows us: register again.
+      lose("scheduler answered with an error: " + error->message);
+      next_register_ = Clock::now();
+    }
+    return;
+  }
+  spdlog::debug("scheduler link: ignoring {}", proto::body_name(e.body));
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,126 @@
+// SchedulerLink: the node's side of the control protocol (DESIGN.md §7),
+// on its own thread, which owns the DEALER socket to the scheduler.
+//
+//   register    Register (node id, model id, devices with expert budget and
+//               measured load bandwidth, endpoints, resident experts,
+//               committed version) until a RegisterReply; a refusal (e.g. a
+//               different model id) is final: refused() turns true with the
+//               scheduler's reason and the agent exits.
+//   attached    Heartbeat every heartbeat interval (the scheduler's, from the
+//               reply), activation reports every report interval (the
+//               --report-interval flag when given, else the scheduler's,
+//               else 10 s); reports stay in a bounded buffer until Acked and
+//               are resent with their original sequence numbers.
+//   control     PlacementPrepare -> MigrationExecutor::prepare, then Ready
+//               or Abort when loading ends; Commit / Abort -> the executor,
+//               answered with an Ack (or an Error saying why not).
+//   lost        nothing heard for `missed_heartbeats` intervals (or an Error
+//               while attached): the socket is closed and re-created, and
+//               the node registers again with back-off (Lazy Pirate); it
+//               keeps serving on its committed placement meanwhile, and
+//               reports keep accumulating in the buffer.
+//
+// Thread-safe: start/stop/status from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <zmq.hpp>
+
+#include "common/proto/messages.h"
+#include "edge_node/activation/activation_log.h"
+#include "edge_node/activation/report_buffer.h"
+#include "edge_node/migration/migration_executor.h"
+
+namespace dancemoe::node {
+
+struct SchedulerLinkOptions {
+  std::string endpoint;  // tcp://HOST:PORT
+  std::string node_id;
+  std::string cluster_id;
+  std::chrono::milliseconds report_interval{10000};
+  bool report_interval_from_flag = false;              // the flag wins over the scheduler's value
+  std::chrono::milliseconds heartbeat_interval{1000};  // until the scheduler says otherwise
+  int missed_heartbeats = 3;
+  std::chrono::milliseconds register_timeout{2000};
+  std::chrono::milliseconds max_backoff{5000};
+  size_t report_buffer = 360;
+};
+
+struct LinkStatus {
+  bool attached = false;
+  bool refused = false;
+  std::string reason;  // refusal or last problem
+  uint64_t registrations = 0;
+  uint64_t reports_sent = 0;
+  uint64_t reports_acked = 0;
+  uint64_t reports_pending = 0;
+  uint64_t reports_dropped = 0;
+};
+
+class SchedulerLink {
+ public:
+  using RegisterBuilder = std::function<proto::Register()>;
+  using InFlight = std::function<uint32_t()>;
+
+  SchedulerLink(zmq::context_t& context, SchedulerLinkOptions options, RegisterBuilder build,
+                MigrationExecutor& migration, ActivationLog& log, InFlight in_flight);
+  ~SchedulerLink();
+  SchedulerLink(const SchedulerLink&) = delete;
+  SchedulerLink& operator=(const SchedulerLink&) = delete;
+
+  void start();
+  void stop();
+  LinkStatus status() const;
+  bool refused() const { return refused_.load(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class State { kDisconnected, kRegistering, kAttached };
+
+  void run();
+  bool open_socket();
+  void send(proto::Body body, uint64_t sequence = 0);
+  void handle(const proto::Envelope& envelope);
+  void lose(const std::string& why);
+  void collect_reports(Clock::time_point now);
+
+  zmq::context_t& context_;
+  SchedulerLinkOptions options_;
+  RegisterBuilder build_register_;
+  MigrationExecutor& migration_;
+  ActivationLog& log_;
+  InFlight in_flight_;
+
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> refused_{false};
+
+  // Link thread only.
+  std::optional<zmq::socket_t> socket_;
+  State state_ = State::kDisconnected;
+  uint64_t sequence_ = 0;
+  Clock::time_point next_register_{};
+  Clock::time_point register_sent_{};
+  Clock::time_point last_heard_{};
+  Clock::time_point last_heartbeat_{};
+  Clock::time_point last_report_{};
+  Clock::duration backoff_{};
+  std::chrono::milliseconds heartbeat_interval_;
+  std::chrono::milliseconds report_interval_;
+  ReportBuffer reports_;
+
+  // Migration outcomes, posted by the loader thread, sent by the link thread.
+  std::mutex outbox_mutex_;
+  std::deque<proto::Body> outbox_;
+
+  mutable std::mutex status_mutex_;
+  LinkStatus status_;
+};
+
+}  // namespace dancemoe::node

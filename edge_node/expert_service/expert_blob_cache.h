@@ -1,0 +1,46 @@
+// ExpertBlobCache: resident experts serialised for transfer to a peer that
+// lacks the model files (migration, DESIGN.md §5.6): the weight bytes in the
+// checkpoint's layout -- gate, up, down back to back in their stored dtype,
+// exactly what ExpertStore::install() takes -- and their SHA-256. A peer
+// fetches an expert chunk by chunk, so the serialised form and its hash are
+// kept for the few experts being fetched (LRU, bounded by count).
+//
+// Thread-safe (every expert-service worker shares one).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/model/expert_store.h"
+
+namespace dancemoe::node {
+
+struct ExpertBlob {
+  ExpertKey key;
+  std::vector<uint8_t> bytes;
+  std::array<uint8_t, 32> sha256{};
+};
+
+// Serialises a resident expert (gate, up, down back to back).
+std::shared_ptr<const ExpertBlob> serialize_expert(const ExpertWeights& weights);
+
+class ExpertBlobCache {
+ public:
+  explicit ExpertBlobCache(const ExpertStore& store, size_t max_entries = 4);
+
+  // not_found when the expert is not resident here.
+  Result<std::shared_ptr<const ExpertBlob>> get(ExpertKey key);
+
+ private:
+  const ExpertStore& store_;
+  size_t max_entries_;
+  std::mutex mutex_;
+  std::list<std::shared_ptr<const ExpertBlob>> entries_;  // most recently used first
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,51 @@
+// ExpertFetcher: one expert's weights fetched from a peer that holds it, for
+// a node that lacks the model files (DESIGN.md §5.6), chunk by chunk
+// (ExpertWeightsRequest -> ExpertWeightsChunk) over a DEALER of its own.
+// Every chunk is checked -- the expert asked for, the offset asked for, a
+// length within the request, the total equal to the expert's size from the
+// local tensor index, the same SHA-256 in every chunk -- and the assembled
+// bytes must hash to that SHA-256. A peer that fails any check, errs or
+// times out is abandoned for the next source.
+//
+// Not thread-safe: one fetch at a time (the migration loader thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/base/status.h"
+#include "common/model/expert_store.h"
+#include "edge_node/routing/routing_table.h"
+
+namespace dancemoe::node {
+
+struct FetcherOptions {
+  std::string node_id;
+  std::string cluster_id;
+  uint32_t chunk_bytes = 1u << 20;
+  std::chrono::milliseconds chunk_timeout{5000};
+};
+
+class ExpertFetcher {
+ public:
+  ExpertFetcher(zmq::context_t& context, FetcherOptions options)
+      : context_(context), options_(std::move(options)) {}
+
+  // The expert's bytes in the checkpoint layout (ExpertStore::install), from
+  // the first of `sources` that delivers them intact.
+  Result<std::vector<uint8_t>> fetch(ExpertKey key, uint64_t expected_bytes,
+                                     const std::vector<PeerInfo>& sources);
+
+ private:
+  Result<std::vector<uint8_t>> fetch_from(ExpertKey key, uint64_t expected_bytes,
+                                          const PeerInfo& source);
+
+  zmq::context_t& context_;
+  FetcherOptions options_;
+  uint64_t sequence_ = 0;
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,280 @@
+#include "edge_node/migration/migration_executor.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <future>
+
+namespace dancemoe::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool contains(const std::vector<ExpertKey>& keys, ExpertKey key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+std::string key_name(ExpertKey k) {
+  return "expert " + std::to_string(k.expert) + " of layer " + std::to_string(k.layer);
+}
+
+}  // namespace
+
+MigrationExecutor::MigrationExecutor(const Checkpoint& checkpoint, ExpertStore& store,
+                                     RoutingTableHandle& table, ActivationLog& log,
+                                     zmq::context_t& context, MigrationOptions options,
+                                     ServingProbe serving)
+    : checkpoint_(checkpoint),
+      store_(store),
+      table_(table),
+      log_(log),
+      context_(context),
+      options_(std::move(options)),
+      serving_(std::move(serving)),
+      throttle_(options_.throttle) {
+  status_.committed_version = table_.get()->version();
+}
+
+MigrationExecutor::~MigrationExecutor() { cancel_loader(); }
+
+void MigrationExecutor::cancel_loader() {
+  cancel_.store(true);
+  if (thread_.joinable()) thread_.join();
+  cancel_.store(false);
+}
+
+Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallback on_done) {
+  const ModelConfig& config = checkpoint_.config();
+  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const RoutingTable> target,
+                        RoutingTable::build(placement, options_.node_id, config));
+  const uint64_t committed = committed_version();
+  if (placement.version < committed) {
+    return failed_precondition("placement v" + std::to_string(placement.version) +
+                               " is older than the committed v" + std::to_string(committed));
+  }
+  const std::vector<ExpertKey> wanted = target->local_experts();
+  std::vector<ExpertKey> to_load;
+  uint64_t load_bytes = 0;
+  for (ExpertKey k : wanted) {
+    if (!store_.is_resident(k)) {
+      to_load.push_back(k);
+      load_bytes += store_.expert_bytes(k);
+    }
+  }
+  if (options_.memory_limit_bytes > 0 &&
+      store_.resident_bytes() + load_bytes > options_.memory_limit_bytes) {
+    return resource_exhausted(
+        "placement v" + std::to_string(placement.version) + " needs " + std::to_string(load_bytes) +
+        " more expert bytes beside the " + std::to_string(store_.resident_bytes()) +
+        " resident, over the limit of " + std::to_string(options_.memory_limit_bytes) +
+        " (--expert-memory + --migration-headroom)");
+  }
+  cancel_loader();  // a newer prepare supersedes one in progress
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = State::kLoading;
+    target_version_ = placement.version;
+    target_ = target;
+    status_.state = "loading";
+    status_.target_version = placement.version;
+    status_.bytes_total = load_bytes;
+    status_.bytes_done = 0;
+    status_.last_error.clear();
+  }
+  loading_.store(true);
+  thread_ = std::thread([this, v = placement.version, keys = std::move(to_load), target,
+                         done = std::move(on_done)]() mutable {
+    loader(v, std::move(keys), std::move(target), /*throttled=*/true, std::move(done));
+  });
+  return Status::ok();
+}
+
+Status MigrationExecutor::load_one(ExpertKey key, const RoutingTable& target,
+                                   ExpertFetcher& fetcher) {
+  Status local = unavailable("local files not used (--expert-source peer)");
+  if (options_.source != ExpertSource::kPeer) {
+    local = store_.load(key);
+    if (local.is_ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++status_.experts_loaded;
+      return local;
+    }
+    if (options_.source == ExpertSource::kLocal) return local;
+    spdlog::warn("migration: cannot read {} from local files ({}); fetching it from a peer",
+                 key_name(key), local.message());
+  }
+  // Peers that hold it now (committed table) first, then those that will.
+  std::vector<PeerInfo> sources;
+  const std::shared_ptr<const RoutingTable> committed = table_.get();
+  for (const RoutingTable* t : {committed.get(), &target}) {
+    for (int32_t h : t->remote_holders(key.layer, key.expert)) {
+      const PeerInfo& p = t->peers()[static_cast<size_t>(h)];
+      const bool seen = std::any_of(sources.begin(), sources.end(),
+                                    [&](const PeerInfo& s) { return s.node_id == p.node_id; });
+      if (!seen) sources.push_back(p);
+    }
+  }
+  Result<std::vector<uint8_t>> bytes = fetcher.fetch(key, store_.expert_bytes(key), sources);
+  if (!bytes.is_ok()) {
+    return bytes.status().with_context(options_.source == ExpertSource::kAuto
+                                           ? "local files: " + local.message()
+                                           : std::string("fetch"));
+  }
+  DMOE_RETURN_IF_ERROR(store_.install(key, *bytes));
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++status_.experts_fetched;
+  return Status::ok();
+}
+
+void MigrationExecutor::loader(uint64_t version, std::vector<ExpertKey> keys,
+                               std::shared_ptr<const RoutingTable> target, bool throttled,
+                               DoneCallback on_done) {
+  ExpertFetcher fetcher(context_, FetcherOptions{options_.node_id, options_.cluster_id,
+                                                 options_.chunk_bytes, options_.fetch_timeout});
+  Status result = Status::ok();
+  for (ExpertKey key : keys) {
+    if (cancel_.load()) {
+      result = failed_precondition("preparation of v" + std::to_string(version) + " cancelled");
+      break;
+    }
+    const Clock::time_point start = Clock::now();
+    Status s = load_one(key, *target, fetcher);
+    if (!s.is_ok()) {
+      result = s.with_context("placement v" + std::to_string(version) + ": " + key_name(key));
+      break;
+    }
+    const uint64_t bytes = store_.expert_bytes(key);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      status_.bytes_done += bytes;
+    }
+    if (!throttled) continue;
+    Clock::duration pause =
+        throttle_.pause_after(bytes, Clock::now() - start, serving_ ? serving_() : false);
+    // Sleep in slices so a cancel (abort, newer prepare, shutdown) is prompt.
+    const Clock::time_point until = Clock::now() + pause;
+    while (!cancel_.load() && Clock::now() < until) {
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+    }
+  }
+  bool report = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (target_version_ != version) {
+      report = false;  // superseded meanwhile
+    } else if (result.is_ok()) {
+      state_ = State::kReady;
+      status_.state = "ready";
+    } else {
+      state_ = State::kFailed;
+      status_.state = "failed";
+      status_.last_error = result.to_string();
+    }
+  }
+  loading_.store(false);
+  if (report && on_done) on_done(version, result);
+}
+
+Status MigrationExecutor::commit(uint64_t version) {
+  std::shared_ptr<const RoutingTable> target;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (version == status_.committed_version && state_ != State::kReady) return Status::ok();
+    if (target_version_ != version || state_ == State::kIdle) {
+      return failed_precondition("commit of v" + std::to_string(version) +
+                                 ", but no such version was prepared (committed v" +
+                                 std::to_string(status_.committed_version) + ")");
+    }
+    if (state_ == State::kLoading) {
+      return failed_precondition("commit of v" + std::to_string(version) +
+                                 " while its experts are still loading");
+    }
+    if (state_ == State::kFailed) {
+      return failed_precondition("commit of v" + std::to_string(version) +
+                                 ", whose preparation failed: " + status_.last_error);
+    }
+    target = target_;
+  }
+  // Finished (state is kReady); on_done may call commit from the loader itself.
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  table_.set(target);  // the atomic switch: the next layer routes by v
+  log_.set_placement_version(version, unix_now_ms());
+  evict_except(target->local_experts());
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = State::kIdle;
+  status_.state = "idle";
+  status_.committed_version = version;
+  target_.reset();
+  spdlog::info("placement v{} committed: {} experts held here", version,
+               target->local_experts().size());
+  return Status::ok();
+}
+
+Status MigrationExecutor::abort(uint64_t version, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (target_version_ != version || state_ == State::kIdle) return Status::ok();
+  }
+  cancel_loader();
+  evict_except(table_.get()->local_experts());
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = State::kIdle;
+  status_.state = "idle";
+  status_.last_error = "v" + std::to_string(version) + " aborted: " + reason;
+  target_.reset();
+  target_version_ = 0;
+  return Status::ok();
+}
+
+Status MigrationExecutor::apply_now(const ClusterPlacement& placement) {
+  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const RoutingTable> target,
+                        RoutingTable::build(placement, options_.node_id, checkpoint_.config()));
+  std::vector<ExpertKey> to_load;
+  uint64_t bytes = 0;
+  for (ExpertKey k : target->local_experts()) {
+    if (!store_.is_resident(k)) {
+      to_load.push_back(k);
+      bytes += store_.expert_bytes(k);
+    }
+  }
+  cancel_loader();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    state_ = State::kLoading;
+    target_version_ = placement.version;
+    target_ = target;
+    status_.state = "loading";
+    status_.target_version = placement.version;
+    status_.bytes_total = bytes;
+    status_.bytes_done = 0;
+  }
+  Status result = Status::ok();
+  loading_.store(true);
+  loader(placement.version, std::move(to_load), target, /*throttled=*/false,
+         [&](uint64_t, const Status& s) { result = s; });
+  if (!result.is_ok()) return result;
+  return commit(placement.version);
+}
+
+void MigrationExecutor::evict_except(const std::vector<ExpertKey>& keep) {
+  uint64_t n = 0;
+  for (ExpertKey k : store_.resident_keys()) {
+    if (!contains(keep, k) && store_.evict(k)) ++n;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  status_.experts_evicted += n;
+}
+
+MigrationStatus MigrationExecutor::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+uint64_t MigrationExecutor::committed_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_.committed_version;
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,454 @@
+#include "edge_node/moe/distributed_executor.h"
+
+#include <algorithm>
+
+#include "common/proto/codec.h"
+#include "edge_node/remote/replica_chooser.h"
+#include "edge_node/remote/wire_tensor.h"
+#include "kernels/kernels.h"
+
+namespace dancemoe::node {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+}  // namespace
+
+struct DistributedMoeExecutor::Call {
+  uint64_t call_id = 0;
+  uint64_t sequence = 0;
+  int32_t peer = -1;
+  PeerLink* link = nullptr;
+  std::vector<size_t> pieces;
+  std::vector<int32_t> tokens;  // the layer token of each row of the call
+  uint64_t n_pairs = 0;
+  uint64_t bytes = 0;  // tensor bytes both ways
+  Clock::time_point sent_at;
+  Clock::time_point deadline;
+  enum class State { kPending, kDone, kFailed } state = State::kPending;
+  std::vector<float> result;  // [tokens.size(), hidden]
+  double compute_us = 0;
+};
+
+DistributedMoeExecutor::DistributedMoeExecutor(const ModelConfig& config, const ExpertStore& store,
+                                               ExpertComputer& computer,
+                                               const RoutingTableHandle& table, PeerPool& peers,
+                                               OffloadCache* offload, ActivationLog& log,
+                                               DistributedExecutorOptions options)
+    : config_(config),
+      store_(store),
+      computer_(computer),
+      table_(table),
+      peers_(peers),
+      offload_(offload),
+      log_(log),
+      options_(std::move(options)) {
+  if (options_.max_attempts < 1) options_.max_attempts = 1;
+  if (options_.max_call_tokens < 1) options_.max_call_tokens = 1;
+}
+
+DistributedMoeExecutor::~DistributedMoeExecutor() = default;
+
+Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t n_tokens,
+                                         int64_t hidden, const RoutingDecision& routing,
+                                         float* out) {
+  const std::shared_ptr<const RoutingTable> table = table_.get();
+  const int64_t n_experts = config_.n_experts;
+  group_by_expert(routing, n_experts, &by_expert_);
+  pieces_.clear();
+  calls_.clear();
+  failures_.clear();
+  pinned_.clear();
+
+  // 1. Local experts become jobs; the others become pieces to send.
+  size_t n_jobs = 0;
+  uint64_t n_local_pairs = 0;
+  for (int64_t e = 0; e < n_experts; ++e) {
+    ExpertJob& source = by_expert_[static_cast<size_t>(e)];
+    if (source.tokens.empty()) continue;
+    std::shared_ptr<const ExpertWeights> w;
+    if (table->is_local(layer, e)) {
+      w = store_.get({static_cast<int32_t>(layer), static_cast<int32_t>(e)});
+    }
+    if (w != nullptr) {
+      if (jobs_.size() <= n_jobs) jobs_.emplace_back();
+      ExpertJob& job = jobs_[n_jobs++];
+      job.gate = w->gate;
+      job.up = w->up;
+      job.down = w->down;
+      job.tokens.swap(source.tokens);
+      job.weights.swap(source.weights);
+      n_local_pairs += job.tokens.size();
+      pinned_.push_back(std::move(w));
+      continue;
+    }
+    Piece piece;
+    piece.expert = static_cast<int32_t>(e);
+    piece.tokens.swap(source.tokens);
+    piece.weights.swap(source.weights);
+    if (table->remote_holders(layer, e).empty()) {
+      piece.state = Piece::State::kOffload;
+      failures_.push_back("expert " + std::to_string(e) + ": no node holds it in placement v" +
+                          std::to_string(table->version()));
+    }
+    pieces_.push_back(std::move(piece));
+  }
+
+  // 2. Send before computing anything here.
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    if (pieces_[i].state == Piece::State::kPending) pending.push_back(i);
+  }
+  if (!pending.empty()) dispatch(layer, x, n_tokens, hidden, *table, pending);
+  if (!options_.overlap) wait_for_calls(hidden);
+
+  // 3. Local experts, overlapping the network.
+  if (n_jobs > 0) {
+    const Clock::time_point start = Clock::now();
+    computer_.run(std::span<const ExpertJob>(jobs_.data(), n_jobs), x, n_tokens, hidden, out);
+    log_.record_local_call(micros(Clock::now() - start));
+  }
+  pinned_.clear();
+  wait_for_calls(hidden);
+
+  // Retries: failed pieces go to holders not tried yet, each round with a fresh deadline.
+  for (int attempt = 1; attempt < options_.max_attempts; ++attempt) {
+    pending.clear();
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      if (pieces_[i].state == Piece::State::kFailed) pending.push_back(i);
+    }
+    if (pending.empty()) break;
+    dispatch(layer, x, n_tokens, hidden, *table, pending);
+    wait_for_calls(hidden);
+  }
+  for (Piece& p : pieces_) {
+    if (p.state == Piece::State::kFailed) p.state = Piece::State::kOffload;
+  }
+
+  // 4. Remote sums in ascending peer order (then call order), whatever the arrival order.
+  std::vector<Call*> done;
+  for (const auto& c : calls_) {
+    if (c->state == Call::State::kDone) done.push_back(c.get());
+  }
+  std::stable_sort(done.begin(), done.end(),
+                   [](const Call* a, const Call* b) { return a->peer < b->peer; });
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  for (const Call* c : done) {
+    for (size_t r = 0; r < c->tokens.size(); ++r) {
+      k.axpy(1.0f, c->result.data() + r * static_cast<size_t>(hidden),
+             out + static_cast<int64_t>(c->tokens[r]) * hidden, hidden);
+    }
+  }
+
+  uint64_t n_offloaded = 0;
+  Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, out, &n_offloaded);
+  log_.record_layer(layer, routing, n_local_pairs, n_offloaded);
+  return offloaded;
+}
+
+void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_tokens,
+                                      int64_t hidden, const RoutingTable& table,
+                                      const std::vector<size_t>& pieces) {
+  const Clock::time_point now = Clock::now();
+  const std::vector<PeerInfo>& peers = table.peers();
+  std::vector<PeerCost> costs(peers.size());
+  for (size_t p = 0; p < peers.size(); ++p) {
+    PeerLink* link = peers_.find(peers[p].node_id);
+    if (link == nullptr || link->endpoint() != peers[p].expert_endpoint) continue;
+    const PeerEstimate& e = link->estimate();
+    costs[p] = PeerCost{!e.in_backoff(now), e.overhead_us(), e.us_per_byte(), e.us_per_pair(),
+                        e.in_flight};
+  }
+  std::vector<std::vector<int32_t>> holders(pieces.size());
+  std::vector<ExpertDemand> demands;
+  std::vector<size_t> demand_piece;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Piece& piece = pieces_[pieces[i]];
+    for (int32_t h : table.remote_holders(layer, piece.expert)) {
+      if (std::find(piece.tried.begin(), piece.tried.end(), h) == piece.tried.end()) {
+        holders[i].push_back(h);
+      }
+    }
+    if (holders[i].empty() || static_cast<int>(piece.tried.size()) >= options_.max_attempts) {
+      piece.state = Piece::State::kOffload;
+      continue;
+    }
+    // Every holder left is in back-off after failing recently: with an
+    // offload cache, compute here rather than wait out another deadline
+    // (the peer is probed again once its back-off ends); without one, try
+    // anyway -- it may be back.
+    const bool all_backing_off = std::none_of(holders[i].begin(), holders[i].end(), [&](int32_t h) {
+      return costs[static_cast<size_t>(h)].usable;
+    });
+    if (all_backing_off && offload_ != nullptr) {
+      piece.state = Piece::State::kOffload;
+      failures_.push_back("expert " + std::to_string(piece.expert) +
+                          ": every holder is backing off after failures");
+      continue;
+    }
+    demands.push_back({piece.expert, piece.tokens, holders[i]});
+    demand_piece.push_back(pieces[i]);
+  }
+  const uint64_t bytes_per_token =
+      2 * static_cast<uint64_t>(hidden) * dtype_size_bytes(options_.wire_dtype);
+  const std::vector<int32_t> choice = choose_replicas(demands, costs, n_tokens, bytes_per_token);
+  std::vector<std::vector<size_t>> by_peer(peers.size());
+  for (size_t d = 0; d < demands.size(); ++d) {
+    by_peer[static_cast<size_t>(choice[d])].push_back(demand_piece[d]);
+  }
+  for (size_t p = 0; p < peers.size(); ++p) {
+    if (by_peer[p].empty()) continue;
+    // Pieces of one destination in ascending expert id: the peer sums in that order.
+    std::sort(by_peer[p].begin(), by_peer[p].end(),
+              [&](size_t a, size_t b) { return pieces_[a].expert < pieces_[b].expert; });
+    // Split by tokens when the destination would get more than a call may carry.
+    std::vector<int32_t> tokens;
+    for (size_t i : by_peer[p]) {
+      tokens.insert(tokens.end(), pieces_[i].tokens.begin(), pieces_[i].tokens.end());
+    }
+    std::sort(tokens.begin(), tokens.end());
+    tokens.erase(std::unique(tokens.begin(), tokens.end()), tokens.end());
+    if (tokens.size() <= options_.max_call_tokens) {
+      send_call(layer, x, hidden, table, static_cast<int32_t>(p), by_peer[p]);
+      continue;
+    }
+    for (size_t begin = 0; begin < tokens.size(); begin += options_.max_call_tokens) {
+      const int32_t lo = tokens[begin];
+      const int32_t hi = tokens[std::min(tokens.size(), begin + options_.max_call_tokens) - 1];
+      std::vector<size_t> chunk;
+      for (size_t i : by_peer[p]) {
+        Piece part;
+        part.expert = pieces_[i].expert;
+        part.tried = pieces_[i].tried;
+        for (size_t j = 0; j < pieces_[i].tokens.size(); ++j) {
+          if (pieces_[i].tokens[j] >= lo && pieces_[i].tokens[j] <= hi) {
+            part.tokens.push_back(pieces_[i].tokens[j]);
+            part.weights.push_back(pieces_[i].weights[j]);
+          }
+        }
+        if (!part.tokens.empty()) {
+          pieces_.push_back(std::move(part));
+          chunk.push_back(pieces_.size() - 1);
+        }
+      }
+      send_call(layer, x, hidden, table, static_cast<int32_t>(p), std::move(chunk));
+    }
+    for (size_t i : by_peer[p]) pieces_[i].state = Piece::State::kSplit;
+  }
+}
+
+void DistributedMoeExecutor::send_call(int64_t layer, const float* x, int64_t hidden,
+                                       const RoutingTable& table, int32_t peer,
+                                       std::vector<size_t> pieces) {
+  auto call = std::make_unique<Call>();
+  call->call_id = next_call_id_++;
+  call->sequence = ++sequence_;
+  call->peer = peer;
+  call->pieces = std::move(pieces);
+  for (size_t i : call->pieces) {
+    pieces_[i].state = Piece::State::kSent;
+    pieces_[i].tried.push_back(peer);
+  }
+  // Rows of the call: the distinct tokens, ascending.
+  for (size_t i : call->pieces) {
+    call->tokens.insert(call->tokens.end(), pieces_[i].tokens.begin(), pieces_[i].tokens.end());
+  }
+  std::sort(call->tokens.begin(), call->tokens.end());
+  call->tokens.erase(std::unique(call->tokens.begin(), call->tokens.end()), call->tokens.end());
+  int32_t max_token = call->tokens.back();
+  if (row_of_token_.size() <= static_cast<size_t>(max_token)) {
+    row_of_token_.resize(static_cast<size_t>(max_token) + 1);
+  }
+  for (size_t r = 0; r < call->tokens.size(); ++r) {
+    row_of_token_[static_cast<size_t>(call->tokens[r])] = static_cast<int32_t>(r);
+  }
+  proto::ExpertCall body;
+  body.call_id = call->call_id;
+  body.layer = static_cast<uint16_t>(layer);
+  body.n_tokens = static_cast<uint32_t>(call->tokens.size());
+  body.hidden = static_cast<uint32_t>(hidden);
+  body.dtype = options_.wire_dtype;
+  body.placement_version = table.version();
+  for (size_t i : call->pieces) {
+    const Piece& piece = pieces_[i];
+    for (size_t j = 0; j < piece.tokens.size(); ++j) {
+      body.assignments.push_back(
+          {static_cast<uint32_t>(row_of_token_[static_cast<size_t>(piece.tokens[j])]),
+           static_cast<uint16_t>(piece.expert), piece.weights[j]});
+    }
+  }
+  call->n_pairs = body.assignments.size();
+  staging_.resize(call->tokens.size() * static_cast<size_t>(hidden));
+  for (size_t r = 0; r < call->tokens.size(); ++r) {
+    std::copy_n(x + static_cast<int64_t>(call->tokens[r]) * hidden, hidden,
+                staging_.data() + r * static_cast<size_t>(hidden));
+  }
+  std::vector<uint8_t> payload;
+  encode_rows(staging_.data(), static_cast<int64_t>(call->tokens.size()), hidden,
+              options_.wire_dtype, &payload);
+  call->bytes = 2 * payload.size();
+  proto::Envelope envelope;
+  envelope.cluster_id = options_.cluster_id;
+  envelope.sender = options_.node_id;
+  envelope.sequence = call->sequence;
+  envelope.body = std::move(body);
+
+  call->sent_at = Clock::now();
+  call->deadline = call->sent_at + options_.call_timeout;
+  Call& c = *call;
+  calls_.push_back(std::move(call));
+  Result<PeerLink*> link = peers_.link(table.peers()[static_cast<size_t>(peer)]);
+  if (!link.is_ok()) {
+    finish_call(c, link.status());
+    return;
+  }
+  c.link = *link;
+  Status sent = c.link->send(envelope, payload);
+  if (!sent.is_ok()) {
+    finish_call(c, sent);
+    return;
+  }
+  ++c.link->estimate().in_flight;
+}
+
+void DistributedMoeExecutor::finish_call(Call& call, const Status& outcome) {
+  const Clock::time_point now = Clock::now();
+  const double rtt_us = micros(now - call.sent_at);
+  if (call.link != nullptr && call.state == Call::State::kPending) {
+    call.link->estimate().in_flight = std::max(0, call.link->estimate().in_flight - 1);
+  }
+  const std::string peer_id =
+      call.link != nullptr ? call.link->node_id() : "peer#" + std::to_string(call.peer);
+  if (outcome.is_ok()) {
+    call.state = Call::State::kDone;
+    for (size_t i : call.pieces) pieces_[i].state = Piece::State::kDone;
+    call.link->estimate().on_success(rtt_us, call.bytes, call.n_pairs, call.compute_us);
+    log_.record_remote_call(peer_id, rtt_us, call.bytes, true);
+    return;
+  }
+  call.state = Call::State::kFailed;
+  for (size_t i : call.pieces) pieces_[i].state = Piece::State::kFailed;
+  if (call.link != nullptr) call.link->estimate().on_failure(now);
+  log_.record_remote_call(peer_id, rtt_us, call.bytes / 2, false);
+  failures_.push_back(peer_id + ": " + outcome.to_string());
+}
+
+void DistributedMoeExecutor::wait_for_calls(int64_t hidden) {
+  while (true) {
+    std::vector<Call*> open;
+    for (const auto& c : calls_) {
+      if (c->state == Call::State::kPending) open.push_back(c.get());
+    }
+    if (open.empty()) return;
+    const Clock::time_point now = Clock::now();
+    Clock::time_point next_deadline = Clock::time_point::max();
+    for (Call* c : open) {
+      if (now >= c->deadline) {
+        finish_call(*c, deadline_exceeded("no answer within " +
+                                          std::to_string(options_.call_timeout.count()) + " ms"));
+      } else {
+        next_deadline = std::min(next_deadline, c->deadline);
+      }
+    }
+    std::vector<PeerLink*> links;
+    for (Call* c : open) {
+      if (c->state == Call::State::kPending &&
+          std::find(links.begin(), links.end(), c->link) == links.end()) {
+        links.push_back(c->link);
+      }
+    }
+    if (links.empty()) continue;
+    std::vector<zmq::pollitem_t> items;
+    for (PeerLink* l : links) items.push_back({l->socket().handle(), 0, ZMQ_POLLIN, 0});
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now);
+    try {
+      zmq::poll(items.data(), items.size(), std::max(wait, std::chrono::milliseconds(0)));
+    } catch (const zmq::error_t&) {
+      continue;  // EINTR: look again
+    }
+    for (size_t i = 0; i < links.size(); ++i) {
+      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      while (std::optional<net::ReceivedMessage> m =
+                 links[i]->receive(std::chrono::milliseconds(0))) {
+        if (!m->envelope.is_ok()) continue;  // undecodable: nothing to match it with
+        const proto::Envelope& e = *m->envelope;
+        Call* match = nullptr;
+        if (const auto* r = std::get_if<proto::ExpertResult>(&e.body)) {
+          for (Call* c : open) {
+            if (c->link == links[i] && c->call_id == r->call_id) match = c;
+          }
+          if (match == nullptr || match->state != Call::State::kPending) continue;  // late reply
+          Status ok = Status::ok();
+          if (r->n_tokens != match->tokens.size() || r->hidden != static_cast<uint32_t>(hidden)) {
+            ok = invalid_argument("result of " + std::to_string(r->n_tokens) + " x " +
+                                  std::to_string(r->hidden) + " for a call of " +
+                                  std::to_string(match->tokens.size()) + " x " +
+                                  std::to_string(hidden));
+          } else if (r->dtype != DType::kF32 && r->dtype != DType::kBF16 &&
+                     r->dtype != DType::kF16) {
+            ok = invalid_argument("result dtype not supported");
+          } else {
+            match->result.resize(match->tokens.size() * static_cast<size_t>(hidden));
+            ok = decode_rows(m->payload, r->dtype, static_cast<int64_t>(match->result.size()),
+                             match->result.data());
+          }
+          match->compute_us = r->compute_us;
+          finish_call(*match, ok);
+        } else if (const auto* err = std::get_if<proto::Error>(&e.body)) {
+          for (Call* c : open) {
+            if (c->link == links[i] && c->sequence == err->in_reply_to) match = c;
+          }
+          if (match == nullptr || match->state != Call::State::kPending) continue;
+          finish_call(*match, Status(err->code, err->message));
+        }
+      }
+    }
+  }
+}
+
+Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, int64_t n_tokens,
+                                                 int64_t hidden, float* out, uint64_t* n_pairs) {
+  size_t n_jobs = 0;
+  pinned_.clear();
+  for (const Piece& piece : pieces_) {
+    if (piece.state != Piece::State::kOffload) continue;
+    const ExpertKey key{static_cast<int32_t>(layer), piece.expert};
+    Status why = unavailable("no offload cache (--offload-cache 0)");
+    std::shared_ptr<const ExpertWeights> w;
+    if (offload_ != nullptr) {
+      Result<std::shared_ptr<const ExpertWeights>> loaded = offload_->get_or_load(key);
+      if (loaded.is_ok()) {
+        w = *loaded;
+      } else {
+        why = loaded.status();
+      }
+    }
+    if (w == nullptr) {
+      pinned_.clear();
+      std::string tried;
+      for (const std::string& f : failures_) tried += (tried.empty() ? "" : "; ") + f;
+      return unavailable(
+          "expert " + std::to_string(piece.expert) + " of layer " + std::to_string(layer) +
+          " could not be computed: " + (tried.empty() ? std::string("no peer answered") : tried) +
+          "; offload: " + why.message());
+    }
+    if (jobs_.size() <= n_jobs) jobs_.emplace_back();
+    ExpertJob& job = jobs_[n_jobs++];
+    job.gate = w->gate;
+    job.up = w->up;
+    job.down = w->down;
+    job.tokens = piece.tokens;
+    job.weights = piece.weights;
+    *n_pairs += piece.tokens.size();
+    pinned_.push_back(std::move(w));
+  }
+  if (n_jobs > 0) {
+    computer_.run(std::span<const ExpertJob>(jobs_.data(), n_jobs), x, n_tokens, hidden, out);
+  }
+  pinned_.clear();
+  return Status::ok();
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,118 @@
+// DistributedMoeExecutor: a MoE layer computed across the cluster
+// (DESIGN.md §3). For each layer it
+//
+//   1. splits the routed (token, expert) pairs into experts this node holds
+//      (RoutingTable + ExpertStore) and remote ones;
+//   2. chooses one holder per remote expert (replica_chooser.h) and sends
+//      ONE ExpertCall per destination -- before any local compute;
+//   3. computes the local experts into the residual stream meanwhile
+//      (overlap; `overlap = false` waits for the peers first, for the
+//      benchmark that shows what overlap buys);
+//   4. collects the peers' per-token gate-weighted sums and adds them, in
+//      ascending peer (node id) order, whatever order they arrived in.
+//
+// Failures (DESIGN.md §8): every call has a deadline; an expert whose call
+// timed out or got an Error is retried on another holder (fresh deadline),
+// up to `max_attempts` holders; then it is loaded from the local model files
+// into the offload cache and computed here; if even that fails, run_layer
+// returns unavailable naming the layer, the expert and what was tried --
+// the request fails, the node keeps serving. A layer never waits longer
+// than max_attempts x call_timeout plus the offload load.
+//
+// Order of the sum, and why f32 clusters match one node: out[t] receives
+// the local experts in ascending id (ExpertComputer), then each peer's sum
+// (its experts in ascending id, starting from zero), then offloaded ones.
+// With every expert local this is exactly LocalMoeExecutor; otherwise it
+// differs from it only by float re-association (~1 ulp per add).
+//
+// Not thread-safe: one forward at a time (the node serialises requests).
+// Owns no sockets itself; the PeerPool's links belong to this thread too.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/model/expert_compute.h"
+#include "common/model/expert_store.h"
+#include "common/model/model_config.h"
+#include "common/model/moe_executor.h"
+#include "common/tensor/dtype.h"
+#include "edge_node/activation/activation_log.h"
+#include "edge_node/remote/offload_cache.h"
+#include "edge_node/remote/peer_pool.h"
+#include "edge_node/routing/routing_table.h"
+
+namespace dancemoe::node {
+
+struct DistributedExecutorOptions {
+  std::string node_id;
+  std::string cluster_id;
+  DType wire_dtype = DType::kBF16;  // kF32 or kBF16
+  std::chrono::milliseconds call_timeout{1000};
+  int max_attempts = 2;  // holders tried per expert before offloading
+  bool overlap = true;
+  uint32_t max_call_tokens = 4096;  // larger sets are split into several calls
+};
+
+class DistributedMoeExecutor final : public MoeExecutor {
+ public:
+  // `offload` may be null (no offload cache). Everything must outlive this.
+  DistributedMoeExecutor(const ModelConfig& config, const ExpertStore& store,
+                         ExpertComputer& computer, const RoutingTableHandle& table, PeerPool& peers,
+                         OffloadCache* offload, ActivationLog& log,
+                         DistributedExecutorOptions options);
+  ~DistributedMoeExecutor() override;
+
+  Status run_layer(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
+                   const RoutingDecision& routing, float* out) override;
+
+  const DistributedExecutorOptions& options() const { return options_; }
+
+ private:
+  // One expert's share of a layer that is not computed here: the tokens
+  // routed to it and their gate weights, and the peers that already failed it.
+  struct Piece {
+    int32_t expert = 0;
+    std::vector<int32_t> tokens;
+    std::vector<float> weights;
+    std::vector<int32_t> tried;  // peer indices
+    enum class State { kPending, kSent, kDone, kFailed, kOffload, kSplit } state = State::kPending;
+  };
+  struct Call;
+
+  // Chooses holders for the pending pieces and sends one call per destination.
+  void dispatch(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
+                const RoutingTable& table, const std::vector<size_t>& pieces);
+  void send_call(int64_t layer, const float* x, int64_t hidden, const RoutingTable& table,
+                 int32_t peer, std::vector<size_t> pieces);
+  void wait_for_calls(int64_t hidden);
+  void finish_call(Call& call, const Status& outcome);
+  Status compute_offloaded(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
+                           float* out, uint64_t* n_pairs);
+
+  const ModelConfig& config_;
+  const ExpertStore& store_;
+  ExpertComputer& computer_;
+  const RoutingTableHandle& table_;
+  PeerPool& peers_;
+  OffloadCache* offload_;
+  ActivationLog& log_;
+  DistributedExecutorOptions options_;
+  uint64_t next_call_id_ = 1;
+  uint64_t sequence_ = 0;
+
+  // Per-layer scratch, reused.
+  std::vector<ExpertJob> by_expert_;  // [n_experts]: tokens and weights routed to each
+  std::vector<ExpertJob> jobs_;
+  std::vector<std::shared_ptr<const ExpertWeights>> pinned_;
+  std::vector<Piece> pieces_;
+  std::vector<std::unique_ptr<Call>> calls_;
+  std::vector<std::string> failures_;  // "peer: reason", for the error message
+  std::vector<int32_t> row_of_token_;  // [n_tokens]: row in the call being built
+  std::vector<float> staging_;         // gathered rows of one call
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,41 @@
+#include "edge_node/remote/peer_link.h"
+
+namespace dancemoe::node {
+
+Result<std::unique_ptr<PeerLink>> PeerLink::connect(zmq::context_t& context, std::string node_id,
+                                                    std::string endpoint,
+                                                    std::chrono::milliseconds send_timeout,
+                                                    int64_t max_message_bytes) {
+  net::SocketOptions options;
+  options.send_timeout = send_timeout;
+  options.max_message_bytes = max_message_bytes;
+  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
+                        net::make_socket(context, zmq::socket_type::dealer, options));
+  try {
+    socket.set(zmq::sockopt::immediate, 1);
+    // Reconnect quickly after a peer restarts, but do not hammer a dead one.
+    socket.set(zmq::sockopt::reconnect_ivl, 100);
+    socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("cannot configure peer socket: ") + e.what());
+  }
+  DMOE_RETURN_IF_ERROR(
+      net::connect(socket, endpoint).with_context("peer '" + node_id + "' expert endpoint"));
+  return std::unique_ptr<PeerLink>(
+      new PeerLink(std::move(node_id), std::move(endpoint), std::move(socket)));
+}
+
+Status PeerLink::send(const proto::Envelope& envelope, std::span<const uint8_t> payload) {
+  Status s = net::send_message(socket_, envelope, payload);
+  if (!s.is_ok()) {
+    return unavailable("peer '" + node_id_ + "' (" + endpoint_ +
+                       ") is not reachable: " + s.message());
+  }
+  return s;
+}
+
+std::optional<net::ReceivedMessage> PeerLink::receive(std::chrono::milliseconds timeout) {
+  return net::receive_message(socket_, timeout, /*router=*/false);
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,68 @@
+#include "edge_node/routing/routing_table.h"
+
+namespace dancemoe::node {
+
+Result<std::shared_ptr<const RoutingTable>> RoutingTable::build(const ClusterPlacement& placement,
+                                                                const std::string& self_id,
+                                                                const ModelConfig& config) {
+  DMOE_RETURN_IF_ERROR(check_placement(placement, config, "placement"));
+  std::shared_ptr<RoutingTable> t(new RoutingTable());
+  t->placement_ = placement;
+  t->n_layers_ = config.n_layers;
+  t->n_experts_ = config.n_experts;
+  const size_t n_slots = static_cast<size_t>(config.n_layers * config.n_experts);
+  t->local_.assign(n_slots, 0);
+  std::vector<std::vector<int32_t>> holders(n_slots);
+  for (const NodeAssignment& node : placement.nodes) {  // sorted by node id
+    int32_t peer = -1;
+    if (node.node_id != self_id) {
+      peer = static_cast<int32_t>(t->peers_.size());
+      t->peers_.push_back({node.node_id, node.expert_endpoint});
+    }
+    for (ExpertKey k : node.experts()) {
+      const size_t i = t->index(k.layer, k.expert);
+      if (peer < 0) {
+        t->local_[i] = 1;
+      } else {
+        holders[i].push_back(peer);
+      }
+    }
+  }
+  t->holder_start_.assign(n_slots + 1, 0);
+  for (size_t i = 0; i < n_slots; ++i) {
+    t->holder_start_[i + 1] = t->holder_start_[i] + static_cast<uint32_t>(holders[i].size());
+    t->holders_.insert(t->holders_.end(), holders[i].begin(), holders[i].end());
+  }
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int64_t e = 0; e < config.n_experts; ++e) {
+      const size_t i = t->index(l, e);
+      if (!t->local_[i] && holders[i].empty()) ++t->uncovered_;
+    }
+  }
+  return std::shared_ptr<const RoutingTable>(std::move(t));
+}
+
+std::shared_ptr<const RoutingTable> RoutingTable::empty(const ModelConfig& config) {
+  Result<std::shared_ptr<const RoutingTable>> t = build(ClusterPlacement{}, "", config);
+  return *t;  // an empty placement always passes check_placement
+}
+
+int32_t RoutingTable::peer_index(const std::string& node_id) const {
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (peers_[i].node_id == node_id) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+std::vector<ExpertKey> RoutingTable::local_experts() const {
+  std::vector<ExpertKey> keys;
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    for (int64_t e = 0; e < n_experts_; ++e) {
+      if (local_[index(l, e)]) keys.push_back({static_cast<int32_t>(l), static_cast<int32_t>(e)});
+    }
+  }
+  return keys;
+}
+
+}  // namespace dancemoe::node

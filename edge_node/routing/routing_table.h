@@ -1,0 +1,91 @@
+// RoutingTable: one placement seen from one node -- for every (layer,
+// expert), whether this node holds it and which peers do. The executor
+// consults it for every MoE layer; migration replaces it atomically on
+// commit (RoutingTableHandle), so a forward pass uses one consistent table
+// per layer while the next layer may already see the new one.
+//
+// Immutable after build(); shared as shared_ptr<const RoutingTable>, so
+// reads need no lock. RoutingTableHandle is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/model/model_config.h"
+#include "edge_node/routing/cluster_placement.h"
+
+namespace dancemoe::node {
+
+struct PeerInfo {
+  std::string node_id;
+  std::string expert_endpoint;
+};
+
+class RoutingTable {
+ public:
+  // `self_id` may be absent from the placement (a node with no experts).
+  static Result<std::shared_ptr<const RoutingTable>> build(const ClusterPlacement& placement,
+                                                           const std::string& self_id,
+                                                           const ModelConfig& config);
+  // A table with no placement: nothing local, no peers (a node before its first placement).
+  static std::shared_ptr<const RoutingTable> empty(const ModelConfig& config);
+
+  uint64_t version() const { return placement_.version; }
+  const ClusterPlacement& placement() const { return placement_; }
+
+  bool is_local(int64_t layer, int64_t expert) const { return local_[index(layer, expert)] != 0; }
+  // Peers holding the expert: indices into peers(), ascending.
+  std::span<const int32_t> remote_holders(int64_t layer, int64_t expert) const {
+    const size_t i = index(layer, expert);
+    return {holders_.data() + holder_start_[i], holders_.data() + holder_start_[i + 1]};
+  }
+  // Every node but this one, sorted by node id.
+  const std::vector<PeerInfo>& peers() const { return peers_; }
+  int32_t peer_index(const std::string& node_id) const;  // -1 if absent
+
+  std::vector<ExpertKey> local_experts() const;
+  // True when some node holds every expert of every MoE layer.
+  bool covers_all() const { return uncovered_ == 0; }
+  int64_t n_uncovered() const { return uncovered_; }
+
+ private:
+  RoutingTable() = default;
+  size_t index(int64_t layer, int64_t expert) const {
+    return static_cast<size_t>(layer * n_experts_ + expert);
+  }
+
+  ClusterPlacement placement_;
+  int64_t n_layers_ = 0;
+  int64_t n_experts_ = 0;
+  std::vector<uint8_t> local_;          // [layer * n_experts + expert]
+  std::vector<uint32_t> holder_start_;  // CSR over holders_, size n_layers * n_experts + 1
+  std::vector<int32_t> holders_;
+  std::vector<PeerInfo> peers_;
+  int64_t uncovered_ = 0;
+};
+
+// The table in force. set() is the atomic switch of a commit.
+class RoutingTableHandle {
+ public:
+  explicit RoutingTableHandle(std::shared_ptr<const RoutingTable> table)
+      : table_(std::move(table)) {}
+  std::shared_ptr<const RoutingTable> get() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return table_;
+  }
+  void set(std::shared_ptr<const RoutingTable> table) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    table_ = std::move(table);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const RoutingTable> table_;
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,56 @@
+// The scheduler's environment seam for time (STYLE.md: leveldb's Env).
+// Everything time-dependent in the daemon -- heartbeat expiry, the placement
+// period, the prepare timeout, cold-start settling -- reads a Clock, so unit
+// tests drive it with FakeClock instead of sleeping.
+//
+// Two readings: wall_ms() (unix milliseconds) for what is stored and shown,
+// steady_ms() (monotonic) for deadlines, so a wall-clock step (NTP) never
+// expires every node at once.
+//
+// SystemClock is stateless and thread-safe; FakeClock is for one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace dancemoe::scheduler {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t wall_ms() const = 0;
+  virtual int64_t steady_ms() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t wall_ms() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  int64_t steady_ms() const override {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+// Starts at a fixed wall time; advance() moves both readings together.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t wall_start_ms = 1'700'000'000'000) : wall_(wall_start_ms) {}
+  int64_t wall_ms() const override { return wall_; }
+  int64_t steady_ms() const override { return steady_; }
+  void advance_ms(int64_t ms) {
+    wall_ += ms;
+    steady_ += ms;
+  }
+  void advance_s(double s) { advance_ms(static_cast<int64_t>(s * 1000.0)); }
+
+ private:
+  int64_t wall_;
+  int64_t steady_ = 1'000'000;
+};
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,52 @@
+// What the scheduler knows of the model: its id (nodes with another one are
+// refused), which layers are MoE layers, experts per layer, top-k, and the
+// exact bytes of each layer's experts -- all from config.json and the
+// safetensors headers (Checkpoint::open reads no tensor data).
+//
+// Layer numbering: on the wire and in the database a layer is the model's
+// layer index (ExpertRef.layer, ExpertCount.layer), so dense layers keep
+// their numbers and never appear. The placement library works on MoE layers
+// only; `shape` lists them in model order and `index` maps
+// (model layer, expert) to the library's flat expert id.
+//
+// A plain value; thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/base/status.h"
+#include "common/proto/messages.h"
+#include "scheduler/placement/types.h"
+#include "scheduler/store/store.h"
+
+namespace dancemoe::scheduler {
+
+struct ModelInfo {
+  std::string model_id;
+  std::filesystem::path dir;
+  int32_t n_layers = 0;             // all layers, dense ones included
+  std::vector<int32_t> moe_layers;  // model layer index of each MoE layer
+  int32_t n_experts = 0;            // per MoE layer
+  int32_t n_experts_per_token = 0;  // top-k
+  placement::ModelShape shape;      // MoE layers only
+  store::CountIndex index;
+
+  static Result<ModelInfo> from_directory(const std::filesystem::path& dir);
+
+  // For benchmarks and tests: a model of this shape without files.
+  // `moe_layers` empty means every layer is a MoE layer.
+  static ModelInfo synthetic(std::string model_id, int32_t n_layers, int32_t n_experts,
+                             int32_t n_experts_per_token, uint64_t expert_bytes,
+                             std::vector<int32_t> moe_layers = {});
+
+  // Flat id of a wire (layer, expert); -1 when it is not an expert of the model.
+  int32_t flat(uint32_t layer, uint32_t expert) const { return index.flat(layer, expert); }
+  proto::ExpertRef ref(placement::ExpertId x) const;
+  // "layer 3 expert 17" (model layer numbering).
+  std::string describe(placement::ExpertId x) const;
+};
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,286 @@
+#include "scheduler/daemon/planner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "scheduler/placement/policy.h"
+#include "scheduler/placement/validate.h"
+
+namespace dancemoe::scheduler {
+namespace {
+
+using placement::ExpertId;
+
+std::optional<double> measured_delta_s(const store::NodeTotals& t) {
+  const auto local = t.local_mean_us();
+  const auto remote = t.remote_mean_us();
+  if (!local || !remote) return std::nullopt;
+  return std::max(0.0, (*remote - *local) * 1e-6);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Can the node's devices hold at least one expert of the model?
+bool can_hold_an_expert(const Member& m, const ModelInfo& model) {
+  const uint64_t smallest = model.shape.min_expert_bytes();
+  for (const store::DeviceRecord& d : m.record.devices) {
+    if (d.expert_budget_bytes >= smallest) return true;
+  }
+  return false;
+}
+
+void assign_deltas(const PlanInputs& inputs, const PlannerOptions& options, PlanProblem* plan) {
+  std::vector<double> measured;
+  std::vector<std::optional<double>> per_node(plan->placed.size());
+  for (size_t n = 0; n < plan->placed.size(); ++n) {
+    const std::string& id = plan->placed[n]->id();
+    const auto window = inputs.window_totals.find(id);
+    const auto history = inputs.history_totals.find(id);
+    if (window != inputs.window_totals.end()) per_node[n] = measured_delta_s(window->second);
+    if (per_node[n]) {
+      plan->delta_source[id] = "measured (window)";
+    } else if (history != inputs.history_totals.end()) {
+      per_node[n] = measured_delta_s(history->second);
+      if (per_node[n]) plan->delta_source[id] = "measured (history)";
+    }
+    if (per_node[n]) measured.push_back(*per_node[n]);
+  }
+  const bool have_median = !measured.empty();
+  const double fallback = have_median ? median(measured) : options.default_remote_penalty_s;
+  for (size_t n = 0; n < plan->placed.size(); ++n) {
+    const std::string& id = plan->placed[n]->id();
+    if (!per_node[n]) plan->delta_source[id] = have_median ? "cluster median" : "default";
+    plan->problem.cluster.nodes[n].remote_penalty_s = per_node[n].value_or(fallback);
+  }
+}
+
+}  // namespace
+
+Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inputs,
+                                  const PlannerOptions& options) {
+  PlanProblem plan;
+  plan.problem.model = model.shape;
+  plan.problem.horizon_s = options.horizon_s;
+  plan.policy = options.policy;
+  std::vector<const Member*> nodes = inputs.nodes;
+  std::sort(nodes.begin(), nodes.end(),
+            [](const Member* a, const Member* b) { return a->id() < b->id(); });
+  for (const Member* m : nodes) {
+    if (!can_hold_an_expert(*m, model)) {
+      plan.routing_only.push_back(m);
+      continue;
+    }
+    plan.placed.push_back(m);
+    placement::Node node;
+    node.id = m->id();
+    for (const store::DeviceRecord& d : m->record.devices) {
+      node.devices.push_back(
+          {d.name, d.expert_budget_bytes,
+           d.load_bytes_per_s > 0 ? d.load_bytes_per_s : options.default_load_bytes_per_s});
+    }
+    plan.problem.cluster.nodes.push_back(std::move(node));
+  }
+  if (plan.placed.empty()) {
+    return failed_precondition(nodes.empty()
+                                   ? "no node is up"
+                                   : "no up node has memory for an expert (" +
+                                         std::to_string(nodes.size()) + " routing-only nodes)");
+  }
+  assign_deltas(inputs, options, &plan);
+
+  const int32_t n_total = model.index.n_total;
+  placement::Activations& activations = plan.problem.activations;
+  activations.window_s = std::max(1.0, inputs.window_s);
+  std::vector<double> cluster(n_total, 0.0);
+  int n_with_history = 0;
+  double history_total = 0.0;
+  for (const Member* m : plan.placed) {
+    const auto it = inputs.counts.find(m->id());
+    std::vector<double> counts(n_total, 0.0);
+    if (it != inputs.counts.end() && static_cast<int32_t>(it->second.size()) == n_total) {
+      counts = it->second;
+    }
+    double total = 0.0;
+    for (int32_t x = 0; x < n_total; ++x) total += counts[x];
+    if (total > 0) {
+      ++n_with_history;
+      history_total += total;
+      for (int32_t x = 0; x < n_total; ++x) cluster[x] += counts[x];
+    }
+    activations.counts.push_back(std::move(counts));
+  }
+
+  plan.cold_start = inputs.current == nullptr;
+  if (plan.cold_start) {
+    if (n_with_history == 0) {
+      plan.policy = "uniform";
+      plan.note = "cold start without statistics: uniform coverage weighted by memory";
+    } else {
+      // Nodes without history get the cluster-wide distribution, scaled to
+      // the mean total of the nodes that have one.
+      const double cluster_total = history_total;
+      const double target = history_total / n_with_history;
+      int n_filled = 0;
+      for (std::vector<double>& counts : activations.counts) {
+        double total = 0.0;
+        for (double c : counts) total += c;
+        if (total > 0) continue;
+        for (int32_t x = 0; x < n_total; ++x) counts[x] = cluster[x] * target / cluster_total;
+        ++n_filled;
+      }
+      plan.note = "cold start from history: " + std::to_string(n_with_history) +
+                  " node(s) with statistics, " + std::to_string(n_filled) +
+                  " given the cluster-wide distribution";
+    }
+  } else {
+    plan.note = "statistics since the committed placement";
+  }
+  if (inputs.current != nullptr) {
+    plan.problem.current = to_library(*inputs.current, plan, model);
+  }
+  return plan;
+}
+
+placement::Placement to_library(const store::PlacementRecord& record, const PlanProblem& plan,
+                                const ModelInfo& model) {
+  placement::Placement out = placement::empty_placement(plan.problem.cluster);
+  out.method = record.method;
+  for (size_t n = 0; n < plan.placed.size(); ++n) {
+    const auto node = std::find_if(
+        record.nodes.begin(), record.nodes.end(),
+        [&](const proto::NodePlacement& p) { return p.node_id == plan.placed[n]->id(); });
+    if (node == record.nodes.end()) continue;
+    const auto& devices = plan.problem.cluster.nodes[n].devices;
+    std::set<ExpertId> on_node;
+    for (const proto::DevicePlacement& d : node->devices) {
+      const auto device =
+          std::find_if(devices.begin(), devices.end(),
+                       [&](const placement::Device& g) { return g.id == d.device; });
+      if (device == devices.end()) continue;
+      std::vector<ExpertId>& list = out.experts[n][device - devices.begin()];
+      for (const proto::ExpertRef& r : d.experts) {
+        const int32_t x = model.flat(r.layer, r.expert);
+        if (x >= 0 && on_node.insert(x).second) list.push_back(x);
+      }
+      std::sort(list.begin(), list.end());
+    }
+  }
+  return out;
+}
+
+std::vector<proto::NodePlacement> to_wire(const placement::Placement& placement,
+                                          const PlanProblem& plan, const ModelInfo& model) {
+  std::vector<proto::NodePlacement> out;
+  for (size_t n = 0; n < plan.placed.size(); ++n) {
+    proto::NodePlacement node{plan.placed[n]->id(), plan.placed[n]->record.expert_endpoint, {}};
+    const auto& devices = plan.problem.cluster.nodes[n].devices;
+    for (size_t g = 0; g < devices.size(); ++g) {
+      proto::DevicePlacement device{devices[g].id, {}};
+      for (ExpertId x : placement.experts[n][g]) device.experts.push_back(model.ref(x));
+      node.devices.push_back(std::move(device));
+    }
+    out.push_back(std::move(node));
+  }
+  for (const Member* m : plan.routing_only) {
+    proto::NodePlacement node{m->id(), m->record.expert_endpoint, {}};
+    for (const store::DeviceRecord& d : m->record.devices) node.devices.push_back({d.name, {}});
+    out.push_back(std::move(node));
+  }
+  return out;
+}
+
+namespace {
+
+void fill_gate(const PlanProblem& plan, Candidate* c) {
+  c->current = plan.problem.current ? *plan.problem.current
+                                    : placement::empty_placement(plan.problem.cluster);
+  c->gate = placement::evaluate_gate(plan.problem, c->current, c->placement);
+  c->costs_current = placement::evaluate_costs(plan.problem, c->current);
+  c->costs_new = placement::evaluate_costs(plan.problem, c->placement);
+  c->migration_bytes = placement::migration_bytes(plan.problem, c->current, c->placement);
+}
+
+}  // namespace
+
+Result<Candidate> solve_candidate(const PlanProblem& plan, const std::string& policy_override) {
+  const std::string& policy = policy_override.empty() ? plan.policy : policy_override;
+  Candidate c;
+  const auto t0 = std::chrono::steady_clock::now();
+  DMOE_ASSIGN_OR_RETURN(c.placement, placement::solve(policy, plan.problem));
+  c.solve_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  fill_gate(plan, &c);
+  return c;
+}
+
+Result<Candidate> evaluate_candidate(const PlanProblem& plan, placement::Placement placement) {
+  DMOE_RETURN_IF_ERROR(placement::validate_problem(plan.problem));
+  DMOE_RETURN_IF_ERROR(placement::check_placement(plan.problem, placement));
+  Candidate c;
+  c.placement = std::move(placement);
+  fill_gate(plan, &c);
+  return c;
+}
+
+std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* from,
+                                       const std::vector<proto::NodePlacement>& to,
+                                       const ModelInfo& model) {
+  std::vector<NodeMoves> out;
+  for (const proto::NodePlacement& node : to) {
+    NodeMoves moves;
+    moves.node_id = node.node_id;
+    std::set<std::pair<std::string, int32_t>> before_device;  // (device, flat id)
+    std::set<int32_t> before, after;
+    if (from != nullptr) {
+      for (const proto::NodePlacement& old : *from) {
+        if (old.node_id != node.node_id) continue;
+        for (const proto::DevicePlacement& d : old.devices) {
+          for (const proto::ExpertRef& r : d.experts) {
+            const int32_t x = model.flat(r.layer, r.expert);
+            if (x < 0) continue;
+            before.insert(x);
+            before_device.insert({d.device, x});
+          }
+        }
+      }
+    }
+    for (const proto::DevicePlacement& d : node.devices) {
+      for (const proto::ExpertRef& r : d.experts) {
+        const int32_t x = model.flat(r.layer, r.expert);
+        if (x < 0) continue;
+        after.insert(x);
+        // Same rule as T_mig: a load wherever the device did not hold it.
+        if (before_device.count({d.device, x}) == 0) {
+          moves.load_bytes += model.shape.expert_bytes(x);
+        }
+      }
+    }
+    for (int32_t x : after) (before.count(x) ? moves.kept : moves.added) += 1;
+    for (int32_t x : before) moves.removed += after.count(x) ? 0 : 1;
+    out.push_back(moves);
+  }
+  return out;
+}
+
+bool covers_all(const store::PlacementRecord& record, const Membership& membership,
+                const ModelInfo& model) {
+  std::vector<uint8_t> covered(model.index.n_total, 0);
+  for (const proto::NodePlacement& node : record.nodes) {
+    const Member* m = membership.find(node.node_id);
+    if (m == nullptr || m->state == NodeState::kDown) continue;
+    for (const proto::DevicePlacement& d : node.devices) {
+      for (const proto::ExpertRef& r : d.experts) {
+        const int32_t x = model.flat(r.layer, r.expert);
+        if (x >= 0) covered[x] = 1;
+      }
+    }
+  }
+  return std::find(covered.begin(), covered.end(), 0) == covered.end();
+}
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,125 @@
+// One placement round's computation, without I/O: turn membership and the
+// stored statistics into a placement Problem (DESIGN.md §5.1), solve it with
+// a policy, and evaluate the migration gate (§5.5) against the committed
+// placement. The service (service.h) reads the inputs, records the decision
+// and runs the migration.
+//
+// Inputs and the decisions taken here:
+//   - Nodes: the up nodes. A node whose devices cannot hold one expert (a thin
+//     client) is left out of the problem and receives the placement only to
+//     route ("routing only").
+//   - f[n][l][e]: counts since the committed placement was adopted (the
+//     paper's window); before any placement, all retained history.
+//   - delta[n] = mean remote - mean local expert-call latency of node n
+//     (calls-weighted over its reports) in the window, else over all retained
+//     history, else the median of the nodes that measured both, else
+//     `default_remote_penalty_s`. A negative difference (remote faster than
+//     local, e.g. a CPU node calling a GPU peer) is clamped to 0: locality
+//     then does not help that node, and the cost treats it as indifferent.
+//   - speed[n][g] = Register.devices[g].load_bytes_per_s, or
+//     `default_load_bytes_per_s` when a device reports 0.
+//   - H = the configured horizon (default: the placement period).
+//
+// Cold start (no committed placement yet):
+//   - no node has any statistics: the `uniform` policy -- one copy of every
+//     expert, spread over the nodes in proportion to their memory; spare
+//     memory stays empty until the first round with statistics fills it;
+//   - some nodes have history (e.g. a database from an earlier run): every
+//     node without history is given the cluster-wide distribution (the sum
+//     over the nodes with history, scaled to their mean total) and the
+//     configured policy runs on that.
+// In both cases the gate is bypassed: there is nothing to compare with.
+//
+// Pure functions of their inputs; thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/base/status.h"
+#include "scheduler/daemon/membership.h"
+#include "scheduler/daemon/model_info.h"
+#include "scheduler/placement/costs.h"
+#include "scheduler/placement/types.h"
+#include "scheduler/store/records.h"
+
+namespace dancemoe::scheduler {
+
+struct PlannerOptions {
+  std::string policy = "optimal";
+  double horizon_s = 300.0;
+  double default_remote_penalty_s = 0.002;
+  double default_load_bytes_per_s = 1.0e9;
+};
+
+struct PlanInputs {
+  std::vector<const Member*> nodes;                         // up nodes
+  std::map<std::string, std::vector<double>> counts;        // window, dense over the model index
+  std::map<std::string, store::NodeTotals> window_totals;   // window
+  std::map<std::string, store::NodeTotals> history_totals;  // all retained
+  double window_s = 0.0;
+  const store::PlacementRecord* current = nullptr;  // committed placement, if any
+};
+
+struct PlanProblem {
+  placement::Problem problem;
+  std::vector<const Member*> placed;                // problem.cluster.nodes[i] is placed[i]
+  std::vector<const Member*> routing_only;          // up, but no memory for experts
+  std::map<std::string, std::string> delta_source;  // node -> how delta was obtained
+  bool cold_start = false;
+  std::string policy;  // the policy to run (uniform on a cold start without statistics)
+  std::string note;    // what the statistics were (for the decision record)
+};
+
+Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inputs,
+                                  const PlannerOptions& options);
+
+// A stored placement in the problem's terms: nodes and devices matched by
+// id and name; what the problem does not have (a dead node, a device gone)
+// is dropped, so the result may leave experts uncovered.
+placement::Placement to_library(const store::PlacementRecord& record, const PlanProblem& plan,
+                                const ModelInfo& model);
+
+// A solved placement as stored / sent: every placed node with its devices,
+// then the routing-only nodes with no experts.
+std::vector<proto::NodePlacement> to_wire(const placement::Placement& placement,
+                                          const PlanProblem& plan, const ModelInfo& model);
+
+struct Candidate {
+  placement::Placement placement;
+  placement::Placement current;  // P in library form (empty when none)
+  placement::GateDecision gate;
+  placement::PlacementCosts costs_current;
+  placement::PlacementCosts costs_new;
+  uint64_t migration_bytes = 0;
+  double solve_ms = 0.0;
+};
+
+// Solves with `plan.policy` (or `policy_override` when non-empty) and
+// evaluates the gate. Without a current placement the gate adopts
+// (coverage_repair is set: nothing covers anything yet).
+Result<Candidate> solve_candidate(const PlanProblem& plan, const std::string& policy_override);
+
+// The gate and costs of a given placement (an operator's), after checking
+// it against the problem: shape, coverage and memory.
+Result<Candidate> evaluate_candidate(const PlanProblem& plan, placement::Placement placement);
+
+// Per node: experts gained and dropped, and bytes it must load.
+struct NodeMoves {
+  std::string node_id;
+  int64_t added = 0;
+  int64_t removed = 0;
+  int64_t kept = 0;
+  uint64_t load_bytes = 0;
+};
+std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* from,
+                                       const std::vector<proto::NodePlacement>& to,
+                                       const ModelInfo& model);
+
+// True when the up nodes of `record` (per `membership`) hold every expert.
+bool covers_all(const store::PlacementRecord& record, const Membership& membership,
+                const ModelInfo& model);
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,337 @@
+// SchedulerService: message handling (service.h). Rounds, migrations and
+// timed work are in service_rounds.cpp; status queries in service_status.cpp.
+#include "scheduler/daemon/service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace dancemoe::scheduler {
+namespace {
+
+int64_t ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000.0)); }
+
+std::vector<proto::ExpertRef> sorted_refs(std::vector<proto::ExpertRef> refs) {
+  std::sort(refs.begin(), refs.end());
+  refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
+  return refs;
+}
+
+}  // namespace
+
+ServiceOptions service_options(const SchedulerConfig& c) {
+  ServiceOptions o;
+  o.cluster_id = c.cluster_id;
+  o.interval_ms = ms(c.interval_s);
+  o.heartbeat_interval_ms = std::max<int64_t>(1, ms(c.heartbeat_interval_s));
+  o.heartbeat_misses = c.heartbeat_misses;
+  o.report_interval_ms = std::max<int64_t>(1, ms(c.report_interval_s));
+  o.prepare_timeout_ms = ms(c.prepare_timeout_s);
+  o.cold_start_settle_ms = ms(c.cold_start_settle_s);
+  o.retention_check_ms = ms(c.retention_check_s);
+  o.planner.policy = c.policy;
+  o.planner.horizon_s = c.effective_horizon_s();
+  o.planner.default_remote_penalty_s = c.default_remote_penalty_s;
+  o.planner.default_load_bytes_per_s = c.default_load_bytes_per_s;
+  o.retention.raw_retention_ms = ms(c.raw_retention_s);
+  o.retention.bucket_ms = std::max<int64_t>(1, ms(c.rollup_bucket_s));
+  o.retention.rollup_retention_ms = ms(c.rollup_retention_s);
+  return o;
+}
+
+SchedulerService::SchedulerService(ServiceOptions options, ModelInfo model, store::Store* store,
+                                   const Clock* clock)
+    : options_(std::move(options)), model_(std::move(model)), store_(store), clock_(clock) {}
+
+Status SchedulerService::start() {
+  const int64_t now = clock_->steady_ms();
+  started_ms_ = now;
+  DMOE_ASSIGN_OR_RETURN(
+      abandoned_versions_,
+      store_->abandon_unfinished("the scheduler restarted during prepare", clock_->wall_ms()));
+  for (uint64_t v : abandoned_versions_) {
+    spdlog::warn("placement version {} was being prepared when the scheduler stopped: aborted", v);
+  }
+  DMOE_ASSIGN_OR_RETURN(std::vector<store::NodeRecord> nodes, store_->load_nodes());
+  membership_.load(nodes, now);
+  DMOE_ASSIGN_OR_RETURN(committed_, store_->committed_placement());
+  next_round_ms_ = now + options_.interval_ms;
+  next_retention_ms_ = now;
+  last_join_ms_ = now;
+  spdlog::info("scheduler state: {} known node(s), committed placement version {}", nodes.size(),
+               committed_version());
+  return Status::ok();
+}
+
+std::vector<Outgoing> SchedulerService::take_outbox() {
+  std::vector<Outgoing> out;
+  out.swap(outbox_);
+  return out;
+}
+
+uint64_t SchedulerService::counter(const std::string& name) const {
+  const auto it = counters_.find(name);
+  return it == counters_.end() ? 0 : it->second;
+}
+
+void SchedulerService::send(const std::string& routing_id, proto::Body body) {
+  proto::Envelope env;
+  env.cluster_id = options_.cluster_id;
+  env.sender = "scheduler";
+  env.sequence = next_sequence_++;
+  env.body = std::move(body);
+  outbox_.push_back({routing_id, std::move(env)});
+}
+
+void SchedulerService::send_to_node(const std::string& node_id, proto::Body body) {
+  const Member* m = membership_.find(node_id);
+  if (m == nullptr || m->state != NodeState::kUp || m->routing_id.empty()) return;
+  send(m->routing_id, std::move(body));
+}
+
+void SchedulerService::reject(const std::string& routing_id, uint64_t sequence,
+                              const Status& status, const std::string& counter) {
+  count("rejected_total");
+  count("rejected_" + counter + "_total");
+  spdlog::debug("rejected a message ({}): {}", counter, status.to_string());
+  if (routing_id.empty()) return;
+  send(routing_id, proto::Error{status.code(), status.message(), sequence});
+}
+
+void SchedulerService::handle(const net::ReceivedMessage& message) {
+  count("messages_total");
+  if (!message.envelope.is_ok()) {
+    const Status& status = message.envelope.status();
+    // A receive interrupted by a signal has no sender and is not a message.
+    if (message.routing_id.empty()) return;
+    reject(message.routing_id, message.sequence, status,
+           status.code() == StatusCode::kVersionMismatch ? "version_mismatch" : "undecodable");
+    return;
+  }
+  const proto::Envelope& env = *message.envelope;
+  // The CLI may leave the cluster id empty (it does not need to know it);
+  // everything else must carry ours.
+  const bool anonymous_status =
+      env.cluster_id.empty() && std::holds_alternative<proto::StatusRequest>(env.body);
+  if (env.cluster_id != options_.cluster_id && !anonymous_status) {
+    reject(message.routing_id, env.sequence,
+           failed_precondition("cluster id '" + env.cluster_id + "' (" + env.sender + ") != '" +
+                               options_.cluster_id + "' (scheduler)"),
+           "wrong_cluster");
+    return;
+  }
+  if (const auto* reg = std::get_if<proto::Register>(&env.body)) {
+    on_register(message.routing_id, env, *reg);
+    return;
+  }
+  if (const auto* request = std::get_if<proto::StatusRequest>(&env.body)) {
+    on_status(message.routing_id, env, *request);
+    return;
+  }
+  const bool from_node = std::holds_alternative<proto::Heartbeat>(env.body) ||
+                         std::holds_alternative<proto::ActivationReport>(env.body) ||
+                         std::holds_alternative<proto::Ready>(env.body) ||
+                         std::holds_alternative<proto::Abort>(env.body);
+  if (!from_node) {
+    reject(message.routing_id, env.sequence,
+           invalid_argument("the scheduler does not accept " +
+                            std::string(proto::body_name(env.body)) + " messages"),
+           "unexpected_type");
+    return;
+  }
+  Member* member = membership_.by_routing(message.routing_id);
+  if (member == nullptr) {
+    reject(message.routing_id, env.sequence,
+           failed_precondition(std::string(proto::body_name(env.body)) + " from '" + env.sender +
+                               "', which is not registered (or was marked down): send Register"),
+           "unregistered");
+    return;
+  }
+  if (env.sender != member->id()) {
+    reject(message.routing_id, env.sequence,
+           failed_precondition("sender '" + env.sender + "' does not match node '" + member->id() +
+                               "' registered on this connection"),
+           "wrong_sender");
+    return;
+  }
+  membership_.touch(*member, clock_->steady_ms());
+  if (const auto* hb = std::get_if<proto::Heartbeat>(&env.body)) {
+    member->heartbeat_version = hb->placement_version;
+    member->requests_in_flight = hb->requests_in_flight;
+    count("heartbeats_total");
+    send(message.routing_id, proto::Ack{env.sequence});
+  } else if (const auto* report = std::get_if<proto::ActivationReport>(&env.body)) {
+    on_report(*member, env, *report);
+  } else if (const auto* ready = std::get_if<proto::Ready>(&env.body)) {
+    on_ready(*member, env, *ready);
+  } else if (const auto* abort = std::get_if<proto::Abort>(&env.body)) {
+    on_abort(*member, *abort);
+  }
+}
+
+void SchedulerService::on_register(const std::string& routing_id, const proto::Envelope& env,
+                                   const proto::Register& reg) {
+  auto refuse = [&](const std::string& reason, const std::string& counter_name) {
+    count("register_refused_total");
+    count("rejected_total");
+    count("rejected_" + counter_name + "_total");
+    spdlog::warn("refused registration of '{}': {}", reg.node_id, reason);
+    proto::RegisterReply reply;
+    reply.accepted = false;
+    reply.reason = reason;
+    send(routing_id, reply);
+  };
+  if (reg.model_id != model_.model_id) {
+    refuse("model id " + reg.model_id + " (node " + reg.node_id + ") != " + model_.model_id +
+               " (scheduler)",
+           "model_mismatch");
+    return;
+  }
+  const Status valid = check_register(reg, env.sender, model_, options_.limits);
+  if (!valid.is_ok()) {
+    refuse(valid.message(), "invalid_register");
+    return;
+  }
+  const int64_t now = clock_->steady_ms();
+  const int64_t wall = clock_->wall_ms();
+  store::NodeRecord record;
+  if (const Member* known = membership_.find(reg.node_id)) record = known->record;
+  if (record.first_registered_ms == 0) record.first_registered_ms = wall;
+  record.node_id = reg.node_id;
+  record.last_registered_ms = wall;
+  record.expert_endpoint = reg.expert_endpoint;
+  record.http_endpoint = reg.http_endpoint;
+  record.host_memory_bytes = reg.host_memory_bytes;
+  record.placement_version = reg.placement_version;
+  record.devices.clear();
+  for (const proto::DeviceInfo& d : reg.devices) {
+    record.devices.push_back({d.name, d.expert_budget_bytes, d.load_bytes_per_s});
+  }
+  const Status saved = store_->save_node(record);
+  if (!saved.is_ok()) {
+    count("store_errors_total");
+    spdlog::error("cannot store node '{}': {}", reg.node_id, saved.to_string());
+    send(routing_id, proto::Error{StatusCode::kUnavailable,
+                                  "the scheduler cannot store the registration: " + saved.message(),
+                                  env.sequence});
+    return;
+  }
+  Member& member = membership_.attach(record, sorted_refs(reg.resident), routing_id, now, wall);
+  last_join_ms_ = now;
+  count("registrations_total");
+  spdlog::info("node '{}' registered ({} device(s), serving version {}, endpoint {})", reg.node_id,
+               reg.devices.size(), reg.placement_version, reg.expert_endpoint);
+
+  proto::RegisterReply reply;
+  reply.accepted = true;
+  reply.heartbeat_interval_ms = static_cast<uint32_t>(options_.heartbeat_interval_ms);
+  reply.report_interval_ms = static_cast<uint32_t>(options_.report_interval_ms);
+  reply.placement_version = committed_version();
+  send(routing_id, reply);
+
+  for (uint64_t v : abandoned_versions_) {
+    send(routing_id, proto::Abort{v, "the scheduler restarted during prepare"});
+  }
+  resyncs_.erase(reg.node_id);
+  if (migration_ && migration_->is_participant(reg.node_id)) {
+    abort_migration("node '" + reg.node_id + "' re-registered during prepare");
+  }
+  if (needs_resync(member)) start_resync(member);
+}
+
+void SchedulerService::on_report(Member& member, const proto::Envelope& env,
+                                 const proto::ActivationReport& report) {
+  Result<store::ReportRecord> record =
+      check_report(report, member.id(), env.sequence, clock_->wall_ms(), model_, options_.limits);
+  if (!record.is_ok()) {
+    reject(member.routing_id, env.sequence, record.status(), "invalid_report");
+    return;
+  }
+  Result<store::InsertOutcome> outcome = store_->insert_report(*record);
+  if (!outcome.is_ok()) {
+    // Not acknowledged: the node keeps the report and resends it.
+    count("store_errors_total");
+    spdlog::error("cannot store a report of '{}': {}", member.id(), outcome.status().to_string());
+    send(member.routing_id,
+         proto::Error{StatusCode::kUnavailable, "report not stored: " + outcome.status().message(),
+                      env.sequence});
+    return;
+  }
+  switch (*outcome) {
+    case store::InsertOutcome::kStored:
+      count("reports_stored_total");
+      count("count_entries_stored_total", record->counts.size());
+      break;
+    case store::InsertOutcome::kDuplicate:
+      count("reports_duplicate_total");
+      break;
+    case store::InsertOutcome::kStale:
+      count("reports_stale_total");
+      break;
+  }
+  send(member.routing_id, proto::Ack{env.sequence});
+}
+
+void SchedulerService::on_ready(Member& member, const proto::Envelope& env,
+                                const proto::Ready& ready) {
+  if (migration_ && ready.version == migration_->version() &&
+      migration_->is_participant(member.id())) {
+    spdlog::info("node '{}' is ready for version {}", member.id(), ready.version);
+    if (migration_->mark_ready(member.id())) commit_migration();
+    return;
+  }
+  const auto resync = resyncs_.find(member.id());
+  if (resync != resyncs_.end() && resync->second.version == ready.version) {
+    resyncs_.erase(resync);
+    count("resyncs_completed_total");
+    send(member.routing_id, proto::Commit{ready.version});
+    return;
+  }
+  reject(member.routing_id, env.sequence,
+         failed_precondition("Ready for version " + std::to_string(ready.version) +
+                             ", but no migration to that version is in progress for '" +
+                             member.id() + "'"),
+         "stale_ready");
+}
+
+void SchedulerService::on_abort(Member& member, const proto::Abort& abort) {
+  if (migration_ && abort.version == migration_->version() &&
+      migration_->is_participant(member.id())) {
+    abort_migration("node '" + member.id() + "' aborted: " + abort.reason);
+    return;
+  }
+  const auto resync = resyncs_.find(member.id());
+  if (resync != resyncs_.end() && resync->second.version == abort.version) {
+    spdlog::warn("node '{}' could not re-synchronise to version {}: {}", member.id(), abort.version,
+                 abort.reason);
+    resyncs_.erase(resync);
+    count("resyncs_failed_total");
+    return;
+  }
+  count("stale_aborts_total");
+}
+
+bool SchedulerService::needs_resync(const Member& member) const {
+  if (!committed_) return false;
+  if (member.record.placement_version != committed_->version) return true;
+  std::vector<proto::ExpertRef> assigned;
+  for (const proto::NodePlacement& node : committed_->nodes) {
+    if (node.node_id != member.id()) continue;
+    for (const proto::DevicePlacement& d : node.devices) {
+      assigned.insert(assigned.end(), d.experts.begin(), d.experts.end());
+    }
+  }
+  return sorted_refs(std::move(assigned)) != member.resident;
+}
+
+void SchedulerService::start_resync(Member& member) {
+  resyncs_[member.id()] = {committed_->version, clock_->steady_ms() + options_.prepare_timeout_ms};
+  count("resyncs_started_total");
+  spdlog::info("re-synchronising node '{}' to committed version {}", member.id(),
+               committed_->version);
+  send(member.routing_id, proto::PlacementPrepare{committed_->version, committed_->nodes});
+}
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,161 @@
+// The scheduler's state machine, without sockets: it consumes received
+// messages (handle) and the passage of time (tick) and produces messages to
+// send (take_outbox). control_server.h runs it on a ZeroMQ ROUTER socket;
+// unit tests drive it directly with a FakeClock and an in-memory store.
+//
+// What it does (DESIGN.md §5-8, issue 4):
+//   - membership: Register (model id, cluster id, protocol major checked;
+//     refusals name both values), heartbeats, down after k misses;
+//   - activation reports: validated against the model (message_checks.h),
+//     stored in one transaction, then acknowledged; resends are stored once;
+//   - placement rounds: periodic (every interval), on demand, cold start,
+//     coverage repair (gate bypassed), operator override; every round is a
+//     recorded decision with C(P), C(P'), T_mig (planner.h);
+//   - two-phase migration and re-synchronisation (migration.h);
+//   - status queries from the CLI (service_status.cpp), as JSON.
+//
+// Bad input never stops it: every rejected message gets an Error reply (or
+// a RegisterReply saying why) and increments a counter shown by
+// `dancemoe status`.
+//
+// Threading: one thread calls everything (the service loop owns the socket
+// and the store; see control_server.h). Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/net/zmq_transport.h"
+#include "common/proto/messages.h"
+#include "scheduler/config/scheduler_config.h"
+#include "scheduler/daemon/clock.h"
+#include "scheduler/daemon/membership.h"
+#include "scheduler/daemon/message_checks.h"
+#include "scheduler/daemon/migration.h"
+#include "scheduler/daemon/model_info.h"
+#include "scheduler/daemon/planner.h"
+#include "scheduler/store/retention.h"
+#include "scheduler/store/store.h"
+
+namespace dancemoe::scheduler {
+
+struct ServiceOptions {
+  std::string cluster_id = "default";
+  int64_t interval_ms = 300'000;
+  int64_t heartbeat_interval_ms = 2'000;
+  int64_t heartbeat_misses = 3;
+  int64_t report_interval_ms = 10'000;
+  int64_t prepare_timeout_ms = 120'000;
+  int64_t cold_start_settle_ms = 5'000;
+  int64_t retention_check_ms = 60'000;
+  PlannerOptions planner;
+  store::RetentionPolicy retention;
+  MessageLimits limits;
+
+  int64_t down_after_ms() const { return heartbeat_interval_ms * heartbeat_misses; }
+};
+
+ServiceOptions service_options(const SchedulerConfig& config);
+
+struct Outgoing {
+  std::string routing_id;
+  proto::Envelope envelope;
+};
+
+class SchedulerService {
+ public:
+  SchedulerService(ServiceOptions options, ModelInfo model, store::Store* store,
+                   const Clock* clock);
+
+  // Loads nodes and the committed placement from the store; versions a
+  // crash left half-prepared are aborted (and their nodes told so when they
+  // re-register). Call once before anything else.
+  Status start();
+
+  void handle(const net::ReceivedMessage& message);
+  void tick();
+  std::vector<Outgoing> take_outbox();
+
+  // Steady time of the next timed work (for the loop's poll timeout).
+  int64_t next_wakeup_ms() const;
+
+  const ModelInfo& model() const { return model_; }
+  const Membership& membership() const { return membership_; }
+  uint64_t committed_version() const { return committed_ ? committed_->version : 0; }
+  const std::optional<Migration>& migration() const { return migration_; }
+  uint64_t counter(const std::string& name) const;
+
+ private:
+  // Messages.
+  void reject(const std::string& routing_id, uint64_t sequence, const Status& status,
+              const std::string& counter);
+  void send(const std::string& routing_id, proto::Body body);
+  void send_to_node(const std::string& node_id, proto::Body body);
+  void on_register(const std::string& routing_id, const proto::Envelope& env,
+                   const proto::Register& reg);
+  void on_report(Member& member, const proto::Envelope& env, const proto::ActivationReport& r);
+  void on_ready(Member& member, const proto::Envelope& env, const proto::Ready& ready);
+  void on_abort(Member& member, const proto::Abort& abort);
+  void on_status(const std::string& routing_id, const proto::Envelope& env,
+                 const proto::StatusRequest& request);
+  void count(const std::string& name, uint64_t n = 1) { counters_[name] += n; }
+
+  // Rounds and migrations.
+  struct RoundRequest {
+    explicit RoundRequest(std::string trigger_name, std::string policy_name = "")
+        : trigger(std::move(trigger_name)), policy(std::move(policy_name)) {}
+    std::string trigger;
+    std::string policy;  // empty: the configured one
+    bool force = false;  // operator override: adopt whatever the gate says
+    const nlohmann::json* operator_placement = nullptr;  // apply --file
+  };
+  Result<PlanProblem> gather_problem();
+  store::DecisionRecord run_round(const RoundRequest& request);
+  Status start_migration(store::DecisionRecord* decision, const PlanProblem& plan,
+                         const Candidate& candidate, const std::string& policy);
+  void commit_migration();
+  void abort_migration(const std::string& reason);
+  void start_resync(Member& member);
+  bool needs_resync(const Member& member) const;
+  void on_nodes_down(const std::vector<std::string>& nodes);
+  void maybe_repair_coverage();
+  void maybe_cold_start();
+  void run_retention();
+
+  // Status queries (service_status.cpp).
+  Result<nlohmann::ordered_json> status_query(const std::string& what, const nlohmann::json& args);
+  Result<nlohmann::ordered_json> status_json();
+  Result<nlohmann::ordered_json> nodes_json();
+  nlohmann::ordered_json placement_json(const store::PlacementRecord& placement,
+                                        std::optional<int> layer) const;
+  Result<nlohmann::ordered_json> migrations_json(int limit);
+  Result<nlohmann::ordered_json> propose_json(const std::string& policy);
+  nlohmann::ordered_json decision_json(const store::DecisionRecord& d) const;
+  Result<Candidate> operator_candidate(const PlanProblem& plan, const nlohmann::json& placement);
+
+  ServiceOptions options_;
+  ModelInfo model_;
+  store::Store* store_;
+  const Clock* clock_;
+  Membership membership_;
+  std::optional<store::PlacementRecord> committed_;
+  std::optional<Migration> migration_;
+  std::map<std::string, Resync> resyncs_;
+  std::vector<uint64_t> abandoned_versions_;  // aborted at start; told to re-registering nodes
+  std::vector<Outgoing> outbox_;
+  std::map<std::string, uint64_t> counters_;
+  uint64_t next_sequence_ = 1;
+  int64_t started_ms_ = 0;
+  int64_t next_round_ms_ = 0;
+  int64_t next_retention_ms_ = 0;
+  int64_t last_join_ms_ = 0;
+  int64_t retry_after_ms_ = 0;  // after a failed repair / cold start migration
+  uint64_t cold_start_failed_generation_ = UINT64_MAX;
+};
+
+}  // namespace dancemoe::scheduler

@@ -1,0 +1,137 @@
+// Plain values the scheduler store reads and writes (schema.h lists the
+// tables). Times are unix milliseconds of the scheduler's clock; layers are
+// the model's layer indices as on the wire (dense layers never appear).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/proto/messages.h"
+#include "scheduler/store/count_blob.h"
+
+namespace dancemoe::store {
+
+struct DeviceRecord {
+  std::string name;
+  uint64_t expert_budget_bytes = 0;
+  double load_bytes_per_s = 0.0;
+};
+
+struct NodeRecord {
+  std::string node_id;
+  int64_t first_registered_ms = 0;
+  int64_t last_registered_ms = 0;
+  std::string expert_endpoint;
+  std::string http_endpoint;
+  uint64_t host_memory_bytes = 0;
+  uint64_t placement_version = 0;
+  std::vector<DeviceRecord> devices;
+};
+
+// One validated ActivationReport as stored. `counts` sorted by (layer,
+// expert), no repeats, no zeros; the remote aggregates are over all peers
+// (calls-weighted mean, max of the p99s).
+struct ReportRecord {
+  std::string node_id;
+  uint64_t sequence = 0;
+  int64_t window_start_ms = 0;
+  int64_t window_end_ms = 0;
+  int64_t received_ms = 0;
+  uint64_t tokens = 0;
+  uint64_t requests = 0;
+  uint64_t activations = 0;  // sum of counts
+  uint64_t local_hits = 0;
+  uint64_t local_calls = 0;
+  double local_mean_us = 0.0;
+  double local_p99_us = 0.0;
+  uint64_t placement_version = 0;
+  std::vector<CountEntry> counts;
+  std::vector<proto::PeerCallStats> peers;
+};
+
+enum class InsertOutcome {
+  kStored,
+  kDuplicate,  // the same (node, sequence, window start) is already stored
+  kStale,      // older than what retention already rolled up for the node
+};
+
+// Sums over reports (raw and rolled up) of one node in a time range.
+struct PeerTotals {
+  uint64_t calls = 0;
+  double latency_sum_us = 0.0;  // sum of calls * mean latency
+  uint64_t bytes = 0;
+  uint64_t failures = 0;
+};
+
+struct NodeTotals {
+  uint64_t n_reports = 0;
+  uint64_t tokens = 0;
+  uint64_t requests = 0;
+  uint64_t activations = 0;
+  uint64_t local_hits = 0;
+  uint64_t local_calls = 0;
+  double local_latency_sum_us = 0.0;
+  uint64_t remote_calls = 0;
+  double remote_latency_sum_us = 0.0;
+  uint64_t remote_bytes = 0;
+  uint64_t remote_failures = 0;
+  std::map<std::string, PeerTotals> peers;
+
+  void add(const NodeTotals& other);
+  // local_hits / activations; nullopt when nothing was observed.
+  std::optional<double> local_hit_ratio() const;
+  std::optional<double> local_mean_us() const;
+  std::optional<double> remote_mean_us() const;
+};
+
+// A placement as stored: per node its devices (in the node's device order)
+// and the experts each holds. Nodes with no experts still appear (they route).
+struct PlacementRecord {
+  uint64_t version = 0;
+  std::string policy;
+  std::string method;
+  std::string trigger;  // "cold_start", "periodic", "on_demand", "coverage_repair", "operator"
+  std::string state;    // "preparing", "committed", "aborted", "superseded"
+  int64_t created_ms = 0;
+  std::optional<int64_t> committed_ms;
+  std::optional<int64_t> ended_ms;
+  int64_t decision_id = 0;
+  std::vector<proto::NodePlacement> nodes;
+};
+
+struct DecisionRecord {
+  int64_t id = 0;
+  int64_t time_ms = 0;
+  std::string trigger;
+  std::string policy;
+  std::string outcome;  // "adopted", "rejected", "error", "skipped"
+  double cost_current_s = 0.0;
+  double cost_new_s = 0.0;
+  double migration_s = 0.0;
+  uint64_t migration_bytes = 0;
+  double local_hit_ratio_current = 0.0;
+  double local_hit_ratio_new = 0.0;
+  double window_s = 0.0;
+  int64_t n_nodes = 0;
+  uint64_t from_version = 0;
+  uint64_t version = 0;  // the version started, 0 if none
+  std::string message;
+};
+
+struct MigrationRecord {
+  int64_t id = 0;
+  uint64_t from_version = 0;
+  uint64_t to_version = 0;
+  std::string trigger;
+  int64_t started_ms = 0;
+  std::optional<int64_t> ended_ms;
+  uint64_t bytes = 0;
+  int64_t n_nodes = 0;
+  std::string outcome;  // "preparing", "committed", "aborted"
+  std::string reason;
+};
+
+}  // namespace dancemoe::store

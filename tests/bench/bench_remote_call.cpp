@@ -1,0 +1,192 @@
+// Remote expert call overhead (issue 5): the per-layer ExpertCall round trip
+// on loopback -- through the real expert service (ROUTER frontend, worker
+// thread, validation, bf16 conversion, FlatBuffers envelopes) -- against a
+// bare ZeroMQ DEALER/ROUTER ping-pong of the same bytes, in the same run.
+// The expert compute itself is not network overhead: the service reports it
+// (ExpertResult.compute_us) and it is subtracted; the full round trip is
+// printed too. Target: overhead median / ping-pong median <= 1.3.
+//
+//   build/release/tests/bench_remote_call [--model DIR] [--tokens 1] [--iterations 2000]
+//
+// Without --model, the medium preset is generated (once) under the build tree.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/model/checkpoint.h"
+#include "common/model/expert_store.h"
+#include "common/model/synthetic/synthetic_model.h"
+#include "common/net/zmq_transport.h"
+#include "edge_node/expert_service/expert_service.h"
+#include "edge_node/remote/wire_tensor.h"
+
+using namespace dancemoe;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+double us_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";
+  int n_tokens = 1;
+  int iterations = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--tokens")) n_tokens = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--iterations")) iterations = std::stoi(argv[i + 1]);
+  }
+  if (!std::filesystem::exists(model_dir / "config.json")) {
+    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
+    SyntheticModelSpec spec;
+    spec.preset = "medium";
+    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  auto checkpoint = Checkpoint::open(model_dir);
+  if (!checkpoint.is_ok()) {
+    std::fprintf(stderr, "%s\n", checkpoint.status().to_string().c_str());
+    return 1;
+  }
+  const ModelConfig& config = (*checkpoint)->config();
+  const int64_t hidden = config.hidden_size;
+  const int64_t top_k = config.n_experts_per_token;
+  int32_t layer = 0;
+  while (!config.layer_is_moe[static_cast<size_t>(layer)]) ++layer;
+  ExpertStore store(**checkpoint);
+  for (int32_t e = 0; e < config.n_experts; ++e) {
+    if (Status s = store.load({layer, e}); !s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+
+  zmq::context_t context;
+  node::ExpertServiceOptions service_options;
+  service_options.bind_endpoint = "tcp://127.0.0.1:*";
+  service_options.threads_per_worker = 1;
+  auto service = node::ExpertService::start(context, config, store, service_options);
+  if (!service.is_ok()) {
+    std::fprintf(stderr, "%s\n", service.status().to_string().c_str());
+    return 1;
+  }
+
+  // One layer's call as a node sends it at decode: n_tokens x top-k
+  // assignments, hidden states in bf16.
+  std::mt19937 rng(1);
+  proto::ExpertCall call;
+  call.layer = static_cast<uint16_t>(layer);
+  call.n_tokens = static_cast<uint32_t>(n_tokens);
+  call.hidden = static_cast<uint32_t>(hidden);
+  call.dtype = DType::kBF16;
+  for (int t = 0; t < n_tokens; ++t) {
+    std::vector<int> experts(static_cast<size_t>(config.n_experts));
+    for (int e = 0; e < config.n_experts; ++e) experts[static_cast<size_t>(e)] = e;
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int k = 0; k < top_k; ++k) {
+      call.assignments.push_back({static_cast<uint32_t>(t),
+                                  static_cast<uint16_t>(experts[static_cast<size_t>(k)]),
+                                  1.0f / static_cast<float>(top_k)});
+    }
+  }
+  std::vector<float> x(static_cast<size_t>(n_tokens * hidden));
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+  std::vector<uint8_t> payload;
+  node::encode_rows(x.data(), n_tokens, hidden, DType::kBF16, &payload);
+
+  auto dealer = net::make_socket(context, zmq::socket_type::dealer);
+  if (!dealer.is_ok() || !net::connect(*dealer, (*service)->bound_endpoint()).is_ok()) return 1;
+  proto::Envelope envelope;
+  envelope.sender = "bench";
+  size_t request_bytes = 0, reply_bytes = 0;
+  std::vector<double> rtt_us, overhead_us, compute_us;
+  for (int i = 0; i < iterations + 100; ++i) {
+    call.call_id = static_cast<uint64_t>(i + 1);
+    envelope.sequence = static_cast<uint64_t>(i + 1);
+    envelope.body = call;
+    const Clock::time_point start = Clock::now();
+    if (!net::send_message(*dealer, envelope, payload).is_ok()) return 1;
+    auto reply = net::receive_message(*dealer, std::chrono::seconds(10), false);
+    const double us = us_since(start);
+    if (!reply || !reply->envelope.is_ok()) return 1;
+    const auto* result = std::get_if<proto::ExpertResult>(&reply->envelope->body);
+    if (result == nullptr) {
+      std::fprintf(stderr, "unexpected reply: %s\n",
+                   std::string(proto::body_name(reply->envelope->body)).c_str());
+      return 1;
+    }
+    if (i == 0) {
+      request_bytes = proto::encode(envelope).size() + payload.size();
+      reply_bytes = proto::encode(*reply->envelope).size() + reply->payload.size();
+    }
+    if (i < 100) continue;  // warm-up
+    rtt_us.push_back(us);
+    compute_us.push_back(result->compute_us);
+    overhead_us.push_back(us - result->compute_us);
+  }
+  (*service)->stop();
+
+  // Bare ping-pong of the same bytes: a ROUTER echo thread answering every
+  // message with one of the reply's size, nothing else.
+  auto router = net::make_socket(context, zmq::socket_type::router);
+  auto client = net::make_socket(context, zmq::socket_type::dealer);
+  if (!router.is_ok() || !client.is_ok() || !net::bind(*router, "tcp://127.0.0.1:*").is_ok())
+    return 1;
+  if (!net::connect(*client, net::last_endpoint(*router)).is_ok()) return 1;
+  std::thread echo([&] {
+    std::vector<uint8_t> answer(reply_bytes, 7);
+    for (int i = 0; i < iterations + 100; ++i) {
+      zmq::message_t id, body;
+      if (!router->recv(id) || !router->recv(body)) return;
+      router->send(id, zmq::send_flags::sndmore);
+      router->send(zmq::buffer(answer), zmq::send_flags::none);
+    }
+  });
+  std::vector<uint8_t> request(request_bytes, 3);
+  std::vector<double> ping_us;
+  for (int i = 0; i < iterations + 100; ++i) {
+    const Clock::time_point start = Clock::now();
+    client->send(zmq::buffer(request), zmq::send_flags::none);
+    zmq::message_t answer;
+    if (!client->recv(answer)) return 1;
+    if (i >= 100) ping_us.push_back(us_since(start));
+  }
+  echo.join();
+
+  const double ratio = median(overhead_us) / median(ping_us);
+  std::printf(
+      "medium preset, layer %d: %d token(s) x top-%lld experts, request %zu bytes, reply %zu "
+      "bytes, %d iterations\n",
+      layer, n_tokens, static_cast<long long>(top_k), request_bytes, reply_bytes, iterations);
+  std::printf("%-44s %10s %10s\n", "", "median us", "p90 us");
+  std::printf("%-44s %10.1f %10.1f\n", "bare ZeroMQ ping-pong, same bytes", median(ping_us),
+              quantile(ping_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "ExpertCall round trip minus expert compute",
+              median(overhead_us), quantile(overhead_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "  expert compute (reported by the service)",
+              median(compute_us), quantile(compute_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "  full ExpertCall round trip", median(rtt_us),
+              quantile(rtt_us, 0.9));
+  std::printf("overhead ratio (call minus compute / ping-pong): %.2f  (target <= 1.3)\n", ratio);
+  return 0;
+}

@@ -1,0 +1,106 @@
+#include "edge_node/agent/node_options.h"
+
+#include <doctest/doctest.h>
+
+#include <CLI/CLI.hpp>
+
+namespace dancemoe::node {
+namespace {
+
+Result<NodeOptions> parse(std::vector<std::string> args) {
+  CLI::App app;
+  NodeOptions options;
+  auto raw = add_node_flags(app, &options);
+  args.insert(args.begin(), "dancemoe-node");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    return invalid_argument(e.what());
+  }
+  DMOE_RETURN_IF_ERROR(finish_node_flags(*raw, &options));
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("node flags: sizes and durations with units") {
+  CHECK(*parse_bytes("512M", "--x") == 512ull << 20);
+  CHECK(*parse_bytes("2GiB", "--x") == 2ull << 30);
+  CHECK(*parse_bytes("1.5k", "--x") == 1536);
+  CHECK(*parse_bytes("1048576", "--x") == 1048576);
+  CHECK(parse_bytes("lots", "--expert-memory").status().message() ==
+        "--expert-memory: expected a byte size such as 512M, 2G or 1048576, got 'lots'");
+  CHECK(parse_bytes("-1G", "--x").status().code() == StatusCode::kInvalidArgument);
+  CHECK(parse_duration("10s", "--x")->count() == 10000);
+  CHECK(parse_duration("250ms", "--x")->count() == 250);
+  CHECK(parse_duration("2m", "--x")->count() == 120000);
+  CHECK(parse_duration("300", "--x")->count() == 300);
+  CHECK_FALSE(parse_duration("0s", "--x").is_ok());
+  CHECK_FALSE(parse_duration("5 parsecs", "--x").is_ok());
+}
+
+TEST_CASE("node flags: a standalone node with every option converted") {
+  Result<NodeOptions> o = parse({"--model",
+                                 "m",
+                                 "--node-id",
+                                 "a",
+                                 "--placement",
+                                 "p.json",
+                                 "--experts",
+                                 "tcp://127.0.0.1:0",
+                                 "--wire-dtype",
+                                 "f32",
+                                 "--precision",
+                                 "f32",
+                                 "--call-timeout-ms",
+                                 "250",
+                                 "--report-interval",
+                                 "2s",
+                                 "--offload-cache",
+                                 "0",
+                                 "--expert-source",
+                                 "peer",
+                                 "--no-overlap",
+                                 "--migration-rate",
+                                 "100M"});
+  REQUIRE(o.is_ok());
+  CHECK(o->wire_dtype == DType::kF32);
+  CHECK(o->precision == ComputePrecision::kF32);
+  CHECK(o->call_timeout.count() == 250);
+  CHECK(o->report_interval.count() == 2000);
+  CHECK(o->report_interval_set);
+  CHECK(o->offload_cache_bytes == 0);
+  CHECK(o->expert_source == ExpertSource::kPeer);
+  CHECK_FALSE(o->overlap);
+  CHECK(o->throttle.max_bytes_per_s == 100.0 * (1 << 20));
+  Result<NodeOptions> defaults =
+      parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:5550"});
+  REQUIRE(defaults.is_ok());
+  CHECK_FALSE(defaults->report_interval_set);
+  CHECK(defaults->wire_dtype == DType::kBF16);
+  CHECK(defaults->overlap);
+}
+
+TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values named") {
+  CHECK(parse({"--model", "m", "--node-id", "a"}).status().message().find("exactly one of") !=
+        std::string::npos);
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--scheduler", "tcp://s:1"})
+            .status()
+            .message()
+            .find("exactly one of") != std::string::npos);
+  CHECK(parse({"--model", "m", "--node-id", "a,b", "--placement", "p"})
+            .status()
+            .message()
+            .find("--node-id") != std::string::npos);
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--wire-dtype", "f16"})
+            .status()
+            .message() == "--wire-dtype: expected bf16 or f32, got 'f16'");
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--expert-source", "tape"})
+            .status()
+            .message()
+            .find("--expert-source") != std::string::npos);
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,232 @@
+#include "edge_node/agent/scheduler_link.h"
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "common/net/zmq_transport.h"
+#include "tests/edge_node/node_test_support.h"
+
+namespace dancemoe::node {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A test protocol peer: the scheduler's side of the real protocol over a
+// real ROUTER socket, driven step by step by the test.
+class ProtocolPeer {
+ public:
+  ProtocolPeer(zmq::context_t& context, const std::string& endpoint) {
+    auto s = net::make_socket(context, zmq::socket_type::router);
+    REQUIRE(s.is_ok());
+    socket_ = std::move(s).value();
+    // A restarted peer reuses the port, which ZeroMQ frees asynchronously.
+    bool bound = false;
+    for (int i = 0; i < 100 && !bound; ++i) {
+      bound = net::bind(socket_, endpoint).is_ok();
+      if (!bound) std::this_thread::sleep_for(20ms);
+    }
+    REQUIRE(bound);
+    endpoint_ = net::last_endpoint(socket_);
+  }
+  const std::string& endpoint() const { return endpoint_; }
+
+  // The next message of type T within `timeout`; others are recorded and skipped.
+  template <typename T>
+  std::optional<std::pair<proto::Envelope, T>> expect(std::chrono::milliseconds timeout) {
+    const Clock::time_point until = Clock::now() + timeout;
+    while (Clock::now() < until) {
+      auto m = net::receive_message(
+          socket_, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()),
+          true);
+      if (!m || !m->envelope.is_ok()) continue;
+      node_ = m->routing_id;
+      const proto::Envelope& e = *m->envelope;
+      if (std::holds_alternative<proto::Heartbeat>(e.body)) ++heartbeats;
+      if (const auto* t = std::get_if<T>(&e.body)) return std::make_pair(e, *t);
+    }
+    return std::nullopt;
+  }
+  void send(proto::Body body) {
+    proto::Envelope e;
+    e.sender = "scheduler";
+    e.sequence = ++sequence_;
+    e.body = std::move(body);
+    REQUIRE(net::send_message(socket_, e, {}, node_).is_ok());
+  }
+  void accept(uint32_t heartbeat_ms) {
+    send(proto::RegisterReply{true, "", heartbeat_ms, 60000, 0});
+  }
+  uint64_t last_sequence() const { return sequence_; }
+
+  int heartbeats = 0;
+
+ private:
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::string node_;
+  uint64_t sequence_ = 0;
+};
+
+struct Fixture {
+  Fixture()
+      : store(*model.checkpoint), table(RoutingTable::empty(model.config())), log(model.config()) {
+    MigrationOptions m;
+    m.node_id = "a";
+    migration = std::make_unique<MigrationExecutor>(*model.checkpoint, store, table, log, context,
+                                                    m, [] { return false; });
+  }
+  void start_link(const std::string& endpoint) {
+    SchedulerLinkOptions o;
+    o.endpoint = endpoint;
+    o.node_id = "a";
+    o.report_interval = 100ms;
+    o.report_interval_from_flag = true;
+    o.register_timeout = 300ms;
+    o.max_backoff = 300ms;
+    link = std::make_unique<SchedulerLink>(
+        context, o,
+        [this] {
+          proto::Register r;
+          r.node_id = "a";
+          r.model_id = model.checkpoint->model_id();
+          r.devices.push_back({"cpu0", 1 << 30, 1e9});
+          r.placement_version = migration->committed_version();
+          return r;
+        },
+        *migration, log, [] { return 0u; });
+    link->start();
+  }
+  void activity() {
+    RoutingDecision r;
+    r.n_tokens = 1;
+    r.top_k = 2;
+    r.expert_ids = {2, 5};
+    r.weights = {0.5f, 0.5f};
+    log.record_layer(0, r, 1, 0);
+  }
+
+  testing::TinyModel model;
+  zmq::context_t context;
+  ExpertStore store;
+  RoutingTableHandle table;
+  ActivationLog log;
+  std::unique_ptr<MigrationExecutor> migration;
+  std::unique_ptr<SchedulerLink> link;
+};
+
+}  // namespace
+
+TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports leave the buffer") {
+  Fixture f;
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  f.start_link(scheduler.endpoint());
+  auto reg = scheduler.expect<proto::Register>(5s);
+  REQUIRE(reg);
+  CHECK(reg->second.node_id == "a");
+  CHECK(reg->second.model_id == f.model.checkpoint->model_id());
+  REQUIRE(reg->second.devices.size() == 1);
+  CHECK(reg->second.devices[0].name == "cpu0");
+  scheduler.accept(50);
+  f.activity();
+  auto report = scheduler.expect<proto::ActivationReport>(5s);
+  REQUIRE(report);
+  CHECK(scheduler.heartbeats >= 1);
+  REQUIRE(report->second.counts.size() == 2);
+  CHECK(report->second.counts[0] == proto::ExpertCount{0, 2, 1});
+  CHECK(report->second.local_hits == 1);
+  scheduler.send(proto::Ack{report->first.sequence});
+  for (int i = 0; i < 100 && f.link->status().reports_acked == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  const LinkStatus s = f.link->status();
+  CHECK(s.attached);
+  CHECK(s.reports_acked == 1);
+  CHECK(s.reports_pending == 0);
+}
+
+TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports again on return") {
+  Fixture f;
+  std::string endpoint;
+  uint64_t unacked = 0;
+  {
+    ProtocolPeer first(f.context, "tcp://127.0.0.1:*");
+    endpoint = first.endpoint();
+    f.start_link(endpoint);
+    REQUIRE(first.expect<proto::Register>(5s));
+    first.accept(50);
+    f.activity();
+    auto report = first.expect<proto::ActivationReport>(5s);
+    REQUIRE(report);
+    unacked = report->first.sequence;  // never acked: the scheduler "crashes"
+  }
+  // Heartbeats go unanswered: the link notices and keeps re-registering.
+  for (int i = 0; i < 200 && f.link->status().attached; ++i) std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(f.link->status().attached);
+  f.activity();  // more statistics while the scheduler is down
+  std::this_thread::sleep_for(300ms);
+  ProtocolPeer second(f.context, endpoint);  // restarted on the same port
+  REQUIRE(second.expect<proto::Register>(5s));
+  second.accept(50);
+  std::vector<uint64_t> seen;
+  while (auto r = second.expect<proto::ActivationReport>(1s)) {
+    seen.push_back(r->first.sequence);
+    second.send(proto::Ack{r->first.sequence});
+  }
+  CHECK(std::find(seen.begin(), seen.end(), unacked) != seen.end());
+  CHECK(seen.size() >= 2);  // the old one and the window recorded while away
+  CHECK(f.link->status().registrations == 2);
+}
+
+TEST_CASE(
+    "scheduler link: prepare -> ready, commit -> ack and the new table; bad placement aborts") {
+  Fixture f;
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  f.start_link(scheduler.endpoint());
+  REQUIRE(scheduler.expect<proto::Register>(5s));
+  scheduler.accept(200);
+  const ClusterPlacement v1 = testing::make_placement(
+      1, {{"a", "tcp://127.0.0.1:1", {0, 1}}, {"b", "tcp://127.0.0.1:2", {2, 3, 4, 5, 6, 7}}},
+      f.model.moe_layers());
+  scheduler.send(placement_to_proto(v1));
+  auto ready = scheduler.expect<proto::Ready>(5s);
+  REQUIRE(ready);
+  CHECK(ready->second.version == 1);
+  CHECK(f.table.get()->version() == 0);  // not before commit
+  scheduler.send(proto::Commit{1});
+  const uint64_t commit_seq = scheduler.last_sequence();
+  auto ack = scheduler.expect<proto::Ack>(5s);
+  REQUIRE(ack);
+  CHECK(ack->second.sequence == commit_seq);
+  CHECK(f.table.get()->version() == 1);
+  CHECK(f.store.n_resident() == static_cast<int64_t>(2 * f.model.moe_layers().size()));
+
+  proto::PlacementPrepare bad = placement_to_proto(
+      testing::make_placement(2, {{"a", "tcp://127.0.0.1:1", {0}}}, f.model.moe_layers()));
+  bad.nodes[0].devices[0].experts.push_back({1, 0});  // a dense layer
+  scheduler.send(bad);
+  auto abort = scheduler.expect<proto::Abort>(5s);
+  REQUIRE(abort);
+  CHECK(abort->second.version == 2);
+  CHECK(abort->second.reason.find("dense layer") != std::string::npos);
+  scheduler.send(proto::Commit{7});
+  auto refused = scheduler.expect<proto::Error>(5s);
+  REQUIRE(refused);
+  CHECK(refused->second.code == StatusCode::kFailedPrecondition);
+  CHECK(f.table.get()->version() == 1);
+}
+
+TEST_CASE("scheduler link: a refusal is final and carries the scheduler's reason") {
+  Fixture f;
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  f.start_link(scheduler.endpoint());
+  REQUIRE(scheduler.expect<proto::Register>(5s));
+  scheduler.send(
+      proto::RegisterReply{false, "model id abc differs from the cluster's def", 0, 0, 0});
+  for (int i = 0; i < 200 && !f.link->refused(); ++i) std::this_thread::sleep_for(10ms);
+  CHECK(f.link->refused());
+  CHECK(f.link->status().reason == "model id abc differs from the cluster's def");
+  CHECK_FALSE(scheduler.expect<proto::Register>(700ms));  // no retry
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,282 @@
+#include "edge_node/moe/distributed_executor.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "common/net/zmq_transport.h"
+#include "common/runtime/thread_pool.h"
+#include "edge_node/expert_service/expert_service.h"
+#include "tests/edge_node/node_test_support.h"
+
+namespace dancemoe::node {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::vector<int32_t> kLow = {0, 1, 2, 3};
+const std::vector<int32_t> kHigh = {3, 4, 5, 6, 7};
+
+// A peer node: an ExpertStore with some experts and its expert service.
+struct Peer {
+  Peer(const testing::TinyModel& model, zmq::context_t& context,
+       const std::vector<int32_t>& experts)
+      : store(*model.checkpoint) {
+    for (int32_t l : model.moe_layers()) {
+      for (int32_t e : experts) REQUIRE(store.load({l, e}).is_ok());
+    }
+    ExpertServiceOptions options;
+    options.bind_endpoint = "tcp://127.0.0.1:*";
+    options.precision = ComputePrecision::kF32;
+    options.identity = {"peer", ""};
+    auto s = ExpertService::start(context, model.config(), store, options);
+    REQUIRE(s.is_ok());
+    service = std::move(s).value();
+    endpoint = service->bound_endpoint();
+  }
+  ExpertStore store;
+  std::unique_ptr<ExpertService> service;
+  std::string endpoint;
+};
+
+// Node "a" holding `local` experts, executing with a DistributedMoeExecutor.
+struct Node {
+  Node(const testing::TinyModel& model, zmq::context_t& context, const std::vector<int32_t>& local,
+       const ClusterPlacement& placement, DistributedExecutorOptions options,
+       uint64_t offload_bytes)
+      : config(model.config()),
+        store(*model.checkpoint),
+        pool(2),
+        computer(pool, ComputePrecision::kF32),
+        table(*RoutingTable::build(placement, "a", model.config())),
+        peers(context, PeerPoolOptions{}),
+        log(model.config()) {
+    for (int32_t l : model.moe_layers()) {
+      for (int32_t e : local) REQUIRE(store.load({l, e}).is_ok());
+    }
+    if (offload_bytes > 0)
+      offload = std::make_unique<OffloadCache>(*model.checkpoint, offload_bytes);
+    options.node_id = "a";
+    executor = std::make_unique<DistributedMoeExecutor>(config, store, computer, table, peers,
+                                                        offload.get(), log, options);
+  }
+  const ModelConfig& config;
+  ExpertStore store;
+  ThreadPool pool;
+  ExpertComputer computer;
+  RoutingTableHandle table;
+  PeerPool peers;
+  ActivationLog log;
+  std::unique_ptr<OffloadCache> offload;
+  std::unique_ptr<DistributedMoeExecutor> executor;
+};
+
+// The reference: one process holding every expert (LocalMoeExecutor).
+std::vector<float> reference(const testing::TinyModel& model, int64_t layer,
+                             const std::vector<float>& x, const std::vector<float>& h0,
+                             const RoutingDecision& routing) {
+  ExpertStore all(*model.checkpoint);
+  REQUIRE(all.load_all().is_ok());
+  ThreadPool pool(1);
+  ExpertComputer computer(pool, ComputePrecision::kF32);
+  LocalMoeExecutor local(all, computer, model.config().n_experts);
+  std::vector<float> out = h0;
+  REQUIRE(local
+              .run_layer(layer, x.data(), routing.n_tokens, model.config().hidden_size, routing,
+                         out.data())
+              .is_ok());
+  return out;
+}
+
+float max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::fabs(a[i] - b[i]) / std::max(1.0f, std::fabs(b[i])));
+  }
+  return worst;
+}
+
+struct Case {
+  int64_t layer;
+  int64_t n_tokens;
+  std::vector<float> x, h0;
+  RoutingDecision routing;
+};
+
+Case make_case(const testing::TinyModel& model, int64_t n_tokens, uint32_t seed) {
+  const ModelConfig& c = model.config();
+  Case k;
+  k.layer = model.moe_layers()[1];
+  k.n_tokens = n_tokens;
+  k.x = testing::random_hidden(n_tokens, c.hidden_size, seed);
+  k.h0 = testing::random_hidden(n_tokens, c.hidden_size, seed + 1);
+  k.routing = testing::random_routing(n_tokens, c.n_experts_per_token, c.n_experts, seed + 2);
+  return k;
+}
+
+Status run(Node& node, const Case& k, std::vector<float>* out) {
+  *out = k.h0;
+  return node.executor->run_layer(k.layer, k.x.data(), k.n_tokens, node.config.hidden_size,
+                                  k.routing, out->data());
+}
+
+}  // namespace
+
+TEST_CASE("distributed executor: with every expert local it is exactly the local executor") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  const std::vector<int32_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  Node a(model, context, all, testing::make_placement(1, {{"a", "", all}}, model.moe_layers()), {},
+         0);
+  const Case k = make_case(model, 7, 10);
+  std::vector<float> out;
+  REQUIRE(run(a, k, &out).is_ok());
+  CHECK(out == reference(model, k.layer, k.x, k.h0, k.routing));
+  CHECK(a.log.totals().local == static_cast<uint64_t>(7 * model.config().n_experts_per_token));
+}
+
+TEST_CASE("distributed executor: remote experts over f32 match one node to float re-association") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  Peer b(model, context, kHigh);
+  DistributedExecutorOptions options;
+  options.wire_dtype = DType::kF32;
+  Node a(
+      model, context, kLow,
+      testing::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
+      options, 0);
+  for (int64_t n : {1, 5, 33}) {
+    const Case k = make_case(model, n, static_cast<uint32_t>(100 + n));
+    std::vector<float> out;
+    REQUIRE(run(a, k, &out).is_ok());
+    const float diff = max_rel_diff(out, reference(model, k.layer, k.x, k.h0, k.routing));
+    MESSAGE("f32 wire, " << n << " tokens: max relative difference " << diff);
+    CHECK(diff < 1e-5f);
+  }
+  const ServedCounts t = a.log.totals();
+  CHECK(t.remote > 0);
+  CHECK(t.local > 0);
+  CHECK(t.offloaded == 0);
+  CHECK(t.remote_calls == 3);  // one call per destination per layer
+  CHECK(b.service->counters().calls.load() == 3);
+}
+
+TEST_CASE("distributed executor: bf16 on the wire stays within bf16 rounding of the reference") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  Peer b(model, context, kHigh);
+  Node a(
+      model, context, kLow,
+      testing::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
+      {}, 0);
+  const Case k = make_case(model, 9, 7);
+  std::vector<float> out;
+  REQUIRE(run(a, k, &out).is_ok());
+  const float diff = max_rel_diff(out, reference(model, k.layer, k.x, k.h0, k.routing));
+  MESSAGE("bf16 wire: max relative difference " << diff);
+  CHECK(diff > 0);
+  CHECK(diff < 2e-2f);
+}
+
+TEST_CASE("distributed executor: a dead replica is skipped for another one holding the expert") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  Peer b(model, context, kHigh);
+  Peer c(model, context, kHigh);
+  DistributedExecutorOptions options;
+  options.wire_dtype = DType::kF32;
+  options.call_timeout = 300ms;
+  Node a(model, context, kLow,
+         testing::make_placement(
+             1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}, {"c", c.endpoint, kHigh}},
+             model.moe_layers()),
+         options, 0);
+  const Case k = make_case(model, 6, 3);
+  std::vector<float> out;
+  REQUIRE(run(a, k, &out).is_ok());  // connects to the chosen peer
+  b.service->stop();
+  c.service->stop();
+  // Restart c only (same endpoint): b is dead, c answers.
+  ExpertServiceOptions again;
+  again.bind_endpoint = c.endpoint;
+  again.precision = ComputePrecision::kF32;
+  // ZeroMQ releases the port asynchronously after close: retry the bind briefly.
+  Result<std::unique_ptr<ExpertService>> c2 = unavailable("not started");
+  for (int i = 0; i < 100 && !c2.is_ok(); ++i) {
+    c2 = ExpertService::start(context, model.config(), c.store, again);
+    if (!c2.is_ok()) std::this_thread::sleep_for(20ms);
+  }
+  REQUIRE(c2.is_ok());
+  for (int i = 0; i < 3; ++i) {
+    const Clock::time_point start = Clock::now();
+    REQUIRE(run(a, k, &out).is_ok());
+    CHECK(Clock::now() - start < 2 * options.call_timeout + 500ms);
+    CHECK(max_rel_diff(out, reference(model, k.layer, k.x, k.h0, k.routing)) < 1e-5f);
+  }
+  CHECK(a.log.totals().offloaded == 0);
+  CHECK((*c2)->counters().calls.load() >= 3);
+}
+
+TEST_CASE(
+    "distributed executor: no peer answering -> offload cache; none -> a clear error, bounded") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  // A peer that never answers: a ROUTER bound and silent.
+  auto silent = net::make_socket(context, zmq::socket_type::router);
+  REQUIRE(silent.is_ok());
+  REQUIRE(net::bind(*silent, "tcp://127.0.0.1:*").is_ok());
+  const std::string endpoint = net::last_endpoint(*silent);
+  DistributedExecutorOptions options;
+  options.wire_dtype = DType::kF32;
+  options.call_timeout = 200ms;
+  const ClusterPlacement placement =
+      testing::make_placement(1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
+  const Case k = make_case(model, 4, 21);
+
+  SUBCASE("offload cache computes the experts here") {
+    Node a(model, context, kLow, placement, options, 8 << 20);
+    std::vector<float> out;
+    const Clock::time_point start = Clock::now();
+    REQUIRE(run(a, k, &out).is_ok());
+    const auto took = Clock::now() - start;
+    CHECK(took >= 200ms);
+    CHECK(took < 1500ms);
+    CHECK(max_rel_diff(out, reference(model, k.layer, k.x, k.h0, k.routing)) < 1e-5f);
+    CHECK(a.log.totals().offloaded > 0);
+    CHECK(a.log.totals().remote_failures == 1);
+    // The peer is now in back-off: the next layer goes to the offload cache at once.
+    const Clock::time_point again = Clock::now();
+    REQUIRE(run(a, k, &out).is_ok());
+    CHECK(Clock::now() - again < 150ms);
+  }
+  SUBCASE("without an offload cache the layer fails with a message naming the expert") {
+    Node a(model, context, kLow, placement, options, 0);
+    std::vector<float> out;
+    const Clock::time_point start = Clock::now();
+    Status s = run(a, k, &out);
+    CHECK(Clock::now() - start < 1500ms);
+    REQUIRE_FALSE(s.is_ok());
+    CHECK(s.code() == StatusCode::kUnavailable);
+    CHECK(s.message().find("of layer " + std::to_string(k.layer)) != std::string::npos);
+    CHECK(s.message().find("no answer within 200 ms") != std::string::npos);
+    CHECK(s.message().find("--offload-cache 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("distributed executor: an expert nobody holds is computed by the offload cache") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  Node a(model, context, kLow, testing::make_placement(1, {{"a", "", kLow}}, model.moe_layers()),
+         {}, 8 << 20);
+  const Case k = make_case(model, 3, 5);
+  std::vector<float> out;
+  REQUIRE(run(a, k, &out).is_ok());
+  CHECK(a.log.totals().remote_calls == 0);
+  CHECK(a.log.totals().offloaded > 0);
+  CHECK(out == reference(model, k.layer, k.x, k.h0, k.routing));
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,162 @@
+// Helpers for the node agent's integration tests (header-only: the suite
+// compiles only *_test.cpp): start `dancemoe-node` processes on 127.0.0.1
+// with free ports, wait for their ready files, talk to their HTTP API, and
+// write placement files.
+#pragma once
+
+#include <arpa/inet.h>
+#include <doctest/doctest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/model/synthetic/synthetic_model.h"
+#include "tests/support/child_process.h"
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe::testing {
+
+using nlohmann::json;
+
+// A TCP port free right now on 127.0.0.1 (bind to port 0, read it, close).
+inline int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+inline std::vector<int32_t> moe_layers_of(const std::filesystem::path& model_dir) {
+  std::ifstream in(model_dir / "config.json");
+  const json config = json::parse(in);
+  const int64_t n_layers = config["num_hidden_layers"].get<int64_t>();
+  std::vector<int64_t> dense;
+  if (config.contains("mlp_only_layers"))
+    dense = config["mlp_only_layers"].get<std::vector<int64_t>>();
+  std::vector<int32_t> out;
+  for (int64_t l = 0; l < n_layers; ++l) {
+    if (std::find(dense.begin(), dense.end(), l) == dense.end())
+      out.push_back(static_cast<int32_t>(l));
+  }
+  return out;
+}
+
+// node id -> experts it holds (the same set in every MoE layer, shifted by
+// `layer_shift * layer` so layers differ).
+struct PlacementSpec {
+  uint64_t version = 1;
+  std::map<std::string, std::vector<int32_t>> experts;
+  int32_t layer_shift = 0;
+};
+
+inline json placement_json(const PlacementSpec& spec, const std::vector<int32_t>& layers,
+                           int32_t n_experts, const std::map<std::string, std::string>& endpoints) {
+  json nodes = json::object();
+  for (const auto& [id, experts] : spec.experts) {
+    json list = json::array();
+    for (int32_t l : layers) {
+      for (int32_t e : experts) list.push_back({l, (e + spec.layer_shift * l) % n_experts});
+    }
+    nodes[id] = {{"expert_endpoint", endpoints.at(id)}, {"devices", {{"cpu0", list}}}};
+  }
+  return {{"version", spec.version}, {"nodes", nodes}};
+}
+
+inline void write_json(const std::filesystem::path& path, const json& j) {
+  std::ofstream(path) << j.dump(1);
+}
+
+class NodeProcess {
+ public:
+  NodeProcess(const std::filesystem::path& work, const std::string& node_id,
+              std::vector<std::string> args)
+      : id_(node_id), ready_(work / ("ready_" + node_id + ".json")) {
+    std::filesystem::remove(ready_);
+    std::vector<std::string> argv = {DMOE_NODE_PATH,  "--node-id",   node_id, "--ready-file",
+                                     ready_.string(), "--log-level", "warn"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    process_ = std::make_unique<ChildProcess>(argv, work / ("log_" + node_id + ".txt"));
+  }
+  // Waits for the ready file; false (with the log shown) if the process died or timed out.
+  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    if (!wait_for_file(ready_, timeout)) {
+      MESSAGE("node " << id_ << " not ready; log:\n" << process_->log());
+      return false;
+    }
+    std::ifstream in(ready_);
+    const json r = json::parse(in);
+    http_ = r["http"].get<std::string>();
+    experts_ = r["expert_endpoint"].get<std::string>();
+    return true;
+  }
+  const std::string& id() const { return id_; }
+  const std::string& expert_endpoint() const { return experts_; }
+  ChildProcess& process() { return *process_; }
+
+  // (HTTP status, body as JSON); status -1 when the connection failed.
+  std::pair<int, json> post(const std::string& path, const json& body, int timeout_s = 120) const {
+    httplib::Client client(base());
+    client.set_read_timeout(timeout_s, 0);
+    auto res = client.Post(path.c_str(), body.dump(), "application/json");
+    if (!res) return {-1, json()};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+  std::pair<int, json> get(const std::string& path) const {
+    httplib::Client client(base());
+    client.set_read_timeout(30, 0);
+    auto res = client.Get(path.c_str());
+    if (!res) return {-1, json()};
+    return {res->status, json::parse(res->body, nullptr, false)};
+  }
+  json generate(const json& body) const {
+    auto [status, out] = post("/v1/generate", body);
+    INFO("node " << id_ << ": " << out.dump());
+    REQUIRE(status == 200);
+    return out;
+  }
+  json stats() const {
+    auto [status, out] = get("/v1/stats");
+    REQUIRE(status == 200);
+    return out;
+  }
+
+ private:
+  std::string base() const { return "http://" + http_; }
+
+  std::string id_;
+  std::filesystem::path ready_;
+  std::string http_;
+  std::string experts_;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+// Common flags of a test node: its model, its expert port, an ephemeral HTTP port.
+inline std::vector<std::string> node_args(const std::filesystem::path& model, int expert_port,
+                                          std::vector<std::string> extra) {
+  std::vector<std::string> args = {
+      "--model", model.string(), "--experts", "tcp://127.0.0.1:" + std::to_string(expert_port),
+      "--http",  "127.0.0.1:0",  "--threads", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+inline std::string endpoint_of(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
+
+}  // namespace dancemoe::testing

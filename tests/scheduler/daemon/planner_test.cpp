@@ -1,0 +1,146 @@
+// The placement round's problem building: node selection, delta[n],
+// speeds, cold start, and conversions between stored and library forms.
+#include "scheduler/daemon/planner.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/scheduler/daemon/service_harness.h"
+
+namespace dancemoe::scheduler::test {
+namespace {
+
+Member member(const std::string& id, uint64_t budget, double speed = 1e9) {
+  Member m;
+  m.record.node_id = id;
+  m.record.expert_endpoint = "tcp://" + id;
+  m.record.devices = {{"gpu0", budget, speed}};
+  m.state = NodeState::kUp;
+  return m;
+}
+
+store::NodeTotals latencies(uint64_t local_calls, double local_us, uint64_t remote_calls,
+                            double remote_us) {
+  store::NodeTotals t;
+  t.local_calls = local_calls;
+  t.local_latency_sum_us = local_calls * local_us;
+  t.remote_calls = remote_calls;
+  t.remote_latency_sum_us = remote_calls * remote_us;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("planner: delta comes from measurements, then history, then the median, then default") {
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 16000), b = member("b", 16000), c = member("c", 16000),
+         d = member("d", 16000);
+  PlanInputs in;
+  in.nodes = {&d, &c, &b, &a};
+  in.window_totals["a"] = latencies(10, 100, 10, 2100);   // 2 ms
+  in.window_totals["b"] = latencies(10, 500, 0, 0);       // no remote calls in the window
+  in.history_totals["b"] = latencies(10, 100, 10, 4100);  // 4 ms over history
+  in.window_totals["c"] = latencies(10, 900, 10, 100);    // remote faster: clamped to 0
+  PlannerOptions options;
+  options.default_remote_penalty_s = 0.5;
+  auto plan = build_problem(model, in, options);
+  REQUIRE(plan.is_ok());
+  const auto& nodes = plan->problem.cluster.nodes;
+  REQUIRE(nodes.size() == 4);
+  CHECK(nodes[0].id == "a");  // sorted by id
+  CHECK(nodes[0].remote_penalty_s == doctest::Approx(0.002));
+  CHECK(nodes[1].remote_penalty_s == doctest::Approx(0.004));
+  CHECK(nodes[2].remote_penalty_s == 0.0);
+  CHECK(nodes[3].remote_penalty_s == doctest::Approx(0.002));  // median of 0, 0.002, 0.004
+  CHECK(plan->delta_source["a"] == "measured (window)");
+  CHECK(plan->delta_source["b"] == "measured (history)");
+  CHECK(plan->delta_source["d"] == "cluster median");
+
+  PlanInputs none;
+  none.nodes = {&a};
+  auto fallback = build_problem(model, none, options);
+  REQUIRE(fallback.is_ok());
+  CHECK(fallback->problem.cluster.nodes[0].remote_penalty_s == 0.5);
+  CHECK(fallback->delta_source["a"] == "default");
+}
+
+TEST_CASE("planner: thin clients only route -- devices without bandwidth get the default") {
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 30000, 0.0), thin = member("thin", 10);
+  PlanInputs in;
+  in.nodes = {&thin, &a};
+  PlannerOptions options;
+  options.default_load_bytes_per_s = 5e8;
+  auto plan = build_problem(model, in, options);
+  REQUIRE(plan.is_ok());
+  REQUIRE(plan->placed.size() == 1);
+  REQUIRE(plan->routing_only.size() == 1);
+  CHECK(plan->routing_only[0]->id() == "thin");
+  CHECK(plan->problem.cluster.nodes[0].devices[0].load_bytes_per_s == 5e8);
+  auto candidate = solve_candidate(*plan, "");
+  REQUIRE(candidate.is_ok());
+  const auto wire = to_wire(candidate->placement, *plan, model);
+  REQUIRE(wire.size() == 2);
+  CHECK(wire[1].node_id == "thin");
+  CHECK(wire[1].devices[0].experts.empty());
+  CHECK(wire[0].devices[0].experts.size() == 24);
+
+  PlanInputs only_thin;
+  only_thin.nodes = {&thin};
+  CHECK(build_problem(model, only_thin, options).status().message().find("no up node has memory") !=
+        std::string::npos);
+}
+
+TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with some history") {
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 16000), b = member("b", 16000);
+  PlanInputs in;
+  in.nodes = {&a, &b};
+  auto plan = build_problem(model, in, {});
+  REQUIRE(plan.is_ok());
+  CHECK(plan->cold_start);
+  CHECK(plan->policy == "uniform");
+
+  std::vector<double> counts(24, 0.0);
+  counts[3] = 30;
+  counts[5] = 10;
+  in.counts["a"] = counts;
+  plan = build_problem(model, in, {});
+  REQUIRE(plan.is_ok());
+  CHECK(plan->policy == "optimal");
+  CHECK(plan->note.find("1 given the cluster-wide distribution") != std::string::npos);
+  CHECK(plan->problem.activations.counts[1][3] == 30);  // b borrows a's distribution
+  CHECK(plan->problem.activations.counts[1][5] == 10);
+  auto candidate = solve_candidate(*plan, "");
+  REQUIRE(candidate.is_ok());
+  CHECK(candidate->gate.adopt);
+}
+
+TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's experts drop out") {
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 16000), b = member("b", 16000);
+  store::PlacementRecord record;
+  record.nodes = {{"a", "", {{"gpu0", {{0, 0}, {2, 1}}}}},
+                  {"gone", "", {{"gpu0", {{3, 7}}}}},
+                  {"b", "", {{"gpu9", {{0, 1}}}}}};  // device no longer there
+  PlanInputs in;
+  in.nodes = {&a, &b};
+  in.current = &record;
+  auto plan = build_problem(model, in, {});
+  REQUIRE(plan.is_ok());
+  REQUIRE(plan->problem.current.has_value());
+  const auto& current = *plan->problem.current;
+  CHECK(current.experts[0][0] ==
+        std::vector<placement::ExpertId>{model.flat(0, 0), model.flat(2, 1)});
+  CHECK(current.experts[1][0].empty());
+  Membership membership;
+  membership.attach(a.record, {}, "ra", 0, 0);
+  CHECK_FALSE(covers_all(record, membership, model));
+  auto moves = diff_placements(&record.nodes, {{"a", "", {{"gpu0", {{0, 0}, {0, 3}}}}}}, model);
+  REQUIRE(moves.size() == 1);
+  CHECK(moves[0].added == 1);
+  CHECK(moves[0].removed == 1);
+  CHECK(moves[0].kept == 1);
+  CHECK(moves[0].load_bytes == 1000);
+}
+
+}  // namespace dancemoe::scheduler::test

@@ -1,0 +1,240 @@
+// The SQLite store: schema versions, idempotent reports, statistics
+// queries, placements across reopen, and the count blob format.
+#include "scheduler/store/store.h"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "scheduler/store/count_blob.h"
+#include "scheduler/store/schema.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe::store {
+namespace {
+
+ReportRecord report(const std::string& node, uint64_t sequence, int64_t received_ms,
+                    std::vector<CountEntry> counts) {
+  ReportRecord r;
+  r.node_id = node;
+  r.sequence = sequence;
+  r.window_start_ms = received_ms - 1000;
+  r.window_end_ms = received_ms;
+  r.received_ms = received_ms;
+  r.tokens = 100;
+  r.requests = 2;
+  for (const CountEntry& c : counts) r.activations += c.count;
+  r.local_hits = r.activations / 2;
+  r.local_calls = 10;
+  r.local_mean_us = 100.0;
+  r.counts = std::move(counts);
+  r.peers.push_back({"b", 4, 300.0, 500.0, 4096, 0});
+  return r;
+}
+
+CountIndex index_2x4() {
+  CountIndex index;
+  index.layer_offset = {0, 4};
+  index.layer_experts = {4, 4};
+  index.n_total = 8;
+  return index;
+}
+
+}  // namespace
+
+TEST_CASE("count blob: round-trips sparse counts and rejects damaged blobs") {
+  std::mt19937 rng(7);
+  std::vector<CountEntry> entries;
+  for (uint16_t l = 0; l < 16; ++l) {
+    for (uint16_t e = 0; e < 64; ++e) {
+      if (rng() % 3 == 0) entries.push_back({l, e, rng() % 100000});
+    }
+  }
+  entries.push_back({65535, 65535, UINT64_MAX});
+  const std::vector<uint8_t> blob = encode_counts(entries);
+  auto decoded = decode_counts(blob);
+  REQUIRE(decoded.is_ok());
+  CHECK(*decoded == entries);
+  CHECK(decode_counts(encode_counts({})).is_ok());
+
+  for (size_t cut = 0; cut < blob.size(); cut += 37) {
+    CHECK_FALSE(decode_counts(std::span<const uint8_t>(blob.data(), cut)).is_ok());
+  }
+  std::vector<uint8_t> trailing = blob;
+  trailing.push_back(0);
+  CHECK(decode_counts(trailing).status().message().find("trailing") != std::string::npos);
+  std::vector<uint8_t> repeated = encode_counts(std::vector<CountEntry>{{0, 1, 1}, {0, 2, 1}});
+  repeated[3] = 0;  // second delta 0: the same key twice
+  CHECK(decode_counts(repeated).status().message().find("repeats a key") != std::string::npos);
+  const std::vector<uint8_t> huge_count = {0xff, 0xff, 0xff, 0x0f};
+  CHECK_FALSE(decode_counts(huge_count).is_ok());
+}
+
+TEST_CASE("store: creates the schema, records its version, refuses a newer database") {
+  testing::TempDir dir("store");
+  const std::string path = (dir.path() / "s.db").string();
+  {
+    auto store = Store::open(path);
+    REQUIRE(store.is_ok());
+    CHECK(*schema_version((*store)->db()) == kSchemaVersion);
+    auto mode = (*store)->db().prepare("PRAGMA journal_mode");
+    REQUIRE(mode.is_ok());
+    REQUIRE(*mode->step());
+    CHECK(mode->column_text(0) == "wal");
+  }
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->exec("PRAGMA user_version=" + std::to_string(kSchemaVersion + 1)).is_ok());
+  }
+  auto newer = Store::open(path);
+  REQUIRE_FALSE(newer.is_ok());
+  CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(newer.status().message().find("schema version 2 is newer than this dancemoe-scheduler "
+                                      "knows (1)") != std::string::npos);
+
+  const std::string junk = (dir.path() / "junk.db").string();
+  {
+    std::FILE* f = std::fopen(junk.c_str(), "wb");
+    std::fputs("this is not a database, just text long enough to be checked by sqlite", f);
+    std::fclose(f);
+  }
+  CHECK_FALSE(Store::open(junk).is_ok());
+}
+
+TEST_CASE("store: binds the model and cluster ids and refuses another model later") {
+  testing::TempDir dir("store");
+  const std::string path = (dir.path() / "s.db").string();
+  {
+    auto store = Store::open(path);
+    REQUIRE(store.is_ok());
+    REQUIRE((*store)->bind_identity("m1", "lab").is_ok());
+    REQUIRE((*store)->bind_identity("m1", "lab").is_ok());
+  }
+  auto store = Store::open(path);
+  REQUIRE(store.is_ok());
+  const Status other = (*store)->bind_identity("m2", "lab");
+  CHECK(other.code() == StatusCode::kFailedPrecondition);
+  CHECK(other.message().find("belongs to model_id 'm1', this scheduler serves model_id 'm2'") !=
+        std::string::npos);
+}
+
+TEST_CASE("store: a report is stored once per (node, sequence, window start)") {
+  testing::TempDir dir("store");
+  auto store = Store::open((dir.path() / "s.db").string());
+  REQUIRE(store.is_ok());
+  Store& s = **store;
+  const ReportRecord r = report("a", 5, 10'000, {{0, 1, 3}, {1, 2, 4}});
+  CHECK(*s.insert_report(r) == InsertOutcome::kStored);
+  CHECK(*s.insert_report(r) == InsertOutcome::kDuplicate);
+  ReportRecord later = r;
+  later.window_start_ms += 5000;
+  later.window_end_ms += 5000;
+  later.received_ms += 5000;
+  CHECK(*s.insert_report(later) == InsertOutcome::kStored);  // restarted sequence numbers
+  CHECK(*s.db().query_int("SELECT count(*) FROM reports") == 2);
+  CHECK(*s.db().query_int("SELECT count(*) FROM report_peers") == 2);
+
+  auto counts = s.counts_since(0, index_2x4());
+  REQUIRE(counts.is_ok());
+  CHECK((*counts)["a"] == std::vector<double>{0, 6, 0, 0, 0, 0, 8, 0});
+  auto totals = s.totals_since(0);
+  REQUIRE(totals.is_ok());
+  const NodeTotals& t = (*totals)["a"];
+  CHECK(t.n_reports == 2);
+  CHECK(t.tokens == 200);
+  CHECK(t.activations == 14);
+  CHECK(*t.local_hit_ratio() == doctest::Approx(6.0 / 14.0));
+  CHECK(*t.remote_mean_us() == doctest::Approx(300.0));
+  CHECK(t.peers.at("b").calls == 8);
+  // Time filter: only what was received since.
+  CHECK(s.totals_since(12'000)->at("a").n_reports == 1);
+  auto latest = s.latest_reports();
+  REQUIRE(latest.is_ok());
+  CHECK((*latest)["a"].window_start_ms == later.window_start_ms);
+}
+
+TEST_CASE("store: placements, decisions and migrations survive a reopen -- versions only grow") {
+  testing::TempDir dir("store");
+  const std::string path = (dir.path() / "s.db").string();
+  {
+    auto store = Store::open(path);
+    REQUIRE(store.is_ok());
+    Store& s = **store;
+    CHECK(*s.max_placement_version() == 0);
+    PlacementRecord p;
+    p.version = 1;
+    p.policy = "uniform";
+    p.method = "m";
+    p.trigger = "cold_start";
+    p.state = "preparing";
+    p.created_ms = 100;
+    p.nodes = {{"a", "tcp://a:1", {{"gpu0", {{0, 1}, {2, 3}}}, {"gpu1", {}}}}, {"thin", "", {}}};
+    DecisionRecord d;
+    d.trigger = "cold_start";
+    d.outcome = "adopted";
+    d.version = 1;
+    MigrationRecord m;
+    m.to_version = 1;
+    m.outcome = "preparing";
+    REQUIRE(s.start_placement(&d, &p, &m).is_ok());
+    CHECK(d.id > 0);
+    CHECK(m.id > 0);
+    REQUIRE(s.commit_placement(1, m.id, 200).is_ok());
+    p.version = 2;
+    p.state = "preparing";
+    DecisionRecord d2 = d;
+    MigrationRecord m2 = m;
+    m2.to_version = 2;
+    REQUIRE(s.start_placement(&d2, &p, &m2).is_ok());
+  }
+  auto store = Store::open(path);
+  REQUIRE(store.is_ok());
+  Store& s = **store;
+  auto abandoned = s.abandon_unfinished("restart", 300);
+  REQUIRE(abandoned.is_ok());
+  CHECK(*abandoned == std::vector<uint64_t>{2});
+  auto committed = s.committed_placement();
+  REQUIRE(committed.is_ok());
+  REQUIRE(committed->has_value());
+  const PlacementRecord& c = **committed;
+  CHECK(c.version == 1);
+  CHECK(c.state == "committed");
+  CHECK(c.committed_ms == 200);
+  REQUIRE(c.nodes.size() == 2);
+  CHECK(c.nodes[0].devices.size() == 2);
+  CHECK(c.nodes[0].devices[0].experts == std::vector<proto::ExpertRef>{{0, 1}, {2, 3}});
+  CHECK(c.nodes[1].node_id == "thin");
+  CHECK(c.nodes[1].devices.empty());
+  CHECK(*s.max_placement_version() == 2);
+  auto migrations = s.recent_migrations(10);
+  REQUIRE(migrations.is_ok());
+  CHECK((*migrations)[0].outcome == "aborted");
+  CHECK((*migrations)[0].reason == "restart");
+  CHECK((*migrations)[1].outcome == "committed");
+}
+
+TEST_CASE("store: nodes and their devices are saved and reloaded") {
+  testing::TempDir dir("store");
+  auto store = Store::open((dir.path() / "s.db").string());
+  REQUIRE(store.is_ok());
+  NodeRecord n;
+  n.node_id = "a";
+  n.first_registered_ms = 1;
+  n.last_registered_ms = 2;
+  n.expert_endpoint = "tcp://a:5551";
+  n.devices = {{"gpu0", 1000, 2e9}, {"cpu", 500, 1e9}};
+  REQUIRE((*store)->save_node(n).is_ok());
+  n.last_registered_ms = 3;
+  n.devices.pop_back();
+  REQUIRE((*store)->save_node(n).is_ok());
+  auto nodes = (*store)->load_nodes();
+  REQUIRE(nodes.is_ok());
+  REQUIRE(nodes->size() == 1);
+  CHECK((*nodes)[0].first_registered_ms == 1);
+  CHECK((*nodes)[0].last_registered_ms == 3);
+  REQUIRE((*nodes)[0].devices.size() == 1);
+  CHECK((*nodes)[0].devices[0].load_bytes_per_s == 2e9);
+}
+
+}  // namespace dancemoe::store

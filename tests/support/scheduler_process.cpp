@@ -1,0 +1,109 @@
+#include "tests/support/scheduler_process.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/model/checkpoint.h"
+#include "common/model/synthetic/synthetic_model.h"
+#include "common/net/zmq_transport.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe::testing {
+
+const TinyModel& tiny_model() {
+  static TempDir dir("tiny-model");
+  static const TinyModel model = [] {
+    TinyModel m;
+    m.dir = dir.path() / "model";
+    SyntheticModelSpec spec;
+    spec.preset = "tiny";
+    spec.write_tokenizer = false;
+    REQUIRE(write_synthetic_model(spec, m.dir).is_ok());
+    auto checkpoint = Checkpoint::open(m.dir);
+    REQUIRE(checkpoint.is_ok());
+    m.model_id = (*checkpoint)->model_id();
+    return m;
+  }();
+  return model;
+}
+
+SchedulerProcess::SchedulerProcess(std::string binary, std::filesystem::path dir,
+                                   std::vector<std::string> args, int port)
+    : binary_(std::move(binary)), dir_(std::move(dir)), args_(std::move(args)), port_(port) {}
+
+void SchedulerProcess::start() {
+  const std::filesystem::path ready = dir_ / ("ready-" + std::to_string(++starts_) + ".json");
+  std::vector<std::string> argv = {
+      binary_,
+      "--model",
+      tiny_model().dir.string(),
+      "--db",
+      db_path().string(),
+      "--control",
+      port_ == 0 ? "tcp://127.0.0.1:*" : "tcp://127.0.0.1:" + std::to_string(port_),
+      "--ready-file",
+      ready.string(),
+      "--log-level",
+      "debug"};
+  argv.insert(argv.end(), args_.begin(), args_.end());
+  process_ = std::make_unique<ChildProcess>(argv, dir_ / "scheduler.log");
+  const bool ok = wait_for_file(ready, std::chrono::seconds(30));
+  INFO(log());
+  REQUIRE(ok);
+  std::ifstream in(ready);
+  nlohmann::json json;
+  in >> json;
+  endpoint_ = json["control"].get<std::string>();
+}
+
+void SchedulerProcess::kill() {
+  if (process_) process_->kill();
+}
+
+std::optional<int> SchedulerProcess::stop() {
+  if (!process_) return std::nullopt;
+  return process_->stop();
+}
+
+std::string SchedulerProcess::log() const {
+  std::ifstream in(dir_ / "scheduler.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Result<nlohmann::json> scheduler_query(const std::string& endpoint, const std::string& what,
+                                       const nlohmann::json& args,
+                                       std::chrono::milliseconds timeout) {
+  zmq::context_t context(1);
+  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket, net::make_socket(context, zmq::socket_type::dealer));
+  DMOE_RETURN_IF_ERROR(net::connect(socket, endpoint));
+  proto::Envelope request;
+  request.sender = "test";
+  request.sequence = 1;
+  request.body = proto::StatusRequest{what, args.dump()};
+  DMOE_RETURN_IF_ERROR(net::send_message(socket, request));
+  auto reply = net::receive_message(socket, timeout, false);
+  if (!reply) return deadline_exceeded("no answer to " + what);
+  if (!reply->envelope.is_ok()) return reply->envelope.status();
+  if (const auto* e = std::get_if<proto::Error>(&reply->envelope->body)) {
+    return Status(e->code, e->message);
+  }
+  const auto* status = std::get_if<proto::StatusReply>(&reply->envelope->body);
+  if (status == nullptr) return internal_error("unexpected answer to a status query");
+  return nlohmann::json::parse(status->json);
+}
+
+bool eventually(const std::function<bool()>& predicate, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (predicate()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace dancemoe::testing
