@@ -18,19 +18,13 @@ __global__ void group_kernel(GroupArgs a) {
   if (threadIdx.x == 0) {
     // Serial scan and tile list: n_groups is at most a few hundred.
     int32_t offset = 0;
-    int32_t n_tiles = 0;
     for (int64_t g = 0; g < a.n_groups; ++g) {
       a.group_offsets[g] = offset;
       cursor[g] = offset;
-      for (int32_t r = 0; r < counts[g]; r += static_cast<int32_t>(kExpertTileRows)) {
-        a.tile_group[n_tiles] = static_cast<int32_t>(g);
-        a.tile_row0[n_tiles] = offset + r;
-        ++n_tiles;
-      }
       offset += counts[g];
     }
     a.group_offsets[a.n_groups] = offset;
-    a.n_tiles[0] = n_tiles;
+    a.n_tiles[0] = write_expert_tiles(a.group_offsets, a.n_groups, a.tile_group, a.tile_row0);
   }
   __syncthreads();
   for (int64_t i = threadIdx.x; i < a.n_pairs; i += blockDim.x) {

@@ -9,21 +9,15 @@
 //   group_offsets: [n_groups + 1]  sorted pairs of group g: [off[g], off[g+1])
 //   pair_token, pair_weight, pair_group: [n_pairs] per sorted pair
 //   pair_pos:      [n_pairs] sorted position of pair i (for the combine)
-//   tiles:         the GEMM work list, one entry per kTileM sorted pairs of a
-//                  group: tile_group, tile_row0 (first sorted pair) and
-//                  n_tiles[0]; at most max_expert_tiles(n_pairs, n_groups).
+//   tiles:         the GEMM work list (moe_tiles.h): tile_group, tile_row0
+//                  and n_tiles[0]; at most max_expert_tiles(n_pairs, n_groups).
 // One block does it all: n_pairs is at most a few thousand.
 #pragma once
 
 #include "kernels/cuda/cuda_types.h"
+#include "kernels/cuda/moe_tiles.h"
 
 namespace dancemoe::kernels::cuda {
-
-constexpr int64_t kExpertTileRows = 64;  // == mma_tile.cuh kTileM
-
-inline int64_t max_expert_tiles(int64_t n_pairs, int64_t n_groups) {
-  return (n_pairs + kExpertTileRows - 1) / kExpertTileRows + n_groups;
-}
 
 struct GroupArgs {
   const int32_t* ids = nullptr;

@@ -26,8 +26,14 @@ Result<backend::DeviceOptions> device_options(const DeviceFlags& flags) {
     if (!budget.is_ok()) return budget.status().with_context("--device-budget");
     options.budget_bytes = *budget;
   }
+  if (flags.dense_device < -1) {
+    return invalid_argument("--dense-device " + std::to_string(flags.dense_device) +
+                            ": expected a GPU ordinal (0, 1, ...)");
+  }
   if (flags.dense_device >= 0) options.dense_device = flags.dense_device;
-  if (flags.max_batch_tokens < 1) return invalid_argument("--max-batch-tokens must be at least 1");
+  if (flags.max_batch_tokens < 1)
+    return invalid_argument("--max-batch-tokens " + std::to_string(flags.max_batch_tokens) +
+                            ": must be at least 1");
   options.max_batch_tokens = flags.max_batch_tokens;
   return options;
 }

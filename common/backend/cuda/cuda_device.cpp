@@ -2,15 +2,7 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdio>
-
 namespace dancemoe::backend::cuda {
-
-std::string format_bytes(uint64_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, " (%.1f MiB)", static_cast<double>(bytes) / (1 << 20));
-  return std::to_string(bytes) + " bytes" + text;
-}
 
 void DeviceMemory::release() {
   if (data_ != nullptr) {

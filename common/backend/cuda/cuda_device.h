@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "common/backend/memory_plan.h"
 #include "common/base/status.h"
 #include "kernels/cuda/cuda_types.h"
 #include "kernels/cuda/device.cuh"
@@ -109,8 +110,5 @@ class CudaDevice : public std::enable_shared_from_this<CudaDevice> {
   uint64_t budget_bytes_ = 0;
   std::atomic<uint64_t> used_bytes_{0};
 };
-
-// "123456789 bytes (117.7 MiB)"
-std::string format_bytes(uint64_t bytes);
 
 }  // namespace dancemoe::backend::cuda

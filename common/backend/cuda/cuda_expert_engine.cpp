@@ -195,7 +195,7 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
       int64_t in_range = 0;
       for (int32_t t : jobs[static_cast<size_t>(job_ids[j])].tokens)
         in_range += (t >= t0 && t < t1);
-      n_tiles += (in_range + kc::kExpertTileRows - 1) / kc::kExpertTileRows;
+      n_tiles += kc::expert_tiles_for(in_range);
     }
     // Pack the table: pointers, offsets, pairs, tiles, the per-token combine lists.
     uint8_t* base = lane.h_meta;
@@ -222,7 +222,6 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
     for (int64_t t = 0; t <= m; ++t) token_start[t] = lane.count[static_cast<size_t>(t)];
     std::copy(lane.count.begin(), lane.count.begin() + m, lane.cursor.begin());
     int32_t p = 0;
-    int32_t tile = 0;
     for (int64_t g = 0; g < G; ++g) {
       const ExpertJob& job = jobs[static_cast<size_t>(job_ids[next + static_cast<size_t>(g)])];
       const ExpertOnDevice* on = weights_->find_expert(job.gate.data);
@@ -241,14 +240,9 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
         entry_weight[e] = job.weights[i];
         ++p;
       }
-      for (int32_t r = offsets[g]; r < p; r += static_cast<int32_t>(kc::kExpertTileRows)) {
-        tile_group[tile] = static_cast<int32_t>(g);
-        tile_row0[tile] = r;
-        ++tile;
-      }
     }
     offsets[G] = p;
-    *tiles = tile;
+    *tiles = kc::write_expert_tiles(offsets, G, tile_group, tile_row0);
     cudaMemcpyAsync(lane.meta, lane.h_meta, at, cudaMemcpyHostToDevice, lane.stream);
     auto dev_ptr = [&](const void* host_ptr) {
       return lane.meta + (static_cast<const uint8_t*>(host_ptr) - lane.h_meta);
