@@ -75,7 +75,7 @@ TEST_CASE("cuda backend: a missing device, f32 precision and a stray dense devic
   CHECK(m.status().message().find("--dense-device 5") != std::string::npos);
 }
 
-TEST_CASE("cuda expert engine: host jobs match the CPU engine; unknown experts run on the CPU") {
+TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts run on the CPU") {
   DMOE_REQUIRE_CUDA();
   TempDir dir("cuda-engine");
   write_model(small(), dir.path());
