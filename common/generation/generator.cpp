@@ -90,6 +90,10 @@ Result<GenerationResult> Generator::generate(std::span<const int32_t> prompt, Kv
       result.finish = FinishReason::kStop;
       break;
     }
+    if (params.cancelled && params.cancelled()) {
+      result.finish = FinishReason::kCancelled;
+      break;
+    }
     if (step + 1 == params.max_tokens) break;  // no forward for a token nobody reads
     DMOE_RETURN_IF_ERROR(
         transformer_.forward(std::span(&next, 1), cache, LogitsMode::kLast, &logits));

@@ -28,6 +28,9 @@ struct GenerationParams {
   std::vector<std::string> stop;  // stop strings; never part of the output
   SamplingParams sampling;
   bool ignore_eos = false;  // benchmarks: generate exactly max_tokens
+  // Checked after every generated token (also when it produced no text yet);
+  // returning true stops with FinishReason::kCancelled. May be empty.
+  std::function<bool()> cancelled;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled };

@@ -14,7 +14,22 @@ ActivationLog::ActivationLog(const ModelConfig& config)
     : n_layers_(config.n_layers),
       n_experts_(config.n_experts),
       counts_since_version_(static_cast<size_t>(config.n_layers * config.n_experts), 0) {
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    if (config.layer_is_moe[static_cast<size_t>(l)]) last_moe_layer_ = l;
+  }
   reset_window(&current_, unix_now_ms());
+}
+
+void ActivationLog::commit_staged() {
+  for (size_t i : staged_.counted) {
+    ++current_.counts[i];
+    ++counts_since_version_[i];
+  }
+  add(&current_.served, staged_.served);
+  add(&total_, staged_.served);
+  add(&since_version_, staged_.served);
+  staged_.served = ServedCounts{};
+  staged_.counted.clear();
 }
 
 void ActivationLog::reset_window(Window* w, uint64_t start_ms) const {
@@ -47,13 +62,10 @@ void ActivationLog::record_layer(int64_t layer, const RoutingDecision& routing, 
   d.remote = n_pairs - n_local - n_offloaded;
   std::lock_guard<std::mutex> lock(mutex_);
   for (int32_t e : routing.expert_ids) {
-    const size_t i = static_cast<size_t>(layer * n_experts_ + e);
-    ++current_.counts[i];
-    ++counts_since_version_[i];
+    staged_.counted.push_back(static_cast<size_t>(layer * n_experts_ + e));
   }
-  add(&current_.served, d);
-  add(&total_, d);
-  add(&since_version_, d);
+  add(&staged_.served, d);
+  if (layer == last_moe_layer_) commit_staged();
 }
 
 void ActivationLog::record_local_call(double latency_us) {
@@ -82,12 +94,11 @@ void ActivationLog::record_remote_call(const std::string& peer, double latency_u
 }
 
 void ActivationLog::record_tokens(uint64_t n_tokens) {
-  ServedCounts d;
-  d.tokens = n_tokens;
   std::lock_guard<std::mutex> lock(mutex_);
-  add(&current_.served, d);
-  add(&total_, d);
-  add(&since_version_, d);
+  // A forward that stopped before its last MoE layer (a failed request)
+  // still counts, with fewer layers.
+  if (!staged_.empty()) commit_staged();
+  staged_.served.tokens = n_tokens;
 }
 
 void ActivationLog::record_request() {
@@ -156,8 +167,11 @@ ActivationSnapshot ActivationLog::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
   ActivationSnapshot s;
   s.placement_version = version_;
+  // Cumulative figures include the forward in progress (reports do not).
   s.total = total_;
+  add(&s.total, staged_.served);
   s.since_version = since_version_;
+  add(&s.since_version, staged_.served);
   s.counts_since_version.assign(static_cast<size_t>(n_layers_),
                                 std::vector<uint64_t>(static_cast<size_t>(n_experts_), 0));
   for (int64_t l = 0; l < n_layers_; ++l) {
@@ -166,19 +180,26 @@ ActivationSnapshot ActivationLog::snapshot() const {
           counts_since_version_[static_cast<size_t>(l * n_experts_ + e)];
     }
   }
+  for (size_t i : staged_.counted) {
+    ++s.counts_since_version[i / static_cast<size_t>(n_experts_)]
+                            [i % static_cast<size_t>(n_experts_)];
+  }
   for (const auto& [peer, p] : peers_total_) {
     s.peers.push_back({peer, p.latency.count() + p.failures, p.failures, p.bytes,
-                       p.latency.mean_us(), p.latency.quantile_us(0.99)});
+                       p.latency.mean_us(), p.latency.quantile_us(0.99), p.latency});
   }
   s.local_calls = local_total_.count();
   s.local_mean_latency_us = local_total_.mean_us();
   s.local_p99_latency_us = local_total_.quantile_us(0.99);
+  s.local_latency = local_total_;
   return s;
 }
 
 ServedCounts ActivationLog::totals() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return total_;
+  ServedCounts t = total_;
+  add(&t, staged_.served);  // the forward in progress too
+  return t;
 }
 
 }  // namespace dancemoe::node

@@ -7,7 +7,12 @@
 //
 // Statistics are kept per report window. A window never spans two placement
 // versions: set_placement_version() closes the current window, so a
-// report's local-hit ratio can be checked against that one placement.
+// report's local-hit ratio can be checked against that one placement. Nor
+// does a window split a forward pass: a forward's tokens and per-layer
+// counts are staged and enter the window together when its last MoE layer
+// is recorded (or when the next forward starts, after a failed one), so in
+// every report each layer's counts sum to at most tokens x top-k -- the
+// scheduler refuses a report that breaks this.
 // Cumulative totals since start and since the current version are kept for
 // /v1/stats.
 //
@@ -54,11 +59,13 @@ struct ActivationSnapshot {
     uint64_t bytes = 0;
     double mean_latency_us = 0;
     double p99_latency_us = 0;
+    LatencyHistogram latency;  // successful calls (for /metrics)
   };
   std::vector<Peer> peers;  // since start
   uint64_t local_calls = 0;
   double local_mean_latency_us = 0;
   double local_p99_latency_us = 0;
+  LatencyHistogram local_latency;
 };
 
 class ActivationLog {
@@ -99,6 +106,13 @@ class ActivationLog {
     LatencyHistogram local;
     std::map<std::string, PeerWindow> peers;
   };
+  // One forward pass's activity, not yet in any window.
+  struct StagedForward {
+    ServedCounts served;
+    std::vector<size_t> counted;  // count indices, one per routed pair
+    bool empty() const { return served.tokens == 0 && served.activations == 0; }
+  };
+  void commit_staged();  // mutex_ held
   void reset_window(Window* w, uint64_t start_ms) const;
   proto::ActivationReport to_report(const Window& w, uint64_t end_ms) const;
   static void add(ServedCounts* into, const ServedCounts& delta);
@@ -107,6 +121,8 @@ class ActivationLog {
 
   int64_t n_layers_;
   int64_t n_experts_;
+  int64_t last_moe_layer_ = -1;
+  StagedForward staged_;
   mutable std::mutex mutex_;
   Window current_;
   std::deque<std::pair<Window, uint64_t>> closed_;  // (window, end_ms)

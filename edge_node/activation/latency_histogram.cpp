@@ -33,4 +33,14 @@ double LatencyHistogram::quantile_us(double q) const {
   return std::exp2(static_cast<double>(kBuckets - 1) / kBucketsPerDoubling);
 }
 
+uint64_t LatencyHistogram::count_at_most_us(double us) const {
+  uint64_t n = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    // The tiny slack keeps an exact power-of-two bound inside its bucket.
+    if (std::exp2(static_cast<double>(b) / kBucketsPerDoubling) > us * (1 + 1e-9)) break;
+    n += buckets_[static_cast<size_t>(b)];
+  }
+  return n;
+}
+
 }  // namespace dancemoe::node

@@ -19,6 +19,10 @@ class LatencyHistogram {
   double mean_us() const { return count_ ? sum_us_ / static_cast<double>(count_) : 0.0; }
   // The upper edge of the bucket holding quantile q in (0, 1]; 0 when empty.
   double quantile_us(double q) const;
+  double sum_us() const { return sum_us_; }
+  // Calls in buckets whose upper edge is <= `us` (a Prometheus `le` bucket,
+  // exact at the bucket edges, ~9 % coarse elsewhere).
+  uint64_t count_at_most_us(double us) const;
 
  private:
   static constexpr int kBucketsPerDoubling = 8;

@@ -120,8 +120,9 @@ Result<GenerateResponse> Engine::generate(const GenerateRequest& request) {
     params.stop = request.stop;
     params.sampling = request.sampling;
     params.ignore_eos = request.ignore_eos;
+    params.cancelled = request.cancelled;
     Generator generator(*parts_.transformer, *parts_.tokenizer, eos_ids_);
-    Result<GenerationResult> result = generator.generate(prompt, *cache_, params, {});
+    Result<GenerationResult> result = generator.generate(prompt, *cache_, params, request.on_text);
     if (result.is_ok()) {
       GenerateResponse r;
       r.text = std::move(result->text);
@@ -170,6 +171,10 @@ Result<GenerateResponse> Engine::run_token_loop(std::span<const int32_t> prompt,
       break;
     }
     r.tokens.push_back(next);
+    if (request.cancelled && request.cancelled()) {
+      r.finish_reason = "cancelled";
+      break;
+    }
     if (step + 1 == request.max_tokens) break;
     const int32_t fed[1] = {next};
     DMOE_RETURN_IF_ERROR(parts_.transformer->forward(fed, *cache_, LogitsMode::kLast, &logits));

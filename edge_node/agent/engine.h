@@ -3,9 +3,10 @@
 // per-request accounting the HTTP API returns (where each activation was
 // served, remote calls, timings) and the trace recorder's request context.
 //
-// Concurrency: one generation at a time per node. generate() takes a mutex,
-// so concurrent HTTP requests queue (FIFO as the mutex allows) and run one
-// after another; issue 6 adds batching and fair queueing on top.
+// Concurrency: one generation at a time per node (single stream, one KV
+// cache). generate() takes a mutex; the HTTP API puts a FIFO RequestQueue
+// (edge_node/http/request_queue.h) in front of it so waiting is fair,
+// bounded and cancellable.
 // in_flight() counts running plus waiting requests (the migration throttle
 // and heartbeats read it). Thread-safe.
 #pragma once
@@ -37,6 +38,12 @@ struct GenerateRequest {
   bool ignore_eos = false;
   std::vector<std::string> stop;
   bool return_logits = false;  // the logits row of every generated token
+  // Streaming: receives the text as it becomes final (not with
+  // return_logits); returning false cancels. May be empty.
+  TextSink on_text;
+  // Polled after every token; true stops the generation early with
+  // finish_reason "cancelled" (the HTTP client went away). May be empty.
+  std::function<bool()> cancelled;
 };
 
 struct GenerateResponse {

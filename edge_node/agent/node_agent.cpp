@@ -16,6 +16,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/agent/engine.h"
+#include "edge_node/agent/node_metrics.h"
 #include "edge_node/agent/node_resources.h"
 #include "edge_node/agent/scheduler_link.h"
 #include "edge_node/expert_service/expert_service.h"
@@ -224,7 +225,11 @@ Status NodeAgent::init() {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
 
-  DMOE_ASSIGN_OR_RETURN(p.http, HttpServer::start(o.http, *this));
+  HttpServerOptions http;
+  http.address = o.http;
+  http.api_key = o.api_key;
+  http.max_queued = o.max_queued;
+  DMOE_ASSIGN_OR_RETURN(p.http, HttpServer::start(http, *this));
 
   if (!o.scheduler.empty()) {
     SchedulerLinkOptions link;
@@ -395,13 +400,66 @@ json NodeAgent::stats() {
                         {"reports_sent", l.reports_sent},
                         {"reports_acked", l.reports_acked},
                         {"reports_pending", l.reports_pending},
-                        {"reports_dropped", l.reports_dropped}};
+                        {"reports_dropped", l.reports_dropped},
+                        {"reports_refused", l.reports_refused}};
   }
   return out;
 }
 
 Result<GenerateResponse> NodeAgent::generate(const GenerateRequest& request) {
   return parts_->engine->generate(request);
+}
+
+ServedModel NodeAgent::served_model() {
+  const Parts& p = *parts_;
+  ServedModel m;
+  std::filesystem::path dir = std::filesystem::path(options_.model_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "models/small/"
+  m.name = dir.filename().string();
+  m.model_id = p.checkpoint->model_id();
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(dir / "config.json", ec);
+  if (!ec) {
+    m.created_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::file_clock::to_sys(written).time_since_epoch())
+                         .count();
+  }
+  m.context_tokens = options_.context_tokens;
+  m.has_tokenizer = p.tokenizer != nullptr;
+  if (p.tokenizer) m.chat_format = p.tokenizer->chat_format();
+  return m;
+}
+
+Result<std::vector<int32_t>> NodeAgent::tokenize(const std::string& text, bool add_special_tokens) {
+  if (!parts_->tokenizer) return invalid_argument("this model has no tokenizer.json");
+  return parts_->tokenizer->encode(text, add_special_tokens);
+}
+
+void NodeAgent::write_metrics(PrometheusWriter& out) {
+  Parts& p = *parts_;
+  NodeMetricsInputs in;
+  in.activations = p.log->snapshot();
+  const std::shared_ptr<const RoutingTable> table = p.table->get();
+  in.placement_version = table->version();
+  in.experts_local = table->local_experts().size();
+  in.experts_resident = p.store->n_resident();
+  in.experts_resident_bytes = p.store->resident_bytes();
+  in.expert_budget_bytes = p.expert_budget;
+  in.migration = p.migration->status();
+  const ServiceCounters& sc = p.service->counters();
+  in.service = {sc.calls.load(), sc.call_tokens.load(), sc.chunks.load(), sc.errors.load(),
+                sc.bad_messages.load()};
+  if (p.offload) {
+    in.offload =
+        NodeMetricsInputs::Offload{p.offload->hits(), p.offload->loads(),
+                                   p.offload->resident_bytes(), p.offload->capacity_bytes()};
+  }
+  if (p.link) {
+    const LinkStatus l = p.link->status();
+    in.scheduler = NodeMetricsInputs::Scheduler{l.attached, l.reports_sent, l.reports_acked,
+                                                l.reports_dropped};
+  }
+  write_node_metrics(out, in);
 }
 
 }  // namespace dancemoe::node

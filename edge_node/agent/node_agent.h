@@ -53,6 +53,9 @@ class NodeAgent final : public HttpBackend {
   std::pair<bool, std::string> health() override;
   nlohmann::json stats() override;
   Result<GenerateResponse> generate(const GenerateRequest& request) override;
+  ServedModel served_model() override;
+  Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) override;
+  void write_metrics(PrometheusWriter& out) override;
 
  private:
   struct Parts;

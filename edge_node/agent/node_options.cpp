@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdlib>
 
 namespace dancemoe::node {
 
@@ -70,7 +71,8 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--node-id", o->node_id, "this node's id in the cluster (unique, no commas)")
       ->required();
   app.add_option("--cluster-id", o->cluster_id,
-                 "cluster id carried in every message; peers of another cluster are refused");
+                 "cluster id carried in every message; peers of another cluster are refused")
+      ->capture_default_str();
   app.add_option("--scheduler", o->scheduler,
                  "attached mode: the scheduler's control endpoint, tcp://HOST:PORT");
   app.add_option("--placement", o->placement_file,
@@ -81,6 +83,11 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--advertise", o->advertise,
                  "expert endpoint peers use to reach this node (default: the bound one)");
   app.add_option("--http", o->http, "HTTP API HOST:PORT (port 0: any)")->capture_default_str();
+  app.add_option("--api-key", o->api_key,
+                 "bearer token required on /v1/* (default: $DANCEMOE_API_KEY; empty: open)");
+  app.add_option("--max-queued", o->max_queued,
+                 "generation requests that may wait for the engine; more get HTTP 429")
+      ->capture_default_str();
   app.add_option("--ready-file", o->ready_file,
                  "write JSON with the bound endpoints here once serving");
   app.add_option("--expert-memory", raw->expert_memory,
@@ -194,6 +201,10 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (o->call_attempts < 1) return invalid_argument("--call-attempts: must be at least 1");
   if (o->max_call_tokens < 1) return invalid_argument("--max-call-tokens: must be at least 1");
   if (o->context_tokens < 2) return invalid_argument("--context: must be at least 2");
+  if (o->api_key.empty()) {
+    if (const char* key = std::getenv("DANCEMOE_API_KEY")) o->api_key = key;
+  }
+  if (o->max_queued > 100000) return invalid_argument("--max-queued: at most 100000");
   if (!(o->throttle.latency_bound > 0)) {
     return invalid_argument("--migration-latency-bound: must be > 0");
   }

@@ -21,12 +21,14 @@ namespace dancemoe::node {
 struct NodeOptions {
   std::string model_dir;
   std::string node_id;
-  std::string cluster_id;
-  std::string scheduler;       // tcp://HOST:PORT: attached mode
-  std::string placement_file;  // standalone mode
+  std::string cluster_id = "default";  // the scheduler's default too
+  std::string scheduler;               // tcp://HOST:PORT: attached mode
+  std::string placement_file;          // standalone mode
   std::string experts_bind = "tcp://*:5551";
   std::string advertise;  // expert endpoint peers use; default: the bound one
   std::string http = "127.0.0.1:8080";
+  std::string api_key;     // --api-key or $DANCEMOE_API_KEY; empty: /v1/* is open
+  size_t max_queued = 64;  // generation requests waiting beyond the running one (429 above)
   std::string ready_file;
   std::string record_trace;
   std::string log_level = "info";

@@ -242,10 +242,18 @@ void SchedulerLink::handle(const proto::Envelope& e) {
   }
   if (const auto* error = std::get_if<proto::Error>(&e.body)) {
     spdlog::warn("scheduler error: {}: {}", status_code_name(error->code), error->message);
-    if (state_ == State::kAttached) {
-      // E.g. a restarted scheduler that no longer knows us: register again.
+    if (error->code == StatusCode::kNotFound && state_ == State::kAttached) {
+      // A restarted scheduler (or one that marked us down) no longer knows
+      // this node: register again.
       lose("scheduler answered with an error: " + error->message);
       next_register_ = Clock::now();
+      return;
+    }
+    // A report the scheduler refused would be refused again: drop it, counted.
+    if (error->in_reply_to != 0 && reports_.ack(error->in_reply_to)) {
+      std::lock_guard<std::mutex> lock(status_mutex_);
+      ++status_.reports_refused;
+      status_.reason = "report refused: " + error->message;
     }
     return;
   }

@@ -61,6 +61,7 @@ struct LinkStatus {
   uint64_t reports_acked = 0;
   uint64_t reports_pending = 0;
   uint64_t reports_dropped = 0;
+  uint64_t reports_refused = 0;  // answered by an Error: never resent
 };
 
 class SchedulerLink {

@@ -1,18 +1,20 @@
 #include "edge_node/http/http_server.h"
 
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
+#include "edge_node/http/http_context.h"
 
 namespace dancemoe::node {
 namespace {
 
 using nlohmann::json;
 
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
+constexpr size_t kMaxBodyBytes = 16u << 20;
 
 void send_error(httplib::Response& res, const Status& status) {
   send_json(
@@ -21,24 +23,132 @@ void send_error(httplib::Response& res, const Status& status) {
         {{"code", std::string(status_code_name(status.code()))}, {"message", status.message()}}}});
 }
 
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// "Bearer KEY" (scheme case-insensitive) -> KEY; empty when absent.
+std::string bearer_token(const httplib::Request& req) {
+  const std::string value = req.get_header_value("Authorization");
+  const std::string scheme = "bearer ";
+  if (value.size() < scheme.size()) return "";
+  for (size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return "";
+  }
+  return value.substr(scheme.size());
+}
+
+// POST /v1/generate: the node's own API, queued and cancellable like the OpenAI routes.
+void handle_generate(HttpContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const HttpClock::time_point start = HttpClock::now();
+  Result<GenerateRequest> request = parse_generate_request(req.body);
+  if (!request.is_ok()) {
+    send_error(res, request.status());
+    return;
+  }
+  Result<std::unique_ptr<RequestQueue::Ticket>> ticket = ctx.queue.enqueue();
+  if (!ticket.is_ok()) {
+    send_error(res, ticket.status());
+    return;
+  }
+  ConnectionProbe probe(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  auto gone = [&ctx, &probe] { return ctx.stopping.load() || probe.closed(); };
+  if (!(*ticket)->wait_turn(gone).is_ok()) {
+    ctx.metrics.record_cancelled(Endpoint::kGenerate);
+    res.status = 499;  // client closed the request (nginx's convention); nobody reads it
+    return;
+  }
+  bool first = true;
+  request->cancelled = gone;
+  if (!request->return_logits) {
+    request->on_text = [&](std::string_view) {
+      if (first) ctx.metrics.observe_first_token(Endpoint::kGenerate, seconds_since(start));
+      first = false;
+      return true;
+    };
+  }
+  Result<GenerateResponse> response = ctx.backend.generate(*request);
+  ticket->reset();
+  if (!response.is_ok()) {
+    send_error(res, response.status());
+    return;
+  }
+  if (response->finish_reason == "cancelled") {
+    ctx.metrics.record_cancelled(Endpoint::kGenerate);
+    res.status = 499;
+    return;
+  }
+  ctx.metrics.add_tokens(Endpoint::kGenerate, static_cast<uint64_t>(response->prompt_tokens),
+                         response->tokens.size());
+  send_json(res, 200, generate_response_json(*response));
+  ctx.metrics.observe_latency(Endpoint::kGenerate, seconds_since(start));
+}
+
+void register_node_routes(httplib::Server& server, HttpContext& ctx) {
+  server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto [ready, reason] = ctx.backend.health();
+    if (ready) {
+      send_json(res, 200, {{"status", "ok"}, {"model", ctx.backend.served_model().name}});
+    } else {
+      send_json(res, 503, {{"status", "unavailable"}, {"reason", reason}});
+    }
+  });
+  server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    PrometheusWriter out;
+    ctx.metrics.write(out, ctx.queue.n_waiting(), ctx.queue.running(), ctx.queue.n_rejected());
+    ctx.backend.write_metrics(out);
+    res.status = 200;
+    res.set_content(out.text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get("/v1/stats", [&ctx](const httplib::Request&, httplib::Response& res) {
+    json stats = ctx.backend.stats();
+    stats["http_queue"] = {{"waiting", ctx.queue.n_waiting()},
+                           {"running", ctx.queue.running()},
+                           {"rejected", ctx.queue.n_rejected()},
+                           {"max_queued", ctx.queue.max_waiting()}};
+    send_json(res, 200, stats);
+  });
+  server.Post("/v1/generate", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(ctx, req, res);
+  });
+}
+
 }  // namespace
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void send_api_error(httplib::Response& res, const ApiError& error) {
+  send_json(res, error.http_status, api_error_json(error));
+}
 
 int http_status_for(StatusCode code) {
   switch (code) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
       return 400;
+    case StatusCode::kResourceExhausted:
+      return 429;
     case StatusCode::kUnavailable:
     case StatusCode::kDeadlineExceeded:
-    case StatusCode::kResourceExhausted:
       return 503;
     default:
       return 500;
   }
 }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address,
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options,
                                                       HttpBackend& backend) {
+  const std::string& address = options.address;
   const size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return invalid_argument("--http: expected HOST:PORT (e.g. 127.0.0.1:8080), got '" + address +
@@ -53,33 +163,51 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address
   } catch (const std::exception&) {
     return invalid_argument("--http: the port of '" + address + "' is not a number in 0..65535");
   }
+  if (!is_loopback_host(host) && options.api_key.empty()) {
+    spdlog::warn(
+        "--http {} is reachable from other machines and no --api-key (or DANCEMOE_API_KEY) is "
+        "set: anyone who can reach this port can use the node",
+        address);
+  }
   std::unique_ptr<HttpServer> s(new HttpServer());
+  s->context_ = std::make_unique<HttpContext>(backend, options);
   s->server_ = std::make_unique<httplib::Server>();
   httplib::Server& server = *s->server_;
+  HttpContext& ctx = *s->context_;
 
-  server.Get("/health", [&backend](const httplib::Request&, httplib::Response& res) {
-    auto [ready, reason] = backend.health();
-    if (ready) {
-      send_json(res, 200, {{"status", "ok"}});
-    } else {
-      send_json(res, 503, {{"status", "unavailable"}, {"reason", reason}});
-    }
+  const size_t n_threads = std::min<size_t>(options.max_queued, 1000) + 16;
+  server.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
+  server.set_payload_max_length(kMaxBodyBytes);
+  if (!options.api_key.empty()) {
+    server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+      if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+      if (constant_time_equal(bearer_token(req), ctx.options.api_key)) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+      ApiError e;
+      e.http_status = 401;
+      e.type = "authentication_error";
+      e.code = "invalid_api_key";
+      e.message =
+          "missing or wrong API key: send the node's --api-key as \"Authorization: Bearer KEY\"";
+      send_api_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
+  register_node_routes(server, ctx);
+  register_openai_routes(server, ctx);
+  server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() || res.status == 499) return;
+    ApiError e;
+    e.http_status = res.status;
+    e.type = res.status >= 500 ? "server_error" : "invalid_request_error";
+    e.code = res.status == 404 ? "not_found" : "http_" + std::to_string(res.status);
+    e.message = res.status == 404 ? "no route " + req.method + " " + req.path
+                                  : "HTTP " + std::to_string(res.status) + " for " + req.path;
+    send_api_error(res, e);
   });
-  server.Get("/v1/stats", [&backend](const httplib::Request&, httplib::Response& res) {
-    send_json(res, 200, backend.stats());
-  });
-  server.Post("/v1/generate", [&backend](const httplib::Request& req, httplib::Response& res) {
-    Result<GenerateRequest> request = parse_generate_request(req.body);
-    if (!request.is_ok()) {
-      send_error(res, request.status());
-      return;
-    }
-    Result<GenerateResponse> response = backend.generate(*request);
-    if (!response.is_ok()) {
-      send_error(res, response.status());
-      return;
-    }
-    send_json(res, 200, generate_response_json(*response));
+  server.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    ctx.metrics.record_request(endpoint_of_path(req.path), res.status);
   });
   server.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -103,7 +231,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address
 
 HttpServer::~HttpServer() { stop(); }
 
+size_t HttpServer::n_queued() const { return context_ ? context_->queue.n_waiting() : 0; }
+
 void HttpServer::stop() {
+  if (context_) context_->stopping = true;
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
 }

@@ -1,34 +1,58 @@
-// HttpServer: the node's minimal HTTP API (cpp-httplib), enough for prompts
-// and tests; the OpenAI-compatible API (issue 6) adds routes beside these.
+// HttpServer: the node's HTTP API (cpp-httplib), default 127.0.0.1:8080.
 //
-//   GET  /health       200 {"status": "ok", ...} when the node can answer
-//                      prompts; 503 {"status": "unavailable", "reason"} otherwise
-//   GET  /v1/stats     the node's counters (activation counts since the
-//                      committed placement, local-hit ratio, per-peer call
-//                      statistics, expert service counters, migration state)
-//   POST /v1/generate  generate_json.h; errors: 400 invalid request, 503 the
-//                      cluster could not compute it (peers and offload cache
-//                      failed), 500 otherwise -- always {"error": {"code", "message"}}
+//   GET  /health              200 {"status": "ok", "model"} when prompts can be
+//                             answered (model loaded; standalone, or attached
+//                             with a committed placement -- kept while the
+//                             scheduler is away, DESIGN.md §8); else 503
+//                             {"status": "unavailable", "reason"}
+//   GET  /metrics             Prometheus text (http_metrics.h + the backend's)
+//   GET  /v1/stats            the node's counters as JSON
+//   POST /v1/generate         generate_json.h (the node's own minimal API);
+//                             errors {"error": {"code", "message"}}
+//   GET  /v1/models[/ID]      OpenAI model list / one model
+//   POST /v1/completions      OpenAI-compatible (openai_routes.h), streamed
+//   POST /v1/chat/completions as server-sent events with "stream": true
 //
-// Handlers run on httplib's thread pool and call the backend, which must be
+// Generation requests (the last three and /v1/generate) go through one FIFO
+// RequestQueue: one runs at a time on the engine, at most --max-queued wait,
+// more get 429. A client that disconnects cancels its generation (while
+// queued or running). With an API key set, /v1/* needs
+// "Authorization: Bearer KEY" (401 otherwise); /health and /metrics stay open.
+//
+// Handlers run on httplib's thread pool (max_queued + 16 threads, so queued
+// requests never starve /health) and call the backend, which must be
 // thread-safe. start() binds before returning, so the bound port is known
 // (port 0 picks a free one).
 #pragma once
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "common/base/status.h"
+#include "common/tokenizer/chat_format.h"
 #include "edge_node/agent/engine.h"
+#include "edge_node/http/prometheus_text.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace dancemoe::node {
+
+// The model a node serves, as the OpenAI API names it.
+struct ServedModel {
+  std::string name;      // the model directory's name: the "model" clients send
+  std::string model_id;  // the model identity hash; accepted as a name too
+  int64_t created_unix = 0;
+  int64_t context_tokens = 0;
+  bool has_tokenizer = false;
+  std::optional<tokenizer::ChatFormat> chat_format;  // nullopt: no chat (base model)
+};
 
 class HttpBackend {
  public:
@@ -37,12 +61,25 @@ class HttpBackend {
   virtual std::pair<bool, std::string> health() = 0;
   virtual nlohmann::json stats() = 0;
   virtual Result<GenerateResponse> generate(const GenerateRequest& request) = 0;
+  virtual ServedModel served_model() = 0;
+  // invalid_argument when there is no tokenizer.
+  virtual Result<std::vector<int32_t>> tokenize(const std::string& text,
+                                                bool add_special_tokens) = 0;
+  // The node's own metric families (activations, peers, experts, migrations).
+  virtual void write_metrics(PrometheusWriter& out) = 0;
 };
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1:8080";  // HOST:PORT, port 0: any free port
+  std::string api_key;                     // empty: no authentication
+  size_t max_queued = 64;                  // generation requests waiting beyond the running one
+};
+
+struct HttpContext;
 
 class HttpServer {
  public:
-  // `address`: "HOST:PORT" (port 0: any free port).
-  static Result<std::unique_ptr<HttpServer>> start(const std::string& address,
+  static Result<std::unique_ptr<HttpServer>> start(const HttpServerOptions& options,
                                                    HttpBackend& backend);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -50,18 +87,24 @@ class HttpServer {
 
   // "127.0.0.1:8080", with the port actually bound.
   const std::string& bound_address() const { return bound_address_; }
+  // Generation requests waiting in the queue (not running).
+  size_t n_queued() const;
   void stop();
 
  private:
   HttpServer() = default;
 
+  std::unique_ptr<HttpContext> context_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string bound_address_;
 };
 
-// HTTP status for a Status code: 400 for invalid_argument, 503 for
-// unavailable / deadline_exceeded / resource_exhausted, 500 otherwise.
+// HTTP status for a Status code: 400 for invalid_argument, 429 for
+// resource_exhausted, 503 for unavailable / deadline_exceeded, 500 otherwise.
 int http_status_for(StatusCode code);
+
+// True for 127.x.y.z, ::1 and localhost.
+bool is_loopback_host(const std::string& host);
 
 }  // namespace dancemoe::node

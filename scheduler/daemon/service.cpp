@@ -133,7 +133,8 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
   const bool from_node = std::holds_alternative<proto::Heartbeat>(env.body) ||
                          std::holds_alternative<proto::ActivationReport>(env.body) ||
                          std::holds_alternative<proto::Ready>(env.body) ||
-                         std::holds_alternative<proto::Abort>(env.body);
+                         std::holds_alternative<proto::Abort>(env.body) ||
+                         std::holds_alternative<proto::Ack>(env.body);
   if (!from_node) {
     reject(message.routing_id, env.sequence,
            invalid_argument("the scheduler does not accept " +
@@ -144,8 +145,9 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
   Member* member = membership_.by_routing(message.routing_id);
   if (member == nullptr) {
     reject(message.routing_id, env.sequence,
-           failed_precondition(std::string(proto::body_name(env.body)) + " from '" + env.sender +
-                               "', which is not registered (or was marked down): send Register"),
+           // not_found is what tells a node to register again (docs/node/README.md).
+           not_found(std::string(proto::body_name(env.body)) + " from '" + env.sender +
+                     "', which is not registered (or was marked down): send Register"),
            "unregistered");
     return;
   }
@@ -168,6 +170,11 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     on_ready(*member, env, *ready);
   } else if (const auto* abort = std::get_if<proto::Abort>(&env.body)) {
     on_abort(*member, *abort);
+  } else if (std::holds_alternative<proto::Ack>(env.body)) {
+    // A node acknowledges a Commit or an Abort: the node's heartbeats carry
+    // the version it serves, so there is nothing to wait for; it is counted
+    // so an operator can see the nodes confirming.
+    count("node_acks_total");
   }
 }
 

@@ -177,7 +177,9 @@ Result<ordered_json> SchedulerService::status_json() {
   } else {
     out["placement"] = nullptr;
   }
-  DMOE_ASSIGN_OR_RETURN(auto totals, store_->totals_since(since));
+  const std::optional<uint64_t> version =
+      committed_ ? std::optional<uint64_t>(committed_->version) : std::nullopt;
+  DMOE_ASSIGN_OR_RETURN(auto totals, store_->totals_since(since, version));
   DMOE_ASSIGN_OR_RETURN(auto latest, store_->latest_reports());
   int n_up = 0, n_down = 0, n_unknown = 0;
   uint64_t requests = 0, tokens = 0;
@@ -230,7 +232,9 @@ Result<ordered_json> SchedulerService::status_json() {
 
 Result<ordered_json> SchedulerService::nodes_json() {
   const int64_t since = committed_ ? committed_->committed_ms.value_or(0) : 0;
-  DMOE_ASSIGN_OR_RETURN(auto totals, store_->totals_since(since));
+  const std::optional<uint64_t> version =
+      committed_ ? std::optional<uint64_t>(committed_->version) : std::nullopt;
+  DMOE_ASSIGN_OR_RETURN(auto totals, store_->totals_since(since, version));
   std::map<std::string, int64_t> held;
   if (committed_) {
     for (const proto::NodePlacement& n : committed_->nodes) {

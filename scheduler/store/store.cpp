@@ -260,21 +260,29 @@ Result<InsertOutcome> Store::insert_report(const ReportRecord& r) {
   return InsertOutcome::kStored;
 }
 
-Result<std::map<std::string, NodeTotals>> Store::totals_since(int64_t since_ms) {
+Result<std::map<std::string, NodeTotals>> Store::totals_since(
+    int64_t since_ms, std::optional<uint64_t> placement_version) {
   std::map<std::string, NodeTotals> out;
   static const char* kRaw =
       "SELECT node_id, count(*), sum(tokens), sum(requests), sum(activations), sum(local_hits), "
       "sum(local_calls), total(local_calls * local_mean_us), sum(remote_calls), "
       "total(remote_calls * remote_mean_us), sum(remote_bytes), sum(remote_failures) "
-      "FROM reports WHERE received_ms >= ? GROUP BY node_id";
+      "FROM reports WHERE received_ms >= ? AND (? < 0 OR placement_version = ?) "
+      "GROUP BY node_id";
   static const char* kRolled =
       "SELECT node_id, sum(n_reports), sum(tokens), sum(requests), sum(activations), "
       "sum(local_hits), sum(local_calls), total(local_latency_sum_us), sum(remote_calls), "
       "total(remote_latency_sum_us), sum(remote_bytes), sum(remote_failures) "
       "FROM rollups WHERE bucket_start_ms + bucket_ms > ? GROUP BY node_id";
+  // -1: any version. Roll-up buckets do not keep versions: they count by time.
+  const int64_t version = placement_version ? static_cast<int64_t>(*placement_version) : -1;
   for (const char* sql : {kRaw, kRolled}) {
     DMOE_ASSIGN_OR_RETURN(Statement s, db_->prepare(sql));
     s.bind(1, since_ms);
+    if (sql == kRaw) {
+      s.bind(2, version);
+      s.bind(3, version);
+    }
     while (true) {
       DMOE_ASSIGN_OR_RETURN(const bool row, s.step());
       if (!row) break;
@@ -284,13 +292,16 @@ Result<std::map<std::string, NodeTotals>> Store::totals_since(int64_t since_ms) 
   static const char* kRawPeers =
       "SELECT r.node_id, p.peer, sum(p.calls), total(p.calls * p.mean_us), sum(p.bytes), "
       "sum(p.failures) FROM report_peers p JOIN reports r ON r.id = p.report_id "
-      "WHERE r.received_ms >= ? GROUP BY r.node_id, p.peer";
+      "WHERE r.received_ms >= ? AND (? < 0 OR r.placement_version = ?) "
+      "GROUP BY r.node_id, p.peer";
   static const char* kRolledPeers =
       "SELECT node_id, peer, sum(calls), total(latency_sum_us), sum(bytes), sum(failures) "
       "FROM rollup_peers WHERE bucket_start_ms + bucket_ms > ? GROUP BY node_id, peer";
   {
     DMOE_ASSIGN_OR_RETURN(Statement s, db_->prepare(kRawPeers));
     s.bind(1, since_ms);
+    s.bind(2, version);
+    s.bind(3, version);
     while (true) {
       DMOE_ASSIGN_OR_RETURN(const bool row, s.step());
       if (!row) break;

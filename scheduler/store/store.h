@@ -75,8 +75,12 @@ class Store {
   int64_t report_count_estimate() const { return n_reports_inserted_; }
 
   // Sums per node of the reports received at or after `since_ms` (raw
-  // reports, and roll-up buckets that end after since_ms).
-  Result<std::map<std::string, NodeTotals>> totals_since(int64_t since_ms);
+  // reports, and roll-up buckets that end after since_ms). With
+  // `placement_version`, raw reports of other versions are left out (a
+  // node's last window of the old placement arrives after the new one is
+  // committed, and its local hits are of the old placement).
+  Result<std::map<std::string, NodeTotals>> totals_since(
+      int64_t since_ms, std::optional<uint64_t> placement_version = std::nullopt);
   // Activation counts per node since `since_ms`, as dense vectors over
   // `index` (entries outside it are ignored: they were validated on the way
   // in, so only a model change could produce them, and bind_identity refuses that).

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -36,10 +37,12 @@ SchedulerProcess::SchedulerProcess(std::string binary, std::filesystem::path dir
 
 void SchedulerProcess::start() {
   const std::filesystem::path ready = dir_ / ("ready-" + std::to_string(++starts_) + ".json");
+  // The tiny model unless the test names its own with --model.
+  const bool own_model = std::find(args_.begin(), args_.end(), "--model") != args_.end();
   std::vector<std::string> argv = {
       binary_,
       "--model",
-      tiny_model().dir.string(),
+      own_model ? std::string() : tiny_model().dir.string(),
       "--db",
       db_path().string(),
       "--control",
@@ -48,6 +51,7 @@ void SchedulerProcess::start() {
       ready.string(),
       "--log-level",
       "debug"};
+  if (own_model) argv.erase(argv.begin() + 1, argv.begin() + 3);
   argv.insert(argv.end(), args_.begin(), args_.end());
   process_ = std::make_unique<ChildProcess>(argv, dir_ / "scheduler.log");
   const bool ok = wait_for_file(ready, std::chrono::seconds(30));

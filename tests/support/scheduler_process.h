@@ -28,7 +28,8 @@ const TinyModel& tiny_model();
 
 class SchedulerProcess {
  public:
-  // `binary`: DMOE_SCHEDULER_PATH. `port` 0: ephemeral. The database is
+  // `binary`: DMOE_SCHEDULER_PATH. `port` 0: ephemeral. The model is the
+  // tiny one unless `args` has --model. The database is
   // dir/scheduler.db; logs go to dir/scheduler.log.
   SchedulerProcess(std::string binary, std::filesystem::path dir, std::vector<std::string> args,
                    int port = 0);

@@ -104,7 +104,8 @@ struct Fixture {
     r.top_k = 2;
     r.expert_ids = {2, 5};
     r.weights = {0.5f, 0.5f};
-    log.record_layer(0, r, 1, 0);
+    log.record_tokens(1);  // a whole forward: reports carry whole forwards only
+    for (int32_t l : model.moe_layers()) log.record_layer(l, r, 1, 0);
   }
 
   testing::TinyModel model;
@@ -133,9 +134,11 @@ TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports le
   auto report = scheduler.expect<proto::ActivationReport>(5s);
   REQUIRE(report);
   CHECK(scheduler.heartbeats >= 1);
-  REQUIRE(report->second.counts.size() == 2);
+  const size_t n_moe = f.model.moe_layers().size();
+  REQUIRE(report->second.counts.size() == 2 * n_moe);
   CHECK(report->second.counts[0] == proto::ExpertCount{0, 2, 1});
-  CHECK(report->second.local_hits == 1);
+  CHECK(report->second.tokens == 1);
+  CHECK(report->second.local_hits == n_moe);
   scheduler.send(proto::Ack{report->first.sequence});
   for (int i = 0; i < 100 && f.link->status().reports_acked == 0; ++i)
     std::this_thread::sleep_for(10ms);
@@ -179,7 +182,7 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
 }
 
 TEST_CASE(
-    "scheduler link: prepare -> ready, commit -> ack and the new table; bad placement aborts") {
+    "scheduler link: prepare -> ready, commit -> ack and the new table, bad placement aborts") {
   Fixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
   f.start_link(scheduler.endpoint());

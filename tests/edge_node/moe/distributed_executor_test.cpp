@@ -221,7 +221,7 @@ TEST_CASE("distributed executor: a dead replica is skipped for another one holdi
 }
 
 TEST_CASE(
-    "distributed executor: no peer answering -> offload cache; none -> a clear error, bounded") {
+    "distributed executor: no peer answering -> offload cache, none -> a clear error, bounded") {
   testing::TinyModel model;
   zmq::context_t context;
   // A peer that never answers: a ROUTER bound and silent.

@@ -74,7 +74,7 @@ TEST_CASE(
   out = h.send("a", proto::Heartbeat{0, 0});
   error = find_body<proto::Error>(out);
   REQUIRE(error != nullptr);
-  CHECK(error->code == StatusCode::kFailedPrecondition);
+  CHECK(error->code == StatusCode::kNotFound);  // what tells a node to register again
   CHECK(error->message.find("not registered") != std::string::npos);
 
   h.register_node("a", 16000);

@@ -131,6 +131,7 @@ TEST_CASE("store: a report is stored once per (node, sequence, window start)") {
   later.window_start_ms += 5000;
   later.window_end_ms += 5000;
   later.received_ms += 5000;
+  later.placement_version = r.placement_version + 1;
   CHECK(*s.insert_report(later) == InsertOutcome::kStored);  // restarted sequence numbers
   CHECK(*s.db().query_int("SELECT count(*) FROM reports") == 2);
   CHECK(*s.db().query_int("SELECT count(*) FROM report_peers") == 2);
@@ -149,6 +150,10 @@ TEST_CASE("store: a report is stored once per (node, sequence, window start)") {
   CHECK(t.peers.at("b").calls == 8);
   // Time filter: only what was received since.
   CHECK(s.totals_since(12'000)->at("a").n_reports == 1);
+  // Version filter: only the reports of that placement version.
+  CHECK(s.totals_since(0, r.placement_version)->at("a").n_reports == 1);
+  CHECK(s.totals_since(0, later.placement_version)->at("a").tokens == 100);
+  CHECK(s.totals_since(0, later.placement_version + 1)->count("a") == 0);
   auto latest = s.latest_reports();
   REQUIRE(latest.is_ok());
   CHECK((*latest)["a"].window_start_ms == later.window_start_ms);

@@ -1,7 +1,8 @@
-#include "tests/support/child_process.h"
+#include "common/runtime/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,21 +10,26 @@
 #include <iterator>
 #include <thread>
 
-namespace dancemoe::testing {
+namespace dancemoe {
 
 ChildProcess::ChildProcess(std::vector<std::string> argv, std::filesystem::path log_path)
     : log_path_(std::move(log_path)) {
   const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Built before fork: the child of a multi-threaded parent may only make
+  // async-signal-safe calls until exec.
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ == 0) {
     ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
-    std::vector<char*> args;
-    for (std::string& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -94,4 +100,4 @@ bool wait_for_file(const std::filesystem::path& path, std::chrono::milliseconds 
   return false;
 }
 
-}  // namespace dancemoe::testing
+}  // namespace dancemoe

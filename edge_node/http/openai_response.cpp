@@ -1,0 +1,87 @@
+#include "edge_node/http/openai_response.h"
+
+#include <atomic>
+#include <cstdio>
+#include <random>
+
+namespace dancemoe::node {
+
+using nlohmann::json;
+
+std::string new_response_id(OpenAiKind kind) {
+  // A per-process random prefix and a counter: unique without a lock.
+  static const uint64_t prefix = std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  static std::atomic<uint64_t> counter{0};
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(prefix),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return (kind == OpenAiKind::kChat ? "chatcmpl-" : "cmpl-") + std::string(buf);
+}
+
+json usage_json(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+namespace {
+
+json head(const ResponseHeader& h, bool chunk) {
+  const char* object = h.kind == OpenAiKind::kChat
+                           ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                           : "text_completion";
+  return {{"id", h.id}, {"object", object}, {"created", h.created_unix}, {"model", h.model}};
+}
+
+json reason(const std::string& finish_reason) {
+  return finish_reason.empty() ? json(nullptr) : json(finish_reason);
+}
+
+}  // namespace
+
+json completion_json(const ResponseHeader& h, const std::string& text,
+                     const std::string& finish_reason, const Usage& usage) {
+  json out = head(h, false);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
+  if (h.kind == OpenAiKind::kChat) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  out["choices"] = json::array({choice});
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json chunk_json(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
+                bool first) {
+  json out = head(h, true);
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
+  if (h.kind == OpenAiKind::kChat) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!text.empty() || first) delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  out["choices"] = json::array({choice});
+  return out;
+}
+
+json usage_chunk_json(const ResponseHeader& h, const Usage& usage) {
+  json out = head(h, true);
+  out["choices"] = json::array();
+  out["usage"] = usage_json(usage);
+  return out;
+}
+
+json models_json(const std::string& name, int64_t created_unix) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", name},
+                                 {"object", "model"},
+                                 {"created", created_unix},
+                                 {"owned_by", "dancemoe"}}})}};
+}
+
+}  // namespace dancemoe::node

@@ -1,0 +1,56 @@
+// The response bodies of the OpenAI-compatible API (values in, JSON out):
+//
+//   completion       {"id": "cmpl-...", "object": "text_completion", "created",
+//                     "model", "choices": [{"index": 0, "text", "logprobs": null,
+//                     "finish_reason": "stop" | "length"}], "usage"}
+//   chat completion  {"id": "chatcmpl-...", "object": "chat.completion", ...,
+//                     "choices": [{"index": 0, "message": {"role": "assistant",
+//                     "content"}, "logprobs": null, "finish_reason"}], "usage"}
+//   stream chunks    the same with "object": "text_completion" /
+//                    "chat.completion.chunk" and per choice "text" / "delta"
+//                    ({"role"} first, then {"content"}); finish_reason null
+//                    until the last chunk; usage only in a final chunk with
+//                    no choices when stream_options.include_usage.
+//   usage            {"prompt_tokens", "completion_tokens", "total_tokens"}
+//   models           {"object": "list", "data": [{"id", "object": "model",
+//                     "created", "owned_by": "dancemoe"}]}
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "edge_node/http/openai_request.h"
+
+namespace dancemoe::node {
+
+// What every response of one request repeats.
+struct ResponseHeader {
+  OpenAiKind kind = OpenAiKind::kCompletion;
+  std::string id;  // "cmpl-..." / "chatcmpl-..."
+  int64_t created_unix = 0;
+  std::string model;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// A fresh id with the kind's prefix (random, unique per process run).
+std::string new_response_id(OpenAiKind kind);
+
+nlohmann::json usage_json(const Usage& usage);
+nlohmann::json completion_json(const ResponseHeader& header, const std::string& text,
+                               const std::string& finish_reason, const Usage& usage);
+// A stream chunk: `text` (may be empty), `finish_reason` empty: null; for
+// chat, `first` adds the assistant role to the delta.
+nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
+                          const std::string& finish_reason, bool first);
+nlohmann::json usage_chunk_json(const ResponseHeader& header, const Usage& usage);
+nlohmann::json models_json(const std::string& name, int64_t created_unix);
+
+}  // namespace dancemoe::node

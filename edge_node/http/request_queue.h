@@ -1,0 +1,71 @@
+// RequestQueue: fair admission of generation requests to the node's single
+// generation engine (one sequence at a time: one KV cache). Requests take a
+// Ticket when they arrive; tickets run strictly in arrival order (FIFO), one
+// at a time. At most `max_waiting` tickets may wait behind the running one:
+// beyond that enqueue() answers resource_exhausted at once (HTTP 429)
+// instead of letting requests pile up. A waiting request whose client went
+// away leaves the queue (wait_turn's `cancelled`), so it never blocks those
+// behind it.
+//
+// Thread-safe. Tickets are RAII: destroying one (running or waiting) frees
+// its place. The queue must outlive its tickets.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "common/base/status.h"
+
+namespace dancemoe::node {
+
+class RequestQueue {
+ public:
+  class Ticket {
+   public:
+    ~Ticket();
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+
+    // Blocks until this ticket is the running one (ok), or until
+    // `cancelled()` -- polled every `poll` -- returns true (cancelled: the
+    // ticket leaves the queue). `cancelled` may be empty.
+    Status wait_turn(const std::function<bool()>& cancelled,
+                     std::chrono::milliseconds poll = std::chrono::milliseconds(20));
+
+   private:
+    friend class RequestQueue;
+    Ticket(RequestQueue& queue, uint64_t number) : queue_(queue), number_(number) {}
+    RequestQueue& queue_;
+    uint64_t number_;
+  };
+
+  explicit RequestQueue(size_t max_waiting) : max_waiting_(max_waiting) {}
+
+  // A ticket at the back of the queue, or resource_exhausted when
+  // `max_waiting` requests already wait.
+  Result<std::unique_ptr<Ticket>> enqueue();
+
+  size_t n_waiting() const;  // not yet running
+  bool running() const;
+  uint64_t n_rejected() const;
+  size_t max_waiting() const { return max_waiting_; }
+
+ private:
+  void leave(uint64_t number);
+  bool is_turn_locked(uint64_t number) const;
+
+  const size_t max_waiting_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<uint64_t> order_;  // tickets in arrival order; the front may run
+  bool running_ = false;        // the front ticket passed wait_turn
+  uint64_t next_number_ = 0;
+  uint64_t n_rejected_ = 0;
+};
+
+}  // namespace dancemoe::node

@@ -1,0 +1,94 @@
+#include "scheduler/cli/status_format.h"
+
+#include <string>
+#include <vector>
+
+#include "scheduler/cli/cluster_format.h"
+
+namespace dancemoe::cli {
+
+using nlohmann::json;
+
+std::string format_status(const json& s) {
+  const Palette p{use_colour()};
+  std::string out;
+  const json& model = s["model"];
+  out += p.bold("model      ") + model.value("id", std::string()) + "  (" +
+         std::to_string(model.value("moe_layers", 0)) + " MoE layers x " +
+         std::to_string(model.value("experts_per_layer", 0)) + " experts, top-" +
+         std::to_string(model.value("top_k", 0)) + ", " +
+         bytes_text(model.value("expert_bytes", 0.0)) + " per expert)\n";
+  const json& placement = s["placement"];
+  if (placement.is_null()) {
+    out += p.bold("placement  ") + p.warn("none committed yet") + "\n";
+  } else {
+    out += p.bold("placement  ") + "version " + std::to_string(placement.value("version", 0)) +
+           " (" + placement.value("policy", std::string()) + ", " +
+           placement.value("trigger", std::string()) + "), committed " +
+           duration_text(placement.value("age_s", 0.0)) + " ago\n";
+  }
+  const json& nodes = s["nodes"];
+  std::string counts = std::to_string(nodes.value("up", 0)) + " up, " +
+                       std::to_string(nodes.value("down", 0)) + " down";
+  if (nodes.value("unknown", 0) > 0) {
+    counts += ", " + std::to_string(nodes.value("unknown", 0)) + " not re-attached";
+  }
+  out += p.bold("nodes      ") + counts + "\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"NODE", "STATE", "HIT LAST", "HIT SINCE", "REQUESTS", "TOKENS", "LAST WINDOW", "VERSION"}};
+  size_t i = 0;
+  for (const json& n : nodes["list"]) {
+    const std::string state = n.value("state", std::string());
+    rows.push_back({p.node(i++, n.value("id", std::string())),
+                    state == "up" ? state : p.warn(state),
+                    ratio_text(n["local_hit_ratio_last_window"]),
+                    ratio_text(n["local_hit_ratio_since_adoption"]),
+                    std::to_string(n.value("requests_since_adoption", uint64_t{0})),
+                    std::to_string(n.value("tokens_since_adoption", uint64_t{0})),
+                    std::to_string(n.value("requests_last_window", uint64_t{0})) + " req / " +
+                        std::to_string(n.value("tokens_last_window", uint64_t{0})) + " tok",
+                    std::to_string(n.value("placement_version", uint64_t{0}))});
+  }
+  if (rows.size() > 1) out += table(rows, "  ");
+  const json& served = s["served_since_adoption"];
+  out += p.bold("served     ") + std::to_string(served.value("requests", uint64_t{0})) +
+         " requests, " + std::to_string(served.value("tokens", uint64_t{0})) +
+         " tokens since adoption\n";
+  out +=
+      p.bold("decision   ") +
+      (s["last_decision"].is_null() ? std::string("none yet") : decision_text(s["last_decision"])) +
+      "\n";
+  const json& m = s["migration"];
+  if (m.is_null()) {
+    out += p.bold("migration  ") + "none in progress\n";
+  } else {
+    std::string waiting;
+    for (const json& w : m["waiting"])
+      waiting += (waiting.empty() ? "" : ", ") + w.get<std::string>();
+    out += p.bold("migration  ") + "version " + std::to_string(m.value("from_version", 0)) +
+           " -> " + std::to_string(m.value("version", 0)) + " (" +
+           m.value("trigger", std::string()) + "): " + std::to_string(m["ready"].size()) + "/" +
+           std::to_string(m["ready"].size() + m["waiting"].size()) + " nodes ready (" +
+           ratio_text(m["progress"]) + "), " + duration_text(m.value("elapsed_s", 0.0)) + " of " +
+           duration_text(m.value("timeout_s", 0.0)) + ", " + bytes_text(m.value("bytes", 0.0)) +
+           " to load" + (waiting.empty() ? "" : "; waiting for " + waiting) + "\n";
+  }
+  const json& counters = s["counters"];
+  std::string rejected;
+  for (const auto& [name, value] : counters.items()) {
+    const std::string prefix = "rejected_";
+    const std::string suffix = "_total";
+    if (name.rfind(prefix, 0) == 0 && name != "rejected_total" && value.get<uint64_t>() > 0) {
+      rejected += (rejected.empty() ? "" : ", ") +
+                  name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()) + " " +
+                  std::to_string(value.get<uint64_t>());
+    }
+  }
+  out += p.bold("messages   ") + std::to_string(counters.value("messages_total", uint64_t{0})) +
+         " received, " + std::to_string(counters.value("reports_stored_total", uint64_t{0})) +
+         " reports stored, " + std::to_string(counters.value("rejected_total", uint64_t{0})) +
+         " rejected" + (rejected.empty() ? "" : " (" + rejected + ")") + "\n";
+  return out;
+}
+
+}  // namespace dancemoe::cli
