@@ -329,7 +329,14 @@ std::pair<bool, std::string> NodeAgent::health() {
                                  : "not attached to the scheduler at " + options_.scheduler +
                                        " and no placement committed yet"};
   }
-  // A committed placement keeps serving while the scheduler is away.
+  // The node keeps answering prompts on its committed placement while the
+  // scheduler is away, but it is not healthy: it cannot report, migrate or
+  // be repaired until it re-attaches (the contract for /health).
+  if (!link.attached) {
+    return {false, "not attached to the scheduler at " + options_.scheduler +
+                       " (reconnecting); still answering prompts on placement v" +
+                       std::to_string(p.migration->committed_version())};
+  }
   return {true, ""};
 }
 

@@ -1,5 +1,6 @@
 #include "scheduler/cli/status_format.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,13 @@ std::string format_status(const json& s) {
     std::string waiting;
     for (const json& w : m["waiting"])
       waiting += (waiting.empty() ? "" : ", ") + w.get<std::string>();
-    out += p.bold("migration  ") + "version " + std::to_string(m.value("from_version", 0)) +
+    // A text progress bar of the nodes' loading, for `status --watch`.
+    const double progress = m["progress"].is_number() ? m["progress"].get<double>() : 0.0;
+    const int filled = static_cast<int>(progress * 30.0 + 0.5);
+    const std::string bar = "[" + std::string(static_cast<size_t>(std::clamp(filled, 0, 30)), '#') +
+                            std::string(static_cast<size_t>(30 - std::clamp(filled, 0, 30)), '.') +
+                            "] ";
+    out += p.bold("migration  ") + bar + "version " + std::to_string(m.value("from_version", 0)) +
            " -> " + std::to_string(m.value("version", 0)) + " (" +
            m.value("trigger", std::string()) + "): " + std::to_string(m["ready"].size()) + "/" +
            std::to_string(m["ready"].size() + m["waiting"].size()) + " nodes ready (" +

@@ -279,6 +279,7 @@ TEST_CASE("cluster: nodes serve through a scheduler kill -9 and re-attach when i
     CHECK(node->generate(greedy(prompt, 16))["tokens"] == before[id]);
     CHECK(node->stats()["placement_version"].get<uint64_t>() == 1);
   }
+  CHECK(eventually([&] { return c.nodes["a"]->get("/health").first == 503; }, 10s));
   c.scheduler->start();  // same port, same database
   REQUIRE(eventually(
       [&] {
@@ -291,6 +292,7 @@ TEST_CASE("cluster: nodes serve through a scheduler kill -9 and re-attach when i
   for (auto& [id, node] : c.nodes) {
     const json s = node->stats()["scheduler"];
     CHECK(s["attached"].get<bool>());
+    CHECK(node->get("/health").first == 200);
     CHECK(s["registrations"].get<int64_t>() >= 2);
     CHECK(s["reports_dropped"].get<int64_t>() == 0);
     CHECK(s["reports_refused"].get<int64_t>() == 0);

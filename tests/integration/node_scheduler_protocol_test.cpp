@@ -158,7 +158,10 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   }
   CHECK_FALSE(nodes["a"]->stats()["scheduler"]["attached"].get<bool>());
   for (auto& [id, node] : nodes) {
-    CHECK(node->get("/health").first == 200);
+    // Unhealthy while detached, but still answering prompts.
+    const auto [code, health] = node->get("/health");
+    CHECK(code == 503);
+    CHECK(health.dump().find("still answering prompts on placement v1") != std::string::npos);
     CHECK(node->generate(greedy(16, 7))["tokens"].size() == 16);
   }
   std::this_thread::sleep_for(500ms);  // windows close while nobody listens

@@ -105,8 +105,8 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
     unacked_.erase(ack->sequence);
     answers_[ack->sequence] = env;
   } else if (const auto* error = std::get_if<proto::Error>(&env.body)) {
-    const bool unknown = error->code == StatusCode::kFailedPrecondition &&
-                         error->message.find("not registered") != std::string::npos;
+    // not_found is the scheduler's "register again" (docs/node/README.md).
+    const bool unknown = error->code == StatusCode::kNotFound;
     // Invalid input is final; "unknown node" and "not stored" are retried.
     if (!unknown && error->code != StatusCode::kUnavailable) unacked_.erase(error->in_reply_to);
     answers_[error->in_reply_to] = env;
