@@ -4,75 +4,58 @@
 //
 //   out[t] += sum_{j : t in job j} w_{j,t} * down_j( silu(gate_j x[t]) * up_j x[t] )
 //
-// It is the one place experts are computed on a CPU: the local MoE layer,
-// dense MLP layers (one job, weight 1) and -- in the node agent -- the
-// expert service answering peers all use it.
+// It is the one place experts are computed: the local MoE layer, dense MLP
+// layers (one job, weight 1) and -- in the node agent -- the expert service
+// answering peers all use it. Where the work runs is its ExpertEngine
+// (common/backend/expert_engine.h): the CPU kernels on a ThreadPool
+// (common/backend/cpu/cpu_expert_engine.h, what the (pool, precision)
+// constructor makes), or a GPU engine from the backend registry. Inputs and
+// outputs are host memory either way.
 //
-// Work split, three pool calls: (1) gate, up and SwiGLU, (2) down, each in
-// chunks that are a row slice of ONE job, so every chunk streams one long
-// contiguous run of weights (at decode a whole expert's gate+up is one 2 MB
-// run: stream start-up per chunk, not arithmetic, is what small chunks cost);
-// jobs with many tokens are cut into more slices so the threads stay busy.
-// Chunks write disjoint per-job scratch. (3) the weighted combine into
-// `out`, by token, adding each token's experts in job order, so the result
-// does not depend on the thread count.
+// begin()/finish() split run() for callers that have something to wait on
+// meanwhile (a node's remote experts): with a GPU engine begin() only
+// enqueues the work. x, out and the jobs must stay untouched until finish().
 //
-// Not thread-safe: one ExpertComputer per thread that runs forwards (it
-// owns scratch buffers that only grow).
+// Not thread-safe: one ExpertComputer per thread that runs forwards.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
+#include <string>
 
-#include "common/model/activations.h"
+#include "common/backend/expert_engine.h"
+#include "common/model/compute_precision.h"
+#include "common/model/expert_job.h"
 #include "common/runtime/thread_pool.h"
-#include "kernels/kernels.h"
 
 namespace dancemoe {
-
-struct ExpertJob {
-  kernels::WeightView gate;     // [inter, hidden]
-  kernels::WeightView up;       // [inter, hidden]
-  kernels::WeightView down;     // [hidden, inter]
-  std::vector<int32_t> tokens;  // rows of x this expert serves
-  std::vector<float> weights;   // gate weight per served token
-};
 
 class ExpertComputer {
  public:
   ExpertComputer(ThreadPool& pool, ComputePrecision precision);
+  explicit ExpertComputer(std::unique_ptr<backend::ExpertEngine> engine);
+  ~ExpertComputer();
+  ExpertComputer(const ExpertComputer&) = delete;
+  ExpertComputer& operator=(const ExpertComputer&) = delete;
 
-  ComputePrecision precision() const { return precision_; }
+  ComputePrecision precision() const { return engine_->precision(); }
+  std::string describe() const { return engine_->describe(); }
 
   // x: [n_tokens, hidden]; out: [n_tokens, hidden], accumulated into.
   void run(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens, int64_t hidden,
-           float* out);
+           float* out) {
+    engine_->begin(jobs, x, n_tokens, hidden, out);
+    engine_->finish();
+  }
+  void begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens, int64_t hidden,
+             float* out) {
+    engine_->begin(jobs, x, n_tokens, hidden, out);
+  }
+  void finish() { engine_->finish(); }
 
  private:
-  struct Slice {
-    int32_t job;
-    int64_t row_begin;
-    int64_t row_end;
-  };
-  void plan_slices(std::span<const ExpertJob> jobs, bool down, std::vector<Slice>* slices) const;
-
-  ThreadPool& pool_;
-  ComputePrecision precision_;
-  ActivationBuffer gathered_;  // [rows, hidden]: x rows of every job, job after job
-  // Per job j, n_j rows of its own intermediate width, starting at inter_offsets_[j].
-  std::vector<float> gate_;
-  std::vector<float> up_;
-  std::vector<float> hidden_f32_;
-  std::vector<uint16_t> hidden_bf16_;
-  std::vector<float> down_;             // [rows, hidden]
-  std::vector<int64_t> row_offsets_;    // first gathered row of each job
-  std::vector<int64_t> inter_offsets_;  // first element of each job in gate_/up_/hidden_
-  std::vector<Slice> slices_;
-  // The combine, by token: token t adds entries [combine_start_[t], combine_start_[t+1]).
-  std::vector<int64_t> combine_start_;
-  std::vector<std::pair<int64_t, float>> combine_;  // (row of down_, weight)
-  std::vector<int64_t> cursor_;                     // per token, while filling combine_
+  std::unique_ptr<backend::ExpertEngine> engine_;
 };
 
 }  // namespace dancemoe

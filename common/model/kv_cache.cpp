@@ -16,4 +16,14 @@ Result<KvCache> KvCache::create(int64_t n_layers, int64_t kv_dim, int64_t capaci
   return cache;
 }
 
+KvCache KvCache::external(int64_t n_layers, int64_t kv_dim, int64_t capacity,
+                          std::unique_ptr<ExternalStorage> storage) {
+  KvCache cache;
+  cache.n_layers_ = n_layers;
+  cache.kv_dim_ = kv_dim;
+  cache.capacity_ = capacity;
+  cache.external_ = std::move(storage);
+  return cache;
+}
+
 }  // namespace dancemoe

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "common/backend/backend_registry.h"
+
 namespace dancemoe {
 
 int default_thread_count() {
@@ -44,10 +46,37 @@ Result<std::unique_ptr<LocalModel>> LocalModel::open(const std::filesystem::path
 
   const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
   m->pool_ = std::make_unique<ThreadPool>(n_threads);
-  m->computer_ = std::make_unique<ExpertComputer>(*m->pool_, options.precision);
+  DMOE_ASSIGN_OR_RETURN(backend::DeviceSelection selection,
+                        backend::parse_device(options.devices.device));
+  if (!options.expert_devices.empty() && options.expert_devices.size() != keys.size()) {
+    return invalid_argument("expert_devices names " +
+                            std::to_string(options.expert_devices.size()) + " devices for " +
+                            std::to_string(keys.size()) + " experts");
+  }
+  if (selection.cpu) {
+    m->computer_ = std::make_unique<ExpertComputer>(*m->pool_, options.precision);
+    m->executor_ =
+        std::make_unique<LocalMoeExecutor>(*m->experts_, *m->computer_, config.n_experts);
+    m->transformer_ =
+        std::make_unique<Transformer>(config, *m->dense_, *m->executor_, *m->computer_, *m->pool_);
+    m->backend_description_ = m->transformer_->backend_description();
+    return m;
+  }
+  backend::BackendLoadRequest request;
+  request.config = &config;
+  request.dense = &*m->dense_;
+  request.experts = m->experts_.get();
+  request.resident = keys;
+  request.expert_devices = options.expert_devices;
+  request.pool = m->pool_.get();
+  request.precision = options.precision;
+  request.options = options.devices;
+  DMOE_ASSIGN_OR_RETURN(backend::DeviceModel device, backend::load_device_backend(request));
+  m->computer_ = std::make_unique<ExpertComputer>(std::move(device.experts));
   m->executor_ = std::make_unique<LocalMoeExecutor>(*m->experts_, *m->computer_, config.n_experts);
-  m->transformer_ =
-      std::make_unique<Transformer>(config, *m->dense_, *m->executor_, *m->computer_, *m->pool_);
+  m->transformer_ = std::make_unique<Transformer>(config, std::move(device.forward), *m->executor_,
+                                                  *m->computer_);
+  m->backend_description_ = device.description;
   return m;
 }
 

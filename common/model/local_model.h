@@ -5,14 +5,21 @@
 // generate`, `logits`, `bench`) and tests use it; the node agent builds the
 // same parts with its distributed executor instead.
 //
+// options.devices picks the backend: the CPU (default) or GPUs through the
+// backend registry (common/backend/backend_registry.h), which copies the
+// dense part and the resident experts to the devices once, at open; the
+// host copies stay in the ExpertStore (the unit of placement and migration).
+//
 // Owns all its parts; not thread-safe (one forward at a time).
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "common/backend/device_options.h"
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
 #include "common/model/compute_precision.h"
@@ -30,6 +37,11 @@ struct LocalModelOptions {
   ComputePrecision precision = ComputePrecision::kBF16;
   std::optional<std::vector<ExpertKey>> experts;  // nullopt: load every expert
   LoadProgress progress;                          // over dense + expert bytes
+  // Where the model runs ("cpu", "cuda:0", ...), budgets, batch and KV sizes.
+  backend::DeviceOptions devices;
+  // GPU ordinal of each entry of `experts` (the placement's (node, device));
+  // empty: the backend spreads the experts over the selected GPUs.
+  std::vector<int> expert_devices;
 };
 
 class LocalModel {
@@ -42,10 +54,14 @@ class LocalModel {
   const DenseWeights& dense() const { return *dense_; }
   ExpertStore& experts() { return *experts_; }
   ThreadPool& pool() { return *pool_; }
+  // Computes experts on the model's backend (the node's expert service uses it).
+  ExpertComputer& expert_computer() { return *computer_; }
   Transformer& transformer() { return *transformer_; }
 
   // Weight bytes held in memory: dense part plus resident experts.
   uint64_t resident_weight_bytes() const;
+  // Where the forward runs and what each device holds, for logs.
+  const std::string& backend_description() const { return backend_description_; }
 
  private:
   LocalModel() = default;
@@ -57,6 +73,7 @@ class LocalModel {
   std::unique_ptr<ExpertComputer> computer_;
   std::unique_ptr<LocalMoeExecutor> executor_;
   std::unique_ptr<Transformer> transformer_;
+  std::string backend_description_;
 };
 
 int default_thread_count();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/model/model_config.h"
@@ -23,6 +24,9 @@ struct RoutingDecision {
     return weights[static_cast<size_t>(token * top_k + k)];
   }
 };
+
+// Sees every MoE layer's routing decision (activation counting, traces).
+using RoutingObserver = std::function<void(int64_t layer, const RoutingDecision& routing)>;
 
 // logits: [n_tokens, n_experts] router outputs in f32. Applies the model's
 // scoring order (RouterScoring) and norm_topk_prob. Ties between equal

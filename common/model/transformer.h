@@ -1,4 +1,4 @@
-// Transformer: the forward pass of a decoder-only MoE model on the CPU.
+// Transformer: the forward pass of a decoder-only MoE model.
 //
 //   h = embed(tokens)
 //   for each layer l:
@@ -8,21 +8,26 @@
 //     dense layer: h += down(silu(gate x) * up x)
 //   logits = lm_head(rmsnorm(h))
 //
-// Prefill runs all prompt tokens as one batch; decode runs one token against
-// the KV cache. Matrix products are split across the ThreadPool by output
-// rows; attention by (token, head). The routing decision is made here and
-// computing the chosen experts is the MoeExecutor's business.
+// Prefill runs the prompt tokens as one batch (split into batches of the
+// engine's max_batch_tokens() when longer); decode runs one token against
+// the KV cache. This class is the model's control flow; the compute of each
+// stage is a backend's ForwardEngine (common/backend/forward_engine.h): the
+// CPU kernels and thread pool (the first constructor), or a GPU engine from
+// the backend registry. The routing decision is made in the forward pass
+// and computing the chosen experts is the MoeExecutor's business.
 //
-// Not thread-safe: one Transformer runs one forward at a time (it owns
-// scratch buffers sized for the largest batch seen, so steady-state decoding
-// allocates nothing). The weights, executor and pool must outlive it.
+// Not thread-safe: one Transformer runs one forward at a time. The weights,
+// executor, computer and pool must outlive it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "common/backend/forward_engine.h"
 #include "common/base/status.h"
 #include "common/model/activations.h"
 #include "common/model/dense_weights.h"
@@ -37,16 +42,20 @@ namespace dancemoe {
 
 enum class LogitsMode { kNone, kLast, kAll };
 
-// Sees every MoE layer's routing decision (activation counting, traces).
-using RoutingObserver = std::function<void(int64_t layer, const RoutingDecision& routing)>;
-
 class Transformer {
  public:
+  // The CPU forward (common/backend/cpu/cpu_forward.h).
   Transformer(const ModelConfig& config, const DenseWeights& weights, MoeExecutor& moe,
               ExpertComputer& computer, ThreadPool& pool);
+  // Any backend's forward; `computer` gives the precision.
+  Transformer(const ModelConfig& config, std::unique_ptr<backend::ForwardEngine> engine,
+              MoeExecutor& moe, ExpertComputer& computer);
+  ~Transformer();
 
   const ModelConfig& config() const { return config_; }
   ComputePrecision precision() const { return computer_.precision(); }
+  // Where the forward runs, for logs: "cpu (avx512, 16 threads)", "cuda:0 (...)".
+  std::string backend_description() const { return engine_->describe(); }
 
   // Runs `tokens` at positions cache.n_past() ... and advances the cache.
   // *logits becomes [n, vocab] with n = 0, 1 (last token) or tokens.size().
@@ -56,36 +65,18 @@ class Transformer {
 
   void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
 
+  // A cache kept where the backend computes.
   Result<KvCache> new_cache(int64_t capacity) const;
 
  private:
-  void prepare(int64_t n_tokens, int64_t capacity);
-  void rope_tables(int64_t pos0, int64_t n_tokens);
-  void attention_block(int64_t layer, int64_t n_tokens, KvCache& cache);
-  Status mlp_block(int64_t layer, int64_t n_tokens);
-  void compute_logits(int64_t first_row, int64_t n_rows, std::vector<float>* logits);
+  Status run_batch(std::span<const int32_t> tokens, KvCache& cache, int64_t first_row,
+                   int64_t n_rows, float* logits);
 
   const ModelConfig& config_;
-  const DenseWeights& weights_;
+  std::unique_ptr<backend::ForwardEngine> engine_;
   MoeExecutor& moe_;
   ExpertComputer& computer_;
-  ThreadPool& pool_;
   RoutingObserver observer_;
-
-  std::vector<double> inv_freq_;  // [head_dim / 2]
-  std::vector<float> rope_cos_;   // [n_tokens, head_dim / 2]
-  std::vector<float> rope_sin_;
-  std::vector<float> h_;              // [n_tokens, hidden] residual stream
-  ActivationBuffer xn_;               // [n_tokens, hidden] normalised
-  std::vector<float> q_;              // [n_tokens, q_dim]
-  std::vector<float> k_;              // [n_tokens, kv_dim]
-  std::vector<float> v_;              // [n_tokens, kv_dim]
-  ActivationBuffer attn_;             // [n_tokens, q_dim]
-  std::vector<float> proj_;           // [n_tokens, hidden] attention output projection
-  std::vector<float> router_logits_;  // [n_tokens, n_experts]
-  RoutingDecision routing_;
-  std::vector<std::vector<float>> attention_scratch_;  // per thread, [capacity]
-  std::vector<ExpertJob> dense_job_;
 };
 
 }  // namespace dancemoe

@@ -12,6 +12,7 @@
 #include "kernels/cpu/memory_bandwidth.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/device_flags.h"
 
 namespace dancemoe::cli {
 namespace {
@@ -22,19 +23,39 @@ struct Options {
   ModelBenchParams bench;
   std::string precision = "bf16";
   bool json = false;
+  DeviceFlags device;
 };
 
 int run(const Options& o) {
   std::optional<ComputePrecision> precision = parse_precision(o.precision);
   if (!precision)
     return report_failure("bench", invalid_argument("--precision must be f32 or bf16"));
+  Result<backend::DeviceOptions> devices = device_options(o.device);
+  if (!devices.is_ok()) return report_failure("bench", devices.status());
   LocalModelOptions options;
   options.n_threads = o.threads;
   options.precision = *precision;
+  options.devices = *devices;
   Result<std::unique_ptr<LocalModel>> model = LocalModel::open(o.model, options);
   if (!model.is_ok()) return report_failure("bench", model.status());
   Result<ModelBenchResult> r = run_model_benchmark(**model, o.bench);
   if (!r.is_ok()) return report_failure("bench", r.status());
+  if (devices->device != "cpu") {
+    // A GPU run: the CPU memory probe and roofline do not apply
+    // (tests/bench/bench_cuda_model.cpp relates decode to the GPU's bandwidth).
+    nlohmann::ordered_json out = {{"model", o.model},
+                                  {"device", devices->device},
+                                  {"backend", (*model)->backend_description()},
+                                  {"precision", precision_name(*precision)},
+                                  {"prompt_tokens", o.bench.prompt_tokens},
+                                  {"gen_tokens", o.bench.gen_tokens},
+                                  {"prefill_tok_s", r->prefill_tok_s},
+                                  {"decode_tok_s", r->decode_tok_s},
+                                  {"bytes_per_token", r->bytes_per_token},
+                                  {"weight_bytes", (*model)->resident_weight_bytes()}};
+    std::printf("%s\n", out.dump(o.json ? -1 : 2).c_str());
+    return 0;
+  }
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
@@ -83,6 +104,7 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object on one line");
+  add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }
 

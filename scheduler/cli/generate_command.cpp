@@ -11,6 +11,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/device_flags.h"
 
 namespace dancemoe::cli {
 namespace {
@@ -25,6 +26,7 @@ struct Options {
   int threads = 0;
   std::string precision = "bf16";
   bool quiet = false;
+  DeviceFlags device;
 };
 
 Result<std::string> prompt_text(const Options& o, const tokenizer::Tokenizer& tok) {
@@ -62,9 +64,12 @@ int run(Options o) {
   Result<std::vector<int32_t>> ids = (*tok)->encode(*text, /*add_special_tokens=*/!o.chat);
   if (!ids.is_ok()) return report_failure("generate", ids.status());
 
+  Result<backend::DeviceOptions> devices = device_options(o.device);
+  if (!devices.is_ok()) return report_failure("generate", devices.status());
   LocalModelOptions model_options;
   model_options.n_threads = o.threads;
   model_options.precision = *precision;
+  model_options.devices = *devices;
   ProgressBar bar("loading " + o.model);
   model_options.progress = [&](uint64_t done, uint64_t total) { bar.update(done, total); };
   Result<std::unique_ptr<LocalModel>> model = LocalModel::open(o.model, model_options);
@@ -90,12 +95,13 @@ int run(Options o) {
             : 0.0;
     std::fprintf(stderr,
                  "[prompt %lld tokens, prefill %.1f tok/s | generated %zu tokens, %.1f tok/s | "
-                 "finish: %s | %d threads, %s]\n",
+                 "finish: %s | %d threads, %s | %s]\n",
                  static_cast<long long>(result->prompt_tokens),
                  static_cast<double>(result->prompt_tokens) / result->prefill_seconds,
                  result->tokens.size(), decode_rate,
                  std::string(finish_reason_name(result->finish)).c_str(), (*model)->pool().size(),
-                 std::string(precision_name(*precision)).c_str());
+                 std::string(precision_name(*precision)).c_str(),
+                 (*model)->backend_description().c_str());
   }
   return 0;
 }
@@ -123,6 +129,7 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--precision", o->precision, "bf16 (fast) or f32 (reference) activations")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "no timing line on stderr");
+  add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }
 

@@ -7,6 +7,7 @@
 #include "common/tensor/npy.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/device_flags.h"
 
 namespace dancemoe::cli {
 namespace {
@@ -15,19 +16,25 @@ struct Options {
   std::string model;
   std::string ids;
   std::string out;
-  std::string precision = "f32";
+  std::string precision;  // default: f32 on the CPU, bf16 on a GPU
   int threads = 0;
+  DeviceFlags device;
 };
 
 int run(const Options& options) {
   Result<std::vector<int32_t>> ids = parse_id_list(options.ids);
   if (!ids.is_ok()) return report_failure("logits", ids.status());
-  std::optional<ComputePrecision> precision = parse_precision(options.precision);
+  Result<backend::DeviceOptions> devices = device_options(options.device);
+  if (!devices.is_ok()) return report_failure("logits", devices.status());
+  const std::string precision_text =
+      !options.precision.empty() ? options.precision : (devices->device == "cpu" ? "f32" : "bf16");
+  std::optional<ComputePrecision> precision = parse_precision(precision_text);
   if (!precision)
     return report_failure("logits", invalid_argument("--precision must be f32 or bf16"));
   LocalModelOptions model_options;
   model_options.n_threads = options.threads;
   model_options.precision = *precision;
+  model_options.devices = *devices;
   Result<std::unique_ptr<LocalModel>> model = LocalModel::open(options.model, model_options);
   if (!model.is_ok()) return report_failure("logits", model.status());
   Transformer& transformer = (*model)->transformer();
@@ -50,8 +57,10 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--ids", options->ids, "comma-separated token ids, e.g. 3,17,250")->required();
   cmd->add_option("--out", options->out, "output .npy file: float32 [n_ids, vocab_size]")
       ->required();
-  cmd->add_option("--precision", options->precision, "f32 (reference) or bf16 (fast) activations")
-      ->capture_default_str();
+  cmd->add_option("--precision", options->precision,
+                  "f32 (reference) or bf16 (fast) activations (default: f32 on the CPU, bf16 on a "
+                  "GPU)");
+  add_device_flags(cmd, &options->device);
   cmd->add_option("--threads", options->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([options, exit_code] { *exit_code = run(*options); });
 }

@@ -1,0 +1,155 @@
+#include "common/backend/cpu/cpu_expert_engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dancemoe::backend {
+namespace {
+
+// Row slices are multiples of this so SIMD kernels rarely see ragged tails.
+constexpr int64_t kRowAlign = 16;
+// A slice carries at least this many (token x row) products before a job is
+// cut further: one token's whole expert at decode, finer slices at prefill.
+constexpr int64_t kTokenRowsPerSlice = 8 * 512;
+
+}  // namespace
+
+CpuExpertEngine::CpuExpertEngine(ThreadPool& pool, ComputePrecision precision)
+    : pool_(pool), precision_(precision) {}
+
+std::string CpuExpertEngine::describe() const {
+  return "cpu (" + std::string(kernels::cpu_level_name(kernels::cpu_kernels().level)) + ", " +
+         std::to_string(pool_.size()) + " threads)";
+}
+
+void CpuExpertEngine::plan_slices(std::span<const ExpertJob> jobs, bool down,
+                                  std::vector<Slice>* slices) const {
+  slices->clear();
+  int64_t n_jobs = 0;
+  for (const ExpertJob& job : jobs) n_jobs += job.tokens.empty() ? 0 : 1;
+  if (n_jobs == 0) return;
+  // With few jobs (a dense layer, a top-1 model) cut each so that every
+  // thread still gets two slices.
+  const int64_t min_slices_per_job = (2 * pool_.size() + n_jobs - 1) / n_jobs;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const int64_t n = static_cast<int64_t>(jobs[j].tokens.size());
+    if (n == 0) continue;
+    const int64_t rows = down ? jobs[j].down.rows : jobs[j].gate.rows;
+    const int64_t by_work = (n * rows + kTokenRowsPerSlice - 1) / kTokenRowsPerSlice;
+    const int64_t max_slices = std::max<int64_t>(1, rows / kRowAlign);
+    const int64_t n_slices = std::min(max_slices, std::max(by_work, min_slices_per_job));
+    for (int64_t s = 0; s < n_slices; ++s) {
+      const Range r = split_range(rows, s, n_slices, kRowAlign);
+      if (r.begin < r.end) slices->push_back({static_cast<int32_t>(j), r.begin, r.end});
+    }
+  }
+}
+
+void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,
+                            int64_t hidden, float* out) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const bool bf16 = precision_ == ComputePrecision::kBF16;
+  int64_t rows = 0;
+  int64_t inter_elements = 0;
+  row_offsets_.clear();
+  inter_offsets_.clear();
+  for (const ExpertJob& job : jobs) {
+    row_offsets_.push_back(rows);
+    inter_offsets_.push_back(inter_elements);
+    rows += static_cast<int64_t>(job.tokens.size());
+    inter_elements += static_cast<int64_t>(job.tokens.size()) * job.gate.rows;
+  }
+  if (rows == 0) return;
+
+  gathered_.resize(rows, hidden, precision_);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    for (size_t i = 0; i < jobs[j].tokens.size(); ++i) {
+      std::memcpy(gathered_.row(row_offsets_[j] + static_cast<int64_t>(i)),
+                  x + jobs[j].tokens[i] * hidden, static_cast<size_t>(hidden) * sizeof(float));
+    }
+  }
+  gathered_.round_to_bf16(k, rows);
+  const size_t n_inter = static_cast<size_t>(inter_elements);
+  if (gate_.size() < n_inter) {
+    gate_.resize(n_inter);
+    up_.resize(n_inter);
+    hidden_f32_.resize(n_inter);
+  }
+  if (bf16 && hidden_bf16_.size() < n_inter) hidden_bf16_.resize(n_inter);
+  if (down_.size() < static_cast<size_t>(rows * hidden))
+    down_.resize(static_cast<size_t>(rows * hidden));
+
+  // (1) gate, up, SwiGLU.
+  const ActivationsView xg = gathered_.view();
+  plan_slices(jobs, /*down=*/false, &slices_);
+  pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
+    const Slice& slice = slices_[static_cast<size_t>(s)];
+    const ExpertJob& job = jobs[static_cast<size_t>(slice.job)];
+    const int64_t n = static_cast<int64_t>(job.tokens.size());
+    const int64_t inter = job.gate.rows;
+    const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
+    const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
+    const ActivationsView xj{xg.f32 + row0 * hidden, xg.bf16 ? xg.bf16 + row0 * hidden : nullptr};
+    float* g = gate_.data() + off;
+    float* u = up_.data() + off;
+    matmul_rows(k, job.gate, xj, n, g, inter, slice.row_begin, slice.row_end);
+    matmul_rows(k, job.up, xj, n, u, inter, slice.row_begin, slice.row_end);
+    const int64_t width = slice.row_end - slice.row_begin;
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t at = off + t * inter + slice.row_begin;
+      k.swiglu(gate_.data() + at, up_.data() + at, width, hidden_f32_.data() + at);
+      if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, width, hidden_bf16_.data() + at);
+    }
+  });
+
+  // (2) down, into per-job rows of down_.
+  plan_slices(jobs, /*down=*/true, &slices_);
+  pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
+    const Slice& slice = slices_[static_cast<size_t>(s)];
+    const ExpertJob& job = jobs[static_cast<size_t>(slice.job)];
+    const int64_t n = static_cast<int64_t>(job.tokens.size());
+    const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
+    const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
+    const ActivationsView hj{hidden_f32_.data() + off, bf16 ? hidden_bf16_.data() + off : nullptr};
+    matmul_rows(k, job.down, hj, n, down_.data() + row0 * hidden, hidden, slice.row_begin,
+                slice.row_end);
+  });
+
+  // (3) out[t] += w * down row, per token, experts in job order.
+  combine_start_.assign(static_cast<size_t>(n_tokens) + 1, 0);
+  for (const ExpertJob& job : jobs) {
+    for (int32_t t : job.tokens) ++combine_start_[static_cast<size_t>(t) + 1];
+  }
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    combine_start_[static_cast<size_t>(t) + 1] += combine_start_[static_cast<size_t>(t)];
+  }
+  combine_.resize(static_cast<size_t>(rows));
+  cursor_.assign(combine_start_.begin(), combine_start_.end() - 1);
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    for (size_t i = 0; i < jobs[j].tokens.size(); ++i) {
+      const size_t t = static_cast<size_t>(jobs[j].tokens[i]);
+      combine_[static_cast<size_t>(cursor_[t]++)] = {row_offsets_[j] + static_cast<int64_t>(i),
+                                                     jobs[j].weights[i]};
+    }
+  }
+  auto combine_tokens = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t e = combine_start_[static_cast<size_t>(t)];
+           e < combine_start_[static_cast<size_t>(t) + 1]; ++e) {
+        const auto& [row, weight] = combine_[static_cast<size_t>(e)];
+        k.axpy(weight, down_.data() + row * hidden, out + t * hidden, hidden);
+      }
+    }
+  };
+  if (n_tokens < 16) {
+    combine_tokens(0, n_tokens);
+  } else {
+    const int64_t n_chunks = chunk_count(n_tokens, 8, pool_.size());
+    pool_.parallel_for(n_chunks, [&](int64_t c, int) {
+      const Range r = split_range(n_tokens, c, n_chunks);
+      combine_tokens(r.begin, r.end);
+    });
+  }
+}
+
+}  // namespace dancemoe::backend

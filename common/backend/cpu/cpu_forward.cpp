@@ -1,0 +1,291 @@
+#include "common/backend/cpu/cpu_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace dancemoe::backend {
+namespace {
+
+constexpr int64_t kRowAlign = 16;
+// A work chunk of a projection streams about this many weight bytes: long
+// enough that starting a stream (prefetcher ramp-up) is cheap, short enough
+// to balance across threads (ThreadPool::parallel_for).
+constexpr int64_t kChunkBytes = 1 << 20;
+
+int64_t rows_per_chunk(const kernels::WeightView& w) {
+  const int64_t elem = w.type == kernels::WeightType::kF32 ? 4 : 2;
+  return std::max<int64_t>(kRowAlign, kChunkBytes / (w.cols * elem));
+}
+
+void grow(std::vector<float>* v, int64_t n) {
+  if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
+}
+
+}  // namespace
+
+CpuForward::CpuForward(const ModelConfig& config, const DenseWeights& weights,
+                       ExpertComputer& computer, ThreadPool& pool)
+    : config_(config), weights_(weights), computer_(computer), pool_(pool) {
+  const int64_t half = config_.head_dim / 2;
+  inv_freq_.resize(static_cast<size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    inv_freq_[static_cast<size_t>(i)] =
+        1.0 / std::pow(config_.rope_theta, static_cast<double>(2 * i) / config_.head_dim);
+  }
+  attention_scratch_.resize(static_cast<size_t>(pool_.size()));
+}
+
+std::string CpuForward::describe() const {
+  return "cpu (" + std::string(kernels::cpu_level_name(kernels::cpu_kernels().level)) + ", " +
+         std::to_string(pool_.size()) + " threads)";
+}
+
+// Scratch grows to whatever batch comes: no limit.
+int64_t CpuForward::max_batch_tokens() const { return INT64_MAX; }
+
+Result<KvCache> CpuForward::new_cache(int64_t capacity) {
+  return KvCache::create(config_.n_layers, config_.kv_dim(), capacity);
+}
+
+void CpuForward::prepare(int64_t n, int64_t capacity) {
+  const ComputePrecision precision = computer_.precision();
+  grow(&h_, n * config_.hidden_size);
+  xn_.resize(n, config_.hidden_size, precision);
+  grow(&q_, n * config_.q_dim());
+  grow(&k_, n * config_.kv_dim());
+  grow(&v_, n * config_.kv_dim());
+  attn_.resize(n, config_.q_dim(), precision);
+  grow(&proj_, n * config_.hidden_size);
+  grow(&router_logits_, n * std::max<int64_t>(config_.n_experts, 1));
+  for (auto& scratch : attention_scratch_) grow(&scratch, capacity);
+}
+
+void CpuForward::rope_tables(int64_t pos0, int64_t n) {
+  const int64_t half = config_.head_dim / 2;
+  grow(&rope_cos_, n * half);
+  grow(&rope_sin_, n * half);
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      // HF computes the angle in f32 (position * inv_freq); doing it in
+      // double and rounding once differs by < 1 ulp at the positions we use.
+      const double angle = static_cast<double>(pos0 + t) * inv_freq_[static_cast<size_t>(i)];
+      rope_cos_[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
+      rope_sin_[static_cast<size_t>(t * half + i)] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
+  if (cache.external_storage() != nullptr) {
+    return invalid_argument(
+        "this KV cache was made by another backend; make it with the model's "
+        "Transformer::new_cache");
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t pos0 = cache.n_past();
+  const int64_t hidden = config_.hidden_size;
+  n_ = n;
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  prepare(n, cache.capacity());
+  rope_tables(pos0, n);
+
+  // Embedding rows, widened to f32.
+  const kernels::WeightView& embed = weights_.embed();
+  const size_t elem = embed.type == kernels::WeightType::kF32 ? 4 : 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const auto* row = static_cast<const uint8_t*>(embed.data) +
+                      static_cast<size_t>(tokens[static_cast<size_t>(t)]) * hidden * elem;
+    float* dst = h_.data() + t * hidden;
+    switch (embed.type) {
+      case kernels::WeightType::kF32:
+        std::memcpy(dst, row, static_cast<size_t>(hidden) * sizeof(float));
+        break;
+      case kernels::WeightType::kBF16:
+        k.bf16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
+        break;
+      case kernels::WeightType::kF16:
+        k.f16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
+        break;
+    }
+  }
+
+  return Status::ok();
+}
+
+Status CpuForward::attention(int64_t layer, KvCache& cache) {
+  const int64_t n = n_;
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const LayerWeights& lw = weights_.layer(layer);
+  const AttentionWeights& aw = lw.attention;
+  const int64_t hidden = config_.hidden_size;
+  const int64_t q_dim = config_.q_dim();
+  const int64_t kv_dim = config_.kv_dim();
+  const int64_t head_dim = config_.head_dim;
+  const int64_t pos0 = cache.n_past();
+
+  for (int64_t t = 0; t < n; ++t) {
+    k.rmsnorm(h_.data() + t * hidden, lw.input_norm, hidden, config_.rms_norm_eps, xn_.row(t));
+  }
+  xn_.round_to_bf16(k, n);
+  const ActivationsView x = xn_.view();
+  const int n_threads = pool_.size();
+  const int64_t n_q_chunks = chunk_count(q_dim, rows_per_chunk(aw.q), n_threads);
+  const int64_t n_kv_chunks = chunk_count(kv_dim, rows_per_chunk(aw.k), n_threads);
+  pool_.parallel_for(n_q_chunks + 2 * n_kv_chunks, [&](int64_t chunk, int) {
+    if (chunk < n_q_chunks) {
+      const Range r = split_range(q_dim, chunk, n_q_chunks, kRowAlign);
+      matmul_rows(k, aw.q, x, n, q_.data(), q_dim, r.begin, r.end);
+      return;
+    }
+    chunk -= n_q_chunks;
+    const bool is_k = chunk < n_kv_chunks;
+    const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks, kRowAlign);
+    matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end);
+  });
+
+  float* k_cache = cache.keys(layer);
+  float* v_cache = cache.values(layer);
+  const int64_t half = head_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    float* q = q_.data() + t * q_dim;
+    float* kk = k_.data() + t * kv_dim;
+    float* v = v_.data() + t * kv_dim;
+    if (aw.q_bias) k.axpy(1.0f, aw.q_bias, q, q_dim);
+    if (aw.k_bias) k.axpy(1.0f, aw.k_bias, kk, kv_dim);
+    if (aw.v_bias) k.axpy(1.0f, aw.v_bias, v, kv_dim);
+    if (config_.qk_norm == QkNormKind::kPerHead) {
+      for (int64_t h = 0; h < config_.n_heads; ++h) {
+        k.rmsnorm(q + h * head_dim, aw.q_norm, head_dim, config_.rms_norm_eps, q + h * head_dim);
+      }
+      for (int64_t h = 0; h < config_.n_kv_heads; ++h) {
+        k.rmsnorm(kk + h * head_dim, aw.k_norm, head_dim, config_.rms_norm_eps, kk + h * head_dim);
+      }
+    } else if (config_.qk_norm == QkNormKind::kFull) {
+      k.rmsnorm(q, aw.q_norm, q_dim, config_.rms_norm_eps, q);
+      k.rmsnorm(kk, aw.k_norm, kv_dim, config_.rms_norm_eps, kk);
+    }
+    const float* cos = rope_cos_.data() + t * half;
+    const float* sin = rope_sin_.data() + t * half;
+    k.rope(q, config_.n_heads, head_dim, cos, sin);
+    k.rope(kk, config_.n_kv_heads, head_dim, cos, sin);
+    std::memcpy(k_cache + (pos0 + t) * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
+    std::memcpy(v_cache + (pos0 + t) * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
+  }
+
+  // Causal attention: token t sees cached positions [0, pos0 + t]. Work
+  // items are (token, query head); chunk boundaries fall on KV-head groups
+  // so a kernel can share each cached key among the heads that read it.
+  const int64_t n_heads = config_.n_heads;
+  const int64_t group = n_heads / config_.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t n_items = n * n_heads;
+  // Short contexts are cheaper on one thread than a pool round trip.
+  const int64_t n_attention_chunks =
+      n * (pos0 + n) * n_heads >= 4096 ? chunk_count(n_items / group, 2, n_threads) : 1;
+  pool_.parallel_for(n_attention_chunks, [&](int64_t chunk, int thread_idx) {
+    const Range r = split_range(n_items, chunk, n_attention_chunks, group);
+    float* scratch = attention_scratch_[static_cast<size_t>(thread_idx)].data();
+    for (int64_t i = r.begin; i < r.end;) {
+      const int64_t t = i / n_heads;
+      const int64_t head_end = std::min(r.end - t * n_heads, n_heads);
+      kernels::AttentionArgs args;
+      args.q = q_.data() + t * q_dim;
+      args.k = k_cache;
+      args.v = v_cache;
+      args.kv_stride = kv_dim;
+      args.n_ctx = pos0 + t + 1;
+      args.n_heads = n_heads;
+      args.n_kv_heads = config_.n_kv_heads;
+      args.head_dim = head_dim;
+      args.scale = scale;
+      args.out = attn_.row(t);
+      args.scratch = scratch;
+      args.head_begin = i - t * n_heads;
+      args.head_end = head_end;
+      k.attention(args);
+      i = t * n_heads + head_end;
+    }
+  });
+  attn_.round_to_bf16(k, n);
+
+  const ActivationsView a = attn_.view();
+  const int64_t n_o_chunks = chunk_count(hidden, rows_per_chunk(aw.o), n_threads);
+  pool_.parallel_for(n_o_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
+    matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
+    for (int64_t t = 0; t < n; ++t) {
+      k.axpy(1.0f, proj_.data() + t * hidden + r.begin, h_.data() + t * hidden + r.begin,
+             r.end - r.begin);
+    }
+  });
+  return Status::ok();
+}
+
+Status CpuForward::dense_mlp(int64_t layer) {
+  const int64_t n = n_;
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const LayerWeights& lw = weights_.layer(layer);
+  const int64_t hidden = config_.hidden_size;
+  for (int64_t t = 0; t < n; ++t) {
+    k.rmsnorm(h_.data() + t * hidden, lw.post_attention_norm, hidden, config_.rms_norm_eps,
+              xn_.row(t));
+  }
+  dense_job_.resize(1);
+  ExpertJob& job = dense_job_[0];
+  job.gate = lw.dense_gate;
+  job.up = lw.dense_up;
+  job.down = lw.dense_down;
+  job.tokens.resize(static_cast<size_t>(n));
+  job.weights.assign(static_cast<size_t>(n), 1.0f);
+  for (int64_t t = 0; t < n; ++t) job.tokens[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  computer_.run(dense_job_, xn_.f32(), n, hidden, h_.data());
+  return Status::ok();
+}
+
+Status CpuForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObserver& observer) {
+  const int64_t n = n_;
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const LayerWeights& lw = weights_.layer(layer);
+  const int64_t hidden = config_.hidden_size;
+  for (int64_t t = 0; t < n; ++t) {
+    k.rmsnorm(h_.data() + t * hidden, lw.post_attention_norm, hidden, config_.rms_norm_eps,
+              xn_.row(t));
+  }
+  // The router always sees f32 activations: its decisions are discrete, and
+  // keeping them identical to the reference matters more than its tiny cost.
+  const int64_t n_experts = config_.n_experts;
+  const ActivationsView x{xn_.f32(), nullptr};
+  const int64_t n_route_chunks = n >= 8 ? chunk_count(n, 4, pool_.size()) : 1;
+  pool_.parallel_for(n_route_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(n, chunk, n_route_chunks);
+    if (r.begin >= r.end) return;
+    ActivationsView rows{x.f32 + r.begin * hidden, nullptr};
+    matmul_rows(k, lw.router, rows, r.end - r.begin, router_logits_.data() + r.begin * n_experts,
+                n_experts, 0, n_experts);
+  });
+  route_tokens(config_, router_logits_.data(), n, &routing_);
+  if (observer) observer(layer, routing_);
+  return executor.run_layer(layer, xn_.f32(), n, hidden, routing_, h_.data());
+}
+
+Status CpuForward::finish(int64_t first_row, int64_t n_rows, float* logits) {
+  if (n_rows == 0) return Status::ok();
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const int64_t hidden = config_.hidden_size;
+  const int64_t vocab = config_.vocab_size;
+  for (int64_t t = 0; t < n_rows; ++t) {
+    k.rmsnorm(h_.data() + (first_row + t) * hidden, weights_.final_norm(), hidden,
+              config_.rms_norm_eps, xn_.row(t));
+  }
+  xn_.round_to_bf16(k, n_rows);
+  const ActivationsView x = xn_.view();
+  const int64_t n_chunks = chunk_count(vocab, rows_per_chunk(weights_.lm_head()), pool_.size());
+  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(vocab, chunk, n_chunks, kRowAlign);
+    matmul_rows(k, weights_.lm_head(), x, n_rows, logits, vocab, r.begin, r.end);
+  });
+  return Status::ok();
+}
+
+}  // namespace dancemoe::backend

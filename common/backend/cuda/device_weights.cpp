@@ -1,0 +1,343 @@
+#include "common/backend/cuda/device_weights.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "kernels/kernels.h"
+
+namespace dancemoe::backend::cuda {
+namespace {
+
+constexpr uint64_t kAlign = 256;
+
+uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// Offsets of the pieces of one device allocation, 256-byte aligned (16-byte
+// vector loads need 16).
+class Layout {
+ public:
+  uint64_t add(uint64_t bytes) {
+    const uint64_t at = size_;
+    size_ += align_up(bytes);
+    return at;
+  }
+  uint64_t size() const { return size_; }
+
+ private:
+  uint64_t size_ = 0;
+};
+
+uint64_t matrix_bytes(int64_t rows, int64_t cols) {
+  return static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) * 2;
+}
+uint64_t vector_bytes(int64_t n) { return static_cast<uint64_t>(n) * sizeof(float); }
+
+int64_t norm_width(const ModelConfig& c, bool q) {
+  if (c.qk_norm == QkNormKind::kPerHead) return c.head_dim;
+  return q ? c.q_dim() : c.kv_dim();
+}
+
+// Copies host data to the device, rounding f16 / f32 matrices to bf16.
+class Uploader {
+ public:
+  Uploader(const CudaDevice& device, uint64_t total, const LoadProgress& progress)
+      : device_(device), total_(total), progress_(progress) {}
+
+  Status matrix(const kernels::WeightView& w, void* dst) {
+    const uint64_t n = static_cast<uint64_t>(w.rows) * static_cast<uint64_t>(w.cols);
+    const kernels::CpuKernels& k = kernels::cpu_kernels();
+    if (w.type == kernels::WeightType::kBF16) return copy(dst, w.data, n * 2);
+    staging_.resize(n);
+    if (w.type == kernels::WeightType::kF32) {
+      k.f32_to_bf16(static_cast<const float*>(w.data), static_cast<int64_t>(n), staging_.data());
+    } else {
+      // f16 -> f32 -> bf16, in pieces.
+      constexpr uint64_t kPiece = 1 << 16;
+      std::vector<float> wide(kPiece);
+      const auto* src = static_cast<const uint16_t*>(w.data);
+      for (uint64_t at = 0; at < n; at += kPiece) {
+        const int64_t m = static_cast<int64_t>(std::min(kPiece, n - at));
+        k.f16_to_f32(src + at, m, wide.data());
+        k.f32_to_bf16(wide.data(), m, staging_.data() + at);
+      }
+    }
+    return copy(dst, staging_.data(), n * 2);
+  }
+
+  Status vector(const float* src, int64_t n, void* dst) { return copy(dst, src, vector_bytes(n)); }
+
+  Status copy(void* dst, const void* src, uint64_t bytes) {
+    device_.make_current();
+    const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return internal_error(device_.label() +
+                            ": copying weights to the device: " + kernels::cuda::error_string(e));
+    }
+    done_ += bytes;
+    if (progress_) progress_(done_, total_);
+    return Status::ok();
+  }
+
+ private:
+  const CudaDevice& device_;
+  uint64_t total_;
+  uint64_t done_ = 0;
+  const LoadProgress& progress_;
+  std::vector<uint16_t> staging_;
+};
+
+}  // namespace
+
+uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
+  Layout l;
+  l.add(matrix_bytes(c.vocab_size, c.hidden_size));
+  if (!c.tie_word_embeddings) l.add(matrix_bytes(c.vocab_size, c.hidden_size));
+  l.add(vector_bytes(c.hidden_size));
+  for (int64_t layer = 0; layer < c.n_layers; ++layer) {
+    l.add(vector_bytes(c.hidden_size));
+    l.add(vector_bytes(c.hidden_size));
+    l.add(matrix_bytes(c.q_dim(), c.hidden_size));
+    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    l.add(matrix_bytes(c.hidden_size, c.q_dim()));
+    if (c.attention_bias) {
+      l.add(vector_bytes(c.q_dim()));
+      l.add(vector_bytes(c.kv_dim()));
+      l.add(vector_bytes(c.kv_dim()));
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      l.add(vector_bytes(norm_width(c, true)));
+      l.add(vector_bytes(norm_width(c, false)));
+    }
+    if (c.layer_is_moe[static_cast<size_t>(layer)]) {
+      l.add(matrix_bytes(c.n_experts, c.hidden_size));
+    } else {
+      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      l.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
+      l.add(3 * sizeof(void*));
+    }
+  }
+  return l.size();
+}
+
+uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
+  return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
+}
+
+Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadPlan& plan) {
+  const ModelConfig& c = *plan.config;
+  const DenseWeights& dense = *plan.dense;
+  std::shared_ptr<DeviceWeights> w(new DeviceWeights());
+  w->devices_ = plan.devices;
+  w->dense_device_ = plan.dense_device;
+  w->n_layers_ = c.n_layers;
+  w->n_experts_ = c.n_experts;
+  w->layers_.resize(static_cast<size_t>(c.n_layers));
+  const int n_devices = static_cast<int>(plan.devices.size());
+  CudaDevice& dense_dev = *plan.devices[static_cast<size_t>(plan.dense_device)];
+
+  // Dense part: lay out, allocate once, copy.
+  Layout layout;
+  std::vector<std::pair<const kernels::WeightView*, uint64_t>> matrices;
+  std::vector<std::tuple<const float*, int64_t, uint64_t>> vectors;
+  std::vector<std::pair<size_t, uint64_t>> dense_tables;  // (layer, offset)
+  const uint64_t embed_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
+  matrices.push_back({&dense.embed(), embed_at});
+  const bool tied = dense.lm_head().data == dense.embed().data;
+  uint64_t lm_head_at = embed_at;
+  if (!tied) {
+    lm_head_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
+    matrices.push_back({&dense.lm_head(), lm_head_at});
+  }
+  const uint64_t final_norm_at = layout.add(vector_bytes(c.hidden_size));
+  vectors.emplace_back(dense.final_norm(), c.hidden_size, final_norm_at);
+  struct LayerOffsets {
+    uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
+    uint64_t gate, up, down, table;
+  };
+  std::vector<LayerOffsets> offsets(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = dense.layer(l);
+    const AttentionWeights& aw = lw.attention;
+    LayerOffsets& o = offsets[static_cast<size_t>(l)];
+    o.input_norm = layout.add(vector_bytes(c.hidden_size));
+    vectors.emplace_back(lw.input_norm, c.hidden_size, o.input_norm);
+    o.post_norm = layout.add(vector_bytes(c.hidden_size));
+    vectors.emplace_back(lw.post_attention_norm, c.hidden_size, o.post_norm);
+    o.q = layout.add(matrix_bytes(c.q_dim(), c.hidden_size));
+    matrices.push_back({&aw.q, o.q});
+    o.k = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    matrices.push_back({&aw.k, o.k});
+    o.v = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    matrices.push_back({&aw.v, o.v});
+    o.o = layout.add(matrix_bytes(c.hidden_size, c.q_dim()));
+    matrices.push_back({&aw.o, o.o});
+    if (c.attention_bias) {
+      o.q_bias = layout.add(vector_bytes(c.q_dim()));
+      vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
+      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
+      vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
+      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+      vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
+      vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
+      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
+      vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
+    }
+    if (lw.is_moe) {
+      o.router = layout.add(matrix_bytes(c.n_experts, c.hidden_size));
+      matrices.push_back({&lw.router, o.router});
+    } else {
+      o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      matrices.push_back({&lw.dense_gate, o.gate});
+      o.up = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      matrices.push_back({&lw.dense_up, o.up});
+      o.down = layout.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
+      matrices.push_back({&lw.dense_down, o.down});
+      o.table = layout.add(3 * sizeof(void*));
+      dense_tables.push_back({static_cast<size_t>(l), o.table});
+    }
+  }
+
+  // Expert placement per device, and the pointer tables.
+  std::vector<std::vector<size_t>> on_device(static_cast<size_t>(n_devices));
+  for (size_t i = 0; i < plan.resident.size(); ++i) {
+    on_device[static_cast<size_t>(plan.expert_device[i])].push_back(i);
+  }
+  const uint64_t one_expert = expert_bytes(c);
+  const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
+                               static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
+                               sizeof(void*);
+  uint64_t total = layout.size();
+  for (int d = 0; d < n_devices; ++d)
+    total += on_device[static_cast<size_t>(d)].size() * one_expert;
+
+  DMOE_ASSIGN_OR_RETURN(DeviceMemory dense_mem, dense_dev.allocate(layout.size(), "dense weights"));
+  auto* base = dense_mem.as<uint8_t>();
+  auto at = [&](uint64_t offset) { return base + offset; };
+  Uploader dense_up(dense_dev, total, plan.progress);
+  for (const auto& [view, offset] : matrices)
+    DMOE_RETURN_IF_ERROR(dense_up.matrix(*view, at(offset)));
+  for (const auto& [src, n, offset] : vectors)
+    DMOE_RETURN_IF_ERROR(dense_up.vector(src, n, at(offset)));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerOffsets& o = offsets[static_cast<size_t>(l)];
+    const LayerWeights& lw = dense.layer(l);
+    DeviceLayer& dl = w->layers_[static_cast<size_t>(l)];
+    dl.input_norm = reinterpret_cast<const float*>(at(o.input_norm));
+    dl.post_attention_norm = reinterpret_cast<const float*>(at(o.post_norm));
+    dl.attention.q = reinterpret_cast<const uint16_t*>(at(o.q));
+    dl.attention.k = reinterpret_cast<const uint16_t*>(at(o.k));
+    dl.attention.v = reinterpret_cast<const uint16_t*>(at(o.v));
+    dl.attention.o = reinterpret_cast<const uint16_t*>(at(o.o));
+    if (c.attention_bias) {
+      dl.attention.q_bias = reinterpret_cast<const float*>(at(o.q_bias));
+      dl.attention.k_bias = reinterpret_cast<const float*>(at(o.k_bias));
+      dl.attention.v_bias = reinterpret_cast<const float*>(at(o.v_bias));
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      dl.attention.q_norm = reinterpret_cast<const float*>(at(o.q_norm));
+      dl.attention.k_norm = reinterpret_cast<const float*>(at(o.k_norm));
+    }
+    if (lw.is_moe) {
+      dl.router = reinterpret_cast<const uint16_t*>(at(o.router));
+    } else {
+      const uint16_t* table[3] = {reinterpret_cast<const uint16_t*>(at(o.gate)),
+                                  reinterpret_cast<const uint16_t*>(at(o.up)),
+                                  reinterpret_cast<const uint16_t*>(at(o.down))};
+      DMOE_RETURN_IF_ERROR(dense_up.copy(at(o.table), table, sizeof table));
+      const auto* t = reinterpret_cast<const uint16_t* const*>(at(o.table));
+      dl.dense_gate = t;
+      dl.dense_up = t + 1;
+      dl.dense_down = t + 2;
+    }
+  }
+  w->embed_ = reinterpret_cast<const uint16_t*>(at(embed_at));
+  w->lm_head_ = reinterpret_cast<const uint16_t*>(at(lm_head_at));
+  w->final_norm_ = reinterpret_cast<const float*>(at(final_norm_at));
+  w->memory_.push_back(std::move(dense_mem));
+
+  // Experts, one allocation per device, plus that device's pointer tables.
+  w->tables_.resize(static_cast<size_t>(n_devices));
+  w->experts_on_.assign(static_cast<size_t>(n_devices), 0);
+  const int64_t E = std::max<int64_t>(c.n_experts, 1);
+  for (int d = 0; d < n_devices; ++d) {
+    CudaDevice& dev = *plan.devices[static_cast<size_t>(d)];
+    const std::vector<size_t>& mine = on_device[static_cast<size_t>(d)];
+    const uint64_t bytes = mine.size() * one_expert + table_bytes;
+    DMOE_ASSIGN_OR_RETURN(
+        DeviceMemory mem,
+        dev.allocate(bytes, "expert weights (" + std::to_string(mine.size()) + " experts)"));
+    auto* eb = mem.as<uint8_t>();
+    std::vector<const uint16_t*> table(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
+    Uploader up(dev, total, plan.progress);
+    const uint64_t part = one_expert / 3;
+    for (size_t j = 0; j < mine.size(); ++j) {
+      const ExpertKey key = plan.resident[mine[j]];
+      std::shared_ptr<const ExpertWeights> ew = plan.experts->get(key);
+      if (ew == nullptr) {
+        return failed_precondition("expert " + std::to_string(key.expert) + " of layer " +
+                                   std::to_string(key.layer) + " is not resident on the host");
+      }
+      uint8_t* dst = eb + j * one_expert;
+      DMOE_RETURN_IF_ERROR(up.matrix(ew->gate, dst));
+      DMOE_RETURN_IF_ERROR(up.matrix(ew->up, dst + part));
+      DMOE_RETURN_IF_ERROR(up.matrix(ew->down, dst + 2 * part));
+      ExpertOnDevice on;
+      on.device_index = d;
+      on.gate = reinterpret_cast<const uint16_t*>(dst);
+      on.up = reinterpret_cast<const uint16_t*>(dst + part);
+      on.down = reinterpret_cast<const uint16_t*>(dst + 2 * part);
+      on.inter = ew->gate.rows;
+      on.host_up = ew->up.data;
+      on.host_down = ew->down.data;
+      w->by_host_gate_[ew->gate.data] = on;
+      const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
+      table[row + static_cast<size_t>(key.expert)] = on.gate;
+      table[row + static_cast<size_t>(E + key.expert)] = on.up;
+      table[row + static_cast<size_t>(2 * E + key.expert)] = on.down;
+      w->pinned_host_.push_back(std::move(ew));
+    }
+    uint8_t* table_dst = eb + mine.size() * one_expert;
+    DMOE_RETURN_IF_ERROR(up.copy(table_dst, table.data(), table.size() * sizeof(void*)));
+    w->tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    w->experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
+    w->memory_.push_back(std::move(mem));
+  }
+  return std::shared_ptr<const DeviceWeights>(std::move(w));
+}
+
+const uint16_t* const* DeviceWeights::gate_table(int device_index, int64_t layer) const {
+  return tables_[static_cast<size_t>(device_index)] + layer * 3 * std::max<int64_t>(n_experts_, 1);
+}
+
+const uint16_t* const* DeviceWeights::up_table(int device_index, int64_t layer) const {
+  return gate_table(device_index, layer) + std::max<int64_t>(n_experts_, 1);
+}
+
+const uint16_t* const* DeviceWeights::down_table(int device_index, int64_t layer) const {
+  return gate_table(device_index, layer) + 2 * std::max<int64_t>(n_experts_, 1);
+}
+
+bool DeviceWeights::holds_all_experts(int device_index) const {
+  int64_t n_moe = 0;
+  for (const DeviceLayer& l : layers_) n_moe += l.router != nullptr ? 1 : 0;
+  return experts_on_[static_cast<size_t>(device_index)] == n_moe * n_experts_;
+}
+
+int64_t DeviceWeights::n_experts_on(int device_index) const {
+  return experts_on_[static_cast<size_t>(device_index)];
+}
+
+const ExpertOnDevice* DeviceWeights::find_expert(const void* host_gate) const {
+  const auto it = by_host_gate_.find(host_gate);
+  return it == by_host_gate_.end() ? nullptr : &it->second;
+}
+
+}  // namespace dancemoe::backend::cuda

@@ -1,0 +1,122 @@
+// DeviceWeights: a model's weights on its GPUs, uploaded once at load.
+// The dense part (embeddings, attention, norms, routers, dense MLPs, LM
+// head) lives on one device; each expert on exactly one device (the
+// placement's (node, device) choice). Matrices are bf16 on the device
+// whatever their dtype on disk (f16 / f32 are rounded once at upload: the
+// GPU kernels are bf16-weight kernels); norm weights and biases stay f32.
+//
+// Per device and MoE layer there are pointer tables [n_experts] of the
+// experts it holds (null elsewhere), the operands of the grouped expert
+// kernels. find_expert() maps an expert's HOST weights (an ExpertJob's
+// WeightViews, which come from the ExpertStore) to its device copy; the
+// table keeps those host weights alive, so their addresses cannot be reused
+// by another expert while the mapping exists.
+//
+// Immutable after upload(); safe to share between threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "common/backend/cuda/cuda_device.h"
+#include "common/model/dense_weights.h"
+#include "common/model/expert_store.h"
+#include "common/model/model_config.h"
+
+namespace dancemoe::backend::cuda {
+
+struct DeviceAttention {
+  const uint16_t* q = nullptr;  // [q_dim, hidden]
+  const uint16_t* k = nullptr;  // [kv_dim, hidden]
+  const uint16_t* v = nullptr;  // [kv_dim, hidden]
+  const uint16_t* o = nullptr;  // [hidden, q_dim]
+  const float* q_bias = nullptr;
+  const float* k_bias = nullptr;
+  const float* v_bias = nullptr;
+  const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full)
+  const float* k_norm = nullptr;
+};
+
+struct DeviceLayer {
+  const float* input_norm = nullptr;
+  const float* post_attention_norm = nullptr;
+  DeviceAttention attention;
+  const uint16_t* router = nullptr;  // [n_experts, hidden] (MoE layers)
+  // Dense MLP layers as one-group tables for the grouped expert kernels.
+  const uint16_t* const* dense_gate = nullptr;
+  const uint16_t* const* dense_up = nullptr;
+  const uint16_t* const* dense_down = nullptr;
+};
+
+struct ExpertOnDevice {
+  int device_index = 0;  // into devices()
+  const uint16_t* gate = nullptr;
+  const uint16_t* up = nullptr;
+  const uint16_t* down = nullptr;
+  int64_t inter = 0;
+  const void* host_up = nullptr;  // to check a job's views belong together
+  const void* host_down = nullptr;
+};
+
+struct UploadPlan {
+  const ModelConfig* config = nullptr;
+  const DenseWeights* dense = nullptr;
+  const ExpertStore* experts = nullptr;
+  std::vector<ExpertKey> resident;
+  std::vector<int> expert_device;  // per resident expert, an index into devices
+  std::vector<std::shared_ptr<CudaDevice>> devices;
+  int dense_device = 0;  // index into devices
+  LoadProgress progress;
+};
+
+class DeviceWeights {
+ public:
+  // Bytes the dense part takes on its device (bf16 matrices, f32 vectors,
+  // pointer tables), for planning before anything is allocated.
+  static uint64_t dense_bytes(const ModelConfig& config);
+  // Bytes one expert takes on a device.
+  static uint64_t expert_bytes(const ModelConfig& config);
+
+  static Result<std::shared_ptr<const DeviceWeights>> upload(const UploadPlan& plan);
+
+  const std::vector<std::shared_ptr<CudaDevice>>& devices() const { return devices_; }
+  int dense_device() const { return dense_device_; }
+
+  const DeviceLayer& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
+  const uint16_t* embed() const { return embed_; }      // [vocab, hidden]
+  const uint16_t* lm_head() const { return lm_head_; }  // [vocab, hidden]
+  const float* final_norm() const { return final_norm_; }
+
+  // Device pointer tables [n_experts] of `layer` on device `device_index`.
+  const uint16_t* const* gate_table(int device_index, int64_t layer) const;
+  const uint16_t* const* up_table(int device_index, int64_t layer) const;
+  const uint16_t* const* down_table(int device_index, int64_t layer) const;
+  // Whether device `device_index` holds every expert of every MoE layer.
+  bool holds_all_experts(int device_index) const;
+  int64_t n_experts_on(int device_index) const;
+
+  // The device copy of the expert whose host gate weights are at `host_gate`.
+  const ExpertOnDevice* find_expert(const void* host_gate) const;
+
+ private:
+  DeviceWeights() = default;
+
+  std::vector<std::shared_ptr<CudaDevice>> devices_;
+  int dense_device_ = 0;
+  int64_t n_layers_ = 0;
+  int64_t n_experts_ = 0;
+  std::vector<DeviceMemory> memory_;  // owns every allocation
+  std::vector<DeviceLayer> layers_;
+  const uint16_t* embed_ = nullptr;
+  const uint16_t* lm_head_ = nullptr;
+  const float* final_norm_ = nullptr;
+  // [device][layer][3][n_experts] device pointers, one block per device.
+  std::vector<const uint16_t* const*> tables_;
+  std::vector<int64_t> experts_on_;
+  std::vector<std::shared_ptr<const ExpertWeights>> pinned_host_;
+  std::unordered_map<const void*, ExpertOnDevice> by_host_gate_;
+};
+
+}  // namespace dancemoe::backend::cuda

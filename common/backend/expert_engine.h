@@ -1,0 +1,39 @@
+// ExpertEngine: where an ExpertComputer (common/model/expert_compute.h)
+// runs its experts -- the CPU kernels on a thread pool, or a GPU. This is
+// the backend seam for expert compute: the executors, the expert service
+// and the forward pass see only ExpertComputer and its host-memory
+// interface; the engine behind it is chosen at load time
+// (common/backend/backend_registry.h).
+//
+// Contract of begin(jobs, x, n_tokens, hidden, out), for every engine:
+//   out[t] += sum_{j : t in job j} w_{j,t} * down_j(silu(gate_j x[t]) * up_j x[t])
+//   x, out: [n_tokens, hidden] host f32. The work may still be running when
+//   begin() returns (a GPU engine only enqueues it); finish() waits for it and
+//   completes `out`. The caller must not touch x, out or the jobs in between:
+//   that window is where a node waits on the network for its remote experts.
+// Not thread-safe: one begin/finish at a time per engine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/model/compute_precision.h"
+#include "common/model/expert_job.h"
+
+namespace dancemoe::backend {
+
+class ExpertEngine {
+ public:
+  virtual ~ExpertEngine() = default;
+
+  virtual ComputePrecision precision() const = 0;
+  // For logs: "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
+  virtual std::string describe() const = 0;
+
+  virtual void begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,
+                     int64_t hidden, float* out) = 0;
+  virtual void finish() = 0;
+};
+
+}  // namespace dancemoe::backend

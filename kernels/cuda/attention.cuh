@@ -1,0 +1,48 @@
+// Causal attention over a KV cache on the device, per query token t and
+// head h (GQA: kv head kvh = h / (n_heads / n_kv_heads)):
+//   n_ctx  = pos0 + t + 1                       (pos0 read from d_pos0)
+//   s[j]   = scale * q[t, h] . k_cache[j, kvh]   for j < n_ctx
+//   out[t, h] = sum_j softmax(s)[j] * v_cache[j, kvh]
+//   q: [n_tokens, q_stride]; k_cache, v_cache: [capacity, kv_stride];
+//   out: [n_tokens, out_stride] f32, out_bf16 (optional) its bf16 copy with
+//   the same stride -- the input of the output projection.
+// head_dim must be even and at most kMaxHeadDim.
+//
+// Both kernels use an online (running max) softmax in f32, so the order of
+// the sums differs from the CPU's two-pass softmax: parity to a tolerance.
+//   attention_decode:  one block per (token, head), its warps split the
+//                      positions; for a few query tokens against a long cache.
+//   attention_prefill: one block per (head, 8 consecutive query tokens), one
+//                      warp per token, the tokens sharing each 32-position K/V
+//                      tile staged in shared memory; for prompt batches.
+#pragma once
+
+#include "kernels/cuda/cuda_types.h"
+
+namespace dancemoe::kernels::cuda {
+
+constexpr int64_t kMaxHeadDim = 256;
+
+struct AttentionArgs {
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  const float* k_cache = nullptr;
+  const float* v_cache = nullptr;
+  int64_t kv_stride = 0;
+  const int32_t* d_pos0 = nullptr;
+  int64_t n_tokens = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  uint16_t* out_bf16 = nullptr;
+};
+
+void attention_decode(const AttentionArgs& args, Stream stream);
+void attention_prefill(const AttentionArgs& args, Stream stream);
+// Picks one of the two by the number of query tokens.
+void attention(const AttentionArgs& args, Stream stream);
+
+}  // namespace dancemoe::kernels::cuda

@@ -1,0 +1,133 @@
+// The CUDA backend's load-time contract and its ExpertEngine: out-of-memory
+// is a clear error (device, bytes wanted, bytes free), bad selections are
+// refused, and ExpertComputer jobs given in host memory are computed on the
+// GPU like the CPU engine computes them (jobs whose weights no device holds
+// fall back to the CPU). Skips (with a message) without a GPU.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "common/backend/cpu/cpu_expert_engine.h"
+#include "common/model/local_model.h"
+#include "common/model/moe_executor.h"
+#include "kernels/cpu/numeric.h"
+#include "tests/kernels/cuda/cuda_test_support.h"
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe::testing {
+namespace {
+
+SyntheticModelSpec small() {
+  SyntheticModelSpec s;
+  s.preset = "small";
+  s.seed = 4;
+  s.write_tokenizer = false;
+  return s;
+}
+
+Result<std::unique_ptr<LocalModel>> open_with(
+    const std::filesystem::path& dir, backend::DeviceOptions devices,
+    ComputePrecision precision = ComputePrecision::kBF16) {
+  LocalModelOptions options;
+  options.n_threads = 2;
+  options.precision = precision;
+  options.devices = std::move(devices);
+  return LocalModel::open(dir, options);
+}
+
+TEST_CASE("cuda backend: out of memory at load names the device, bytes wanted and bytes free") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-oom");
+  write_model(small(), dir.path());
+  backend::DeviceOptions devices;
+  devices.device = "cuda:0";
+  devices.budget_bytes = {1 << 20};
+  Result<std::unique_ptr<LocalModel>> m = open_with(dir.path(), devices);
+  REQUIRE_FALSE(m.is_ok());
+  MESSAGE("OOM message: " << m.status().message());
+  CHECK(m.status().code() == StatusCode::kResourceExhausted);
+  CHECK(m.status().message().find("cuda:0 (") != std::string::npos);
+  CHECK(m.status().message().find("wanted") != std::string::npos);
+  CHECK(m.status().message().find("free") != std::string::npos);
+  CHECK(m.status().message().find("1048576 bytes") != std::string::npos);
+}
+
+TEST_CASE("cuda backend: a missing device, f32 precision and a stray dense device are refused") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-bad");
+  write_model(small(), dir.path());
+  backend::DeviceOptions devices;
+  devices.device = "cuda:63";
+  Result<std::unique_ptr<LocalModel>> m = open_with(dir.path(), devices);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().code() == StatusCode::kUnavailable);
+  CHECK(m.status().message().find("cuda:63") != std::string::npos);
+
+  devices.device = "cuda:0";
+  m = open_with(dir.path(), devices, ComputePrecision::kF32);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().message().find("--precision bf16") != std::string::npos);
+
+  devices.dense_device = 5;
+  m = open_with(dir.path(), devices);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().message().find("--dense-device 5") != std::string::npos);
+}
+
+TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts run on the CPU") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-engine");
+  write_model(small(), dir.path());
+  backend::DeviceOptions devices;
+  devices.device = "cuda:0";
+  Result<std::unique_ptr<LocalModel>> gpu = open_with(dir.path(), devices);
+  REQUIRE_MESSAGE(gpu.is_ok(), gpu.status().to_string());
+  LocalModel& m = **gpu;
+  const ModelConfig& c = m.config();
+  backend::CpuExpertEngine cpu_engine(m.pool(), ComputePrecision::kBF16);
+
+  std::mt19937 rng(77);
+  // A host-only expert (same shape, its own weights): no device holds it.
+  const int64_t I = c.moe_intermediate_size, H = c.hidden_size;
+  std::vector<uint16_t> stray(static_cast<size_t>(3 * I * H));
+  for (uint16_t& w : stray)
+    w = kernels::float_to_bf16(std::uniform_real_distribution<float>(-0.05f, 0.05f)(rng));
+  for (int64_t n_tokens : {1, 5, 70, 150}) {
+    CAPTURE(n_tokens);
+    std::vector<ExpertJob> jobs;
+    for (int32_t e = 0; e < 6; ++e) {
+      auto w = m.experts().get({1, e * 2});
+      REQUIRE(w != nullptr);
+      ExpertJob job{w->gate, w->up, w->down, {}, {}};
+      for (int32_t t = 0; t < n_tokens; ++t) {
+        if ((t + e) % 3 != 0) {
+          job.tokens.push_back(t);
+          job.weights.push_back(std::uniform_real_distribution<float>(0.1f, 0.9f)(rng));
+        }
+      }
+      jobs.push_back(std::move(job));
+    }
+    ExpertJob host_only{{stray.data(), kernels::WeightType::kBF16, I, H},
+                        {stray.data() + I * H, kernels::WeightType::kBF16, I, H},
+                        {stray.data() + 2 * I * H, kernels::WeightType::kBF16, H, I},
+                        {0},
+                        {0.5f}};
+    jobs.push_back(host_only);
+    jobs.push_back(ExpertJob{jobs[0].gate, jobs[0].up, jobs[0].down, {}, {}});  // empty job
+    const std::vector<float> x = random_floats(rng, static_cast<size_t>(n_tokens * H), -2.0f, 2.0f);
+    std::vector<float> want = random_floats(rng, static_cast<size_t>(n_tokens * H));
+    std::vector<float> got = want;
+    cpu_engine.begin(jobs, x.data(), n_tokens, H, want.data());
+    cpu_engine.finish();
+    ExpertComputer& gpu_computer = m.expert_computer();
+    gpu_computer.begin(jobs, x.data(), n_tokens, H, got.data());
+    gpu_computer.finish();
+    const double err = normalised_error(got, want);
+    MESSAGE("cuda expert engine, " << n_tokens << " tokens: normalised error " << err);
+    CHECK(err < 2e-3);
+  }
+}
+
+}  // namespace
+}  // namespace dancemoe::testing

@@ -1,0 +1,288 @@
+// The CUDA backend's forward pass against the CPU forward in bf16 compute
+// mode (the CUDA backend's only mode): the tiny presets (Qwen3-MoE with a
+// dense layer, Mixtral, tied f32 weights) and the medium preset -- logits
+// within 2e-2 (normalised: max |gpu - cpu| / max |cpu|) and the same greedy
+// tokens over 32 decode steps -- plus the device KV cache, prompts split into
+// workspace-sized batches, and the MoE path through the executor. Skips
+// (with a message) without a GPU.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "common/model/local_model.h"
+#include "kernels/kernels.h"
+#include "tests/kernels/cuda/cuda_test_support.h"
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe::testing {
+namespace {
+
+std::unique_ptr<LocalModel> open_on(const std::filesystem::path& dir, const std::string& device,
+                                    int64_t max_batch = 512, bool via_executor = false,
+                                    bool graphs = true) {
+  LocalModelOptions options;
+  options.n_threads = 0;
+  options.precision = ComputePrecision::kBF16;
+  options.devices.device = device;
+  options.devices.max_batch_tokens = max_batch;
+  options.devices.experts_via_executor = via_executor;
+  options.devices.cuda_graphs = graphs;
+  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(dir, options);
+  REQUIRE_MESSAGE(model.is_ok(), model.status().to_string());
+  return std::move(*model);
+}
+
+std::vector<int32_t> prompt(int n, int64_t vocab, uint32_t seed) {
+  std::vector<int32_t> ids;
+  uint32_t x = seed;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    ids.push_back(static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(vocab)));
+  }
+  return ids;
+}
+
+// Logits of a prompt (every position) and of `steps` decode steps, each
+// step feeding `forced[step]` when given (teacher forcing), else the
+// model's own greedy choice.
+struct Trajectory {
+  std::vector<float> prompt;
+  std::vector<std::vector<float>> steps;
+  std::vector<int32_t> greedy;  // argmax of each step's input logits
+};
+
+Trajectory run(LocalModel& m, const std::vector<int32_t>& ids, int steps,
+               const std::vector<int32_t>* forced) {
+  Trajectory tr;
+  Transformer& tf = m.transformer();
+  auto cache = tf.new_cache(static_cast<int64_t>(ids.size()) + steps);
+  REQUIRE_MESSAGE(cache.is_ok(), cache.status().to_string());
+  Status s = tf.forward(ids, *cache, LogitsMode::kAll, &tr.prompt);
+  REQUIRE_MESSAGE(s.is_ok(), s.to_string());
+  const size_t vocab = static_cast<size_t>(m.config().vocab_size);
+  std::vector<float> last(tr.prompt.end() - static_cast<std::ptrdiff_t>(vocab), tr.prompt.end());
+  for (int step = 0; step < steps; ++step) {
+    tr.greedy.push_back(
+        static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin()));
+    const int32_t next = forced ? (*forced)[static_cast<size_t>(step)] : tr.greedy.back();
+    s = tf.forward(std::span(&next, 1), *cache, LogitsMode::kLast, &last);
+    REQUIRE_MESSAGE(s.is_ok(), s.to_string());
+    tr.steps.push_back(last);
+  }
+  return tr;
+}
+
+struct Diff {
+  double abs = 0;
+  double normalised = 0;
+};
+
+Diff diff(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  Diff d;
+  double ref = 1e-6;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
+    d.abs = std::isnan(e) ? INFINITY : std::fmax(d.abs, e);
+    ref = std::fmax(ref, std::fabs(want[i]));
+  }
+  d.normalised = d.abs / ref;
+  return d;
+}
+
+struct Comparison {
+  Diff prompt, decode;   // decode: teacher-forced with the reference's tokens
+  int greedy_agree = 0;  // leading decode steps where the greedy choices agree
+  int steps = 0;
+  bool equal() const { return greedy_agree == steps; }
+};
+
+Comparison compare(const Trajectory& ref, const Trajectory& other) {
+  Comparison c;
+  c.prompt = diff(other.prompt, ref.prompt);
+  c.steps = static_cast<int>(ref.steps.size());
+  for (size_t i = 0; i < ref.steps.size(); ++i) {
+    const Diff d = diff(other.steps[i], ref.steps[i]);
+    c.decode.abs = std::fmax(c.decode.abs, d.abs);
+    c.decode.normalised = std::fmax(c.decode.normalised, d.normalised);
+  }
+  while (c.greedy_agree < c.steps && ref.greedy[static_cast<size_t>(c.greedy_agree)] ==
+                                         other.greedy[static_cast<size_t>(c.greedy_agree)]) {
+    ++c.greedy_agree;
+  }
+  return c;
+}
+
+std::string describe(const Comparison& c) {
+  std::ostringstream o;
+  o << "prompt max |diff| " << c.prompt.abs << " (normalised " << c.prompt.normalised
+    << "), decode " << c.decode.abs << " (" << c.decode.normalised << "), greedy tokens agree "
+    << c.greedy_agree << "/" << c.steps;
+  return o.str();
+}
+
+// GPU against the CPU bf16 forward, and -- the noise floor of bf16 compute --
+// the CPU against itself at another SIMD level (other summation orders).
+void check_against_cpu(const std::string& name, LocalModel& cpu, LocalModel& gpu, int n_prompt,
+                       int steps) {
+  const std::vector<int32_t> ids = prompt(n_prompt, cpu.config().vocab_size, 7);
+  const Trajectory ref = run(cpu, ids, steps, nullptr);
+  const Trajectory on_gpu = run(gpu, ids, steps, &ref.greedy);
+  const Comparison c = compare(ref, on_gpu);
+  const kernels::CpuLevel active = kernels::active_cpu_level();
+  const kernels::CpuLevel other =
+      active >= kernels::CpuLevel::kAvx512 ? kernels::CpuLevel::kAvx2 : kernels::CpuLevel::kScalar;
+  kernels::set_cpu_level_for_testing(other);
+  const Trajectory floor_run = run(cpu, ids, steps, &ref.greedy);
+  kernels::set_cpu_level_for_testing(active);
+  const Comparison floor = compare(ref, floor_run);
+  MESSAGE("parity forward " << name << ": GPU vs CPU: " << describe(c));
+  MESSAGE("noise floor " << name << ": CPU " << kernels::cpu_level_name(other) << " vs "
+                         << kernels::cpu_level_name(active) << ": " << describe(floor));
+  CHECK(c.prompt.normalised <= 2e-2);
+  CHECK(c.decode.normalised <= 2e-2);
+  CHECK(c.equal());
+}
+
+SyntheticModelSpec spec(const std::string& arch, const std::string& preset) {
+  SyntheticModelSpec s;
+  s.arch = arch;
+  s.preset = preset;
+  s.seed = 3;
+  s.write_tokenizer = false;
+  return s;
+}
+
+TEST_CASE("cuda forward: tiny presets match the CPU within 2e-2 with equal greedy tokens") {
+  DMOE_REQUIRE_CUDA();
+  struct Case {
+    const char* name;
+    SyntheticModelSpec spec;
+  };
+  std::vector<Case> cases = {{"qwen3_moe tiny (dense layer 1)", spec("qwen3_moe", "tiny")},
+                             {"mixtral tiny", spec("mixtral", "tiny")},
+                             {"qwen3_moe tiny, tied f32 weights", spec("qwen3_moe", "tiny")},
+                             {"qwen3_moe small", spec("qwen3_moe", "small")}};
+  cases[2].spec.tie_word_embeddings = true;
+  cases[2].spec.dtype = DType::kF32;
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    TempDir dir("cuda-fwd");
+    write_model(k.spec, dir.path());
+    auto cpu = open_on(dir.path(), "cpu");
+    auto gpu = open_on(dir.path(), "cuda:0");
+    check_against_cpu(k.name, *cpu, *gpu, 12, 32);
+  }
+}
+
+TEST_CASE("cuda forward: medium preset matches the CPU within 2e-2 with equal greedy tokens") {
+  DMOE_REQUIRE_CUDA();
+  std::filesystem::path dir;
+  std::unique_ptr<TempDir> temp;
+  if (const char* given = std::getenv("DMOE_MEDIUM_MODEL")) {
+    dir = given;
+  } else {
+    temp = std::make_unique<TempDir>("cuda-medium");
+    dir = temp->path();
+    write_model(spec("qwen3_moe", "medium"), dir);
+  }
+  auto cpu = open_on(dir, "cpu");
+  auto gpu = open_on(dir, "cuda:0");
+  MESSAGE("medium on " << gpu->backend_description());
+  check_against_cpu("qwen3_moe medium", *cpu, *gpu, 16, 32);
+}
+
+TEST_CASE("cuda forward: device KV cache decode equals a full re-run, split prompts agree") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-kv");
+  write_model(spec("qwen3_moe", "tiny"), dir.path());
+  auto gpu = open_on(dir.path(), "cuda:0");
+  auto split = open_on(dir.path(), "cuda:0", /*max_batch=*/5);
+  Transformer& tf = gpu->transformer();
+  const std::vector<int32_t> ids = prompt(24, gpu->config().vocab_size, 9);
+  auto cache = tf.new_cache(64);
+  REQUIRE(cache.is_ok());
+  std::vector<float> logits, full;
+  REQUIRE(tf.forward(std::span(ids).first(8), *cache, LogitsMode::kLast, &logits).is_ok());
+  // Decode (GEMV, decode attention) and a re-run of the prefix as one batch
+  // (tensor-core GEMM, prefill attention) sum in different orders: bf16
+  // rounding of the activations turns that into differences of the size of
+  // the bf16 noise floor (see the parity tests' CPU-level comparison).
+  Diff worst;
+  for (size_t t = 8; t < ids.size(); ++t) {
+    REQUIRE(tf.forward(std::span(ids).subspan(t, 1), *cache, LogitsMode::kLast, &logits).is_ok());
+    auto fresh = tf.new_cache(64);  // a second live cache: allocated, not the reserved one
+    REQUIRE(fresh.is_ok());
+    REQUIRE(tf.forward(std::span(ids).first(t + 1), *fresh, LogitsMode::kLast, &full).is_ok());
+    const Diff d = diff(logits, full);
+    worst.abs = std::fmax(worst.abs, d.abs);
+    worst.normalised = std::fmax(worst.normalised, d.normalised);
+  }
+  MESSAGE("cuda: decode vs full re-run: max |diff| " << worst.abs << " (normalised "
+                                                     << worst.normalised << ")");
+  CHECK(worst.normalised <= 2e-2);
+
+  std::vector<float> whole, pieces;
+  auto a = tf.new_cache(64);
+  auto b = split->transformer().new_cache(64);
+  REQUIRE(tf.forward(ids, *a, LogitsMode::kAll, &whole).is_ok());
+  REQUIRE(split->transformer().forward(ids, *b, LogitsMode::kAll, &pieces).is_ok());
+  const Diff d = diff(pieces, whole);
+  MESSAGE("cuda: 5-token batches vs one batch: max |diff| " << d.abs << " (normalised "
+                                                            << d.normalised << ")");
+  CHECK(d.normalised <= 2e-2);
+}
+
+TEST_CASE("cuda forward: decode graphs replay exactly what direct launches compute") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-graph");
+  write_model(spec("qwen3_moe", "tiny"), dir.path());
+  auto graphs = open_on(dir.path(), "cuda:0");
+  auto direct = open_on(dir.path(), "cuda:0", 512, false, /*graphs=*/false);
+  int observed = 0;
+  graphs->transformer().set_routing_observer(
+      [&](int64_t, const RoutingDecision& r) { observed += static_cast<int>(r.n_tokens); });
+  const std::vector<int32_t> ids = prompt(6, graphs->config().vocab_size, 3);
+  // Two sequences one after the other: the second cache re-captures.
+  for (int sequence = 0; sequence < 2; ++sequence) {
+    const Trajectory a = run(*direct, ids, 20, nullptr);
+    const Trajectory b = run(*graphs, ids, 20, &a.greedy);
+    const Comparison c = compare(a, b);
+    CHECK(c.prompt.abs == 0.0);
+    CHECK(c.decode.abs == 0.0);
+    CHECK(c.equal());
+  }
+  // Every MoE layer's routing of every token reached the observer.
+  CHECK(observed == 2 * (6 + 20) * static_cast<int>(graphs->config().n_moe_layers()));
+}
+
+TEST_CASE("cuda forward: MoE layers through the executor match the on-device experts") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-exec");
+  write_model(spec("qwen3_moe", "small"), dir.path());
+  auto device = open_on(dir.path(), "cuda:0");
+  auto via_host = open_on(dir.path(), "cuda:0", 512, /*via_executor=*/true);
+  CHECK(device->backend_description() != "");
+  int observed = 0;
+  via_host->transformer().set_routing_observer(
+      [&](int64_t, const RoutingDecision&) { ++observed; });
+  int observed_device = 0;
+  device->transformer().set_routing_observer(
+      [&](int64_t, const RoutingDecision&) { ++observed_device; });
+  const std::vector<int32_t> ids = prompt(12, device->config().vocab_size, 5);
+  const Trajectory a = run(*device, ids, 8, nullptr);
+  const Trajectory b = run(*via_host, ids, 8, &a.greedy);
+  const Comparison c = compare(a, b);
+  MESSAGE("cuda: executor path vs on-device experts: " << describe(c));
+  CHECK(c.prompt.normalised <= 2e-2);
+  CHECK(c.decode.normalised <= 2e-2);
+  CHECK(observed == observed_device);
+  CHECK(observed == 9 * static_cast<int>(device->config().n_moe_layers()));
+}
+
+}  // namespace
+}  // namespace dancemoe::testing
