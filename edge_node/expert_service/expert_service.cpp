@@ -48,6 +48,11 @@ Result<std::unique_ptr<ExpertService>> ExpertService::start(zmq::context_t& cont
                         net::make_socket(context, zmq::socket_type::router, router_options));
   DMOE_RETURN_IF_ERROR(net::bind(router, s->options_.bind_endpoint).with_context("--experts"));
   s->bound_endpoint_ = net::last_endpoint(router);
+  if (s->options_.n_workers == 1) {
+    s->frontend_ = std::thread(
+        [raw = s.get(), r = std::move(router)]() mutable { raw->inline_loop(std::move(r)); });
+    return s;
+  }
   s->replies_endpoint_ =
       "inproc://dmoe-expert-replies-" + std::to_string(g_service_instance.fetch_add(1));
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t replies,
@@ -113,21 +118,60 @@ void ExpertService::frontend_loop(zmq::socket_t router, zmq::socket_t replies) {
         if (!full) queue_.push_back(std::move(job));
       }
       if (full) {
-        counters_.errors.fetch_add(1, std::memory_order_relaxed);
-        proto::Envelope e;
-        e.cluster_id = options_.identity.cluster_id;
-        e.sender = options_.identity.node_id;
-        const uint64_t seq = job->envelope.is_ok() ? job->envelope->sequence : 0;
-        e.body = proto::Error{StatusCode::kResourceExhausted,
-                              "expert service of node '" + options_.identity.node_id +
-                                  "' is overloaded (" + std::to_string(options_.max_queued) +
-                                  " messages queued); retry elsewhere",
-                              seq};
-        (void)net::send_message(router, e, {}, job->routing_id);
+        send_overloaded(router, *job);
       } else {
         ready_.notify_one();
       }
     }
+  }
+}
+
+void ExpertService::send_overloaded(zmq::socket_t& router, const Job& job) {
+  counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  proto::Envelope e;
+  e.cluster_id = options_.identity.cluster_id;
+  e.sender = options_.identity.node_id;
+  const uint64_t seq = job.envelope.is_ok() ? job.envelope->sequence : 0;
+  e.body =
+      proto::Error{StatusCode::kResourceExhausted,
+                   "expert service of node '" + options_.identity.node_id + "' is overloaded (" +
+                       std::to_string(options_.max_queued) + " messages queued); retry elsewhere",
+                   seq};
+  (void)net::send_message(router, e, {}, job.routing_id);
+}
+
+void ExpertService::inline_loop(zmq::socket_t router) {
+  ThreadPool pool(options_.threads_per_worker);
+  ExpertComputer computer(pool, options_.precision);
+  ExpertRequestHandler handler(config_, store_, blobs_, computer, options_.identity,
+                               options_.limits, counters_);
+  const proto::DecodeLimits limits;
+  std::deque<Job> pending;
+  while (!stopping_.load()) {
+    // Wait only when there is nothing to compute; then take everything that
+    // has arrived, refusing what does not fit in the queue.
+    std::chrono::milliseconds wait = pending.empty() ? kPollInterval : std::chrono::milliseconds(0);
+    while (std::optional<net::ReceivedMessage> m =
+               net::receive_message(router, wait, /*router=*/true, limits)) {
+      wait = std::chrono::milliseconds(0);
+      if (m->routing_id.empty()) continue;  // an interrupted receive, not a message
+      Job job;
+      job.routing_id = std::move(m->routing_id);
+      job.envelope = std::move(m->envelope);
+      job.payload = std::move(m->payload);
+      if (pending.size() >= options_.max_queued) {
+        send_overloaded(router, job);
+      } else {
+        pending.push_back(std::move(job));
+      }
+    }
+    if (pending.empty()) continue;
+    Job job = std::move(pending.front());
+    pending.pop_front();
+    Reply reply = handler.handle(job.envelope, job.payload);
+    Status sent = net::send_message(router, reply.envelope, reply.payload, job.routing_id);
+    // EHOSTUNREACH: the caller went away before its answer; nothing to do.
+    if (!sent.is_ok()) spdlog::debug("expert service: reply not delivered: {}", sent.to_string());
   }
 }
 

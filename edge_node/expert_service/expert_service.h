@@ -62,6 +62,10 @@ class ExpertService {
                 ExpertServiceOptions options);
   void frontend_loop(zmq::socket_t router, zmq::socket_t replies);
   void worker_loop(int worker_idx);
+  // One worker: receive, compute and answer on the frontend thread.
+  void inline_loop(zmq::socket_t router);
+  // The resource_exhausted Error for a call refused by a full queue.
+  void send_overloaded(zmq::socket_t& router, const Job& job);
 
   zmq::context_t& context_;
   const ModelConfig& config_;
