@@ -13,12 +13,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// `workers` 1: calls computed on the receiving thread; 2+: handed to workers.
 struct Service {
-  Service() : store(*model.checkpoint) {
+  explicit Service(int workers = 2, size_t max_queued = 64) : store(*model.checkpoint) {
     for (int32_t e = 0; e < 4; ++e) REQUIRE(store.load({0, e}).is_ok());
     ExpertServiceOptions options;
     options.bind_endpoint = "tcp://127.0.0.1:*";
-    options.n_workers = 2;
+    options.n_workers = workers;
+    options.max_queued = max_queued;
     options.precision = ComputePrecision::kF32;
     options.identity = {"b", ""};
     auto s = ExpertService::start(context, model.config(), store, options);
@@ -56,34 +58,72 @@ struct Service {
 }  // namespace
 
 TEST_CASE("expert service: answers calls over TCP, from several peers at once") {
-  Service s;
-  CHECK(s.service->bound_endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
-  const int64_t hidden = s.model.config().hidden_size;
-  auto peer = [&](uint64_t first_id, int* answered) {
+  for (const int workers : {1, 2}) {
+    CAPTURE(workers);
+    Service s(workers);
+    CHECK(s.service->bound_endpoint().rfind("tcp://127.0.0.1:", 0) == 0);
+    const int64_t hidden = s.model.config().hidden_size;
+    auto peer = [&](uint64_t first_id, int* answered) {
+      zmq::socket_t d = s.dealer();
+      for (uint64_t id = first_id; id < first_id + 20; ++id) {
+        const std::vector<float> x = testing::random_hidden(4, hidden, static_cast<uint32_t>(id));
+        std::vector<uint8_t> payload;
+        encode_rows(x.data(), 4, hidden, DType::kBF16, &payload);
+        REQUIRE(net::send_message(d, s.call(id, 4), payload).is_ok());
+        auto reply = net::receive_message(d, 5s, false);
+        REQUIRE(reply.has_value());
+        REQUIRE(reply->envelope.is_ok());
+        const auto* result = std::get_if<proto::ExpertResult>(&reply->envelope->body);
+        REQUIRE(result != nullptr);
+        CHECK(result->call_id == id);
+        CHECK(reply->payload.size() == static_cast<size_t>(4 * hidden * 2));
+        ++*answered;
+      }
+    };
+    int a = 0, b = 0;
+    std::thread ta(peer, 1000, &a);
+    std::thread tb(peer, 2000, &b);
+    ta.join();
+    tb.join();
+    CHECK(a == 20);
+    CHECK(b == 20);
+    CHECK(s.service->counters().calls.load() == 40);
+  }
+}
+
+TEST_CASE("expert service: a full queue answers resource_exhausted, and every call is answered") {
+  for (const int workers : {1, 2}) {
+    CAPTURE(workers);
+    Service s(workers, /*max_queued=*/1);
     zmq::socket_t d = s.dealer();
-    for (uint64_t id = first_id; id < first_id + 20; ++id) {
-      const std::vector<float> x = testing::random_hidden(4, hidden, static_cast<uint32_t>(id));
-      std::vector<uint8_t> payload;
-      encode_rows(x.data(), 4, hidden, DType::kBF16, &payload);
-      REQUIRE(net::send_message(d, s.call(id, 4), payload).is_ok());
-      auto reply = net::receive_message(d, 5s, false);
+    const int64_t hidden = s.model.config().hidden_size;
+    const std::vector<float> x = testing::random_hidden(256, hidden, 3);
+    std::vector<uint8_t> payload;
+    encode_rows(x.data(), 256, hidden, DType::kBF16, &payload);
+    constexpr int kCalls = 40;
+    for (uint64_t id = 1; id <= kCalls; ++id) {
+      REQUIRE(net::send_message(d, s.call(id, 256), payload).is_ok());
+    }
+    int results = 0, refused = 0;
+    for (int i = 0; i < kCalls; ++i) {
+      auto reply = net::receive_message(d, 10s, false);
       REQUIRE(reply.has_value());
       REQUIRE(reply->envelope.is_ok());
-      const auto* result = std::get_if<proto::ExpertResult>(&reply->envelope->body);
-      REQUIRE(result != nullptr);
-      CHECK(result->call_id == id);
-      CHECK(reply->payload.size() == static_cast<size_t>(4 * hidden * 2));
-      ++*answered;
+      if (std::holds_alternative<proto::ExpertResult>(reply->envelope->body)) {
+        ++results;
+      } else {
+        const auto& error = std::get<proto::Error>(reply->envelope->body);
+        CHECK(error.code == StatusCode::kResourceExhausted);
+        CHECK(error.message.find("overloaded") != std::string::npos);
+        ++refused;
+      }
     }
-  };
-  int a = 0, b = 0;
-  std::thread ta(peer, 1000, &a);
-  std::thread tb(peer, 2000, &b);
-  ta.join();
-  tb.join();
-  CHECK(a == 20);
-  CHECK(b == 20);
-  CHECK(s.service->counters().calls.load() == 40);
+    MESSAGE(workers << " worker(s), queue of 1: " << results << " computed, " << refused
+                    << " refused of " << kCalls << " calls sent at once");
+    CHECK(results >= 1);
+    CHECK(refused >= 1);
+    CHECK(results + refused == kCalls);
+  }
 }
 
 TEST_CASE("expert service: a peer sending garbage gets Error replies and the service goes on") {
