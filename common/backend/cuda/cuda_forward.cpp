@@ -317,18 +317,13 @@ Status CudaForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
   return device_->check("embedding");
 }
 
-Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
-  if (replaying_) return Status::ok();
-  const DeviceLayer& lw = weights_->layer(layer);
-  const DeviceAttention& aw = lw.attention;
-  const kc::Stream s = device_->stream();
-  const int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim();
-
+void CudaForward::norm_rows(const float* weight, int64_t first_row, int64_t n_rows, kc::Stream s) {
+  const int64_t H = config_.hidden_size;
   kc::RmsNormArgs norm;
-  norm.x = buf_->h;
+  norm.x = buf_->h + first_row * H;
   norm.x_stride = H;
-  norm.weight = lw.input_norm;
-  norm.n_rows = n_;
+  norm.weight = weight;
+  norm.n_rows = n_rows;
   norm.width = H;
   norm.eps = config_.rms_norm_eps;
   norm.out = buf_->xn;
@@ -336,6 +331,16 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   norm.out_bf16 = buf_->xn_b;
   norm.out_bf16_stride = H;
   kc::rmsnorm(norm, s);
+}
+
+Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
+  if (replaying_) return Status::ok();
+  const DeviceLayer& lw = weights_->layer(layer);
+  const DeviceAttention& aw = lw.attention;
+  const kc::Stream s = device_->stream();
+  const int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim();
+
+  norm_rows(lw.input_norm, 0, n_, s);
 
   kc::MatmulArgs qkv;
   qkv.x_bf16 = buf_->xn_b;
@@ -491,18 +496,7 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
   const int64_t E = config_.n_experts;
   const int64_t K = config_.n_experts_per_token;
 
-  kc::RmsNormArgs norm;
-  norm.x = buf_->h;
-  norm.x_stride = H;
-  norm.weight = lw.post_attention_norm;
-  norm.n_rows = n_;
-  norm.width = H;
-  norm.eps = config_.rms_norm_eps;
-  norm.out = buf_->xn;
-  norm.out_stride = H;
-  norm.out_bf16 = buf_->xn_b;
-  norm.out_bf16_stride = H;
-  kc::rmsnorm(norm, s);
+  norm_rows(lw.post_attention_norm, 0, n_, s);
 
   // The router sees f32 activations, as on the CPU.
   kc::MatmulArgs router;
@@ -570,19 +564,7 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
 Status CudaForward::dense_mlp(int64_t layer) {
   if (replaying_) return Status::ok();
   const DeviceLayer& lw = weights_->layer(layer);
-  const int64_t H = config_.hidden_size;
-  kc::RmsNormArgs norm;
-  norm.x = buf_->h;
-  norm.x_stride = H;
-  norm.weight = lw.post_attention_norm;
-  norm.n_rows = n_;
-  norm.width = H;
-  norm.eps = config_.rms_norm_eps;
-  norm.out = buf_->xn;
-  norm.out_stride = H;
-  norm.out_bf16 = buf_->xn_b;
-  norm.out_bf16_stride = H;
-  kc::rmsnorm(norm, device_->stream());
+  norm_rows(lw.post_attention_norm, 0, n_, device_->stream());
   run_expert_groups(lw.dense_gate, lw.dense_up, lw.dense_down, 1, config_.dense_intermediate_size,
                     /*ids=*/nullptr, /*weights=*/nullptr, /*top_k=*/1);
   return device_->check("dense MLP");
@@ -617,18 +599,7 @@ Status CudaForward::finish(int64_t first_row, int64_t n_rows, float* logits) {
       first_row = 0;
       n_rows = 1;
     }
-    kc::RmsNormArgs norm;
-    norm.x = buf_->h + first_row * H;
-    norm.x_stride = H;
-    norm.weight = weights_->final_norm();
-    norm.n_rows = n_rows;
-    norm.width = H;
-    norm.eps = config_.rms_norm_eps;
-    norm.out = buf_->xn;
-    norm.out_stride = H;
-    norm.out_bf16 = buf_->xn_b;
-    norm.out_bf16_stride = H;
-    kc::rmsnorm(norm, s);
+    norm_rows(weights_->final_norm(), first_row, n_rows, s);
     kc::MatmulArgs head;
     head.x_bf16 = buf_->xn_b;
     head.x_stride = H;

@@ -81,6 +81,9 @@ class CudaForward final : public ForwardEngine {
   Status allocate();
   // The cache's device storage, or an error when another engine made it.
   Result<float*> cache_base(KvCache& cache) const;
+  // RMSNorm of hidden-state rows [first_row, first_row + n_rows) of h into
+  // xn (f32) and xn_b (bf16), the inputs of the next matrix products.
+  void norm_rows(const float* weight, int64_t first_row, int64_t n_rows, kernels::cuda::Stream s);
   void run_expert_groups(const uint16_t* const* gate, const uint16_t* const* up,
                          const uint16_t* const* down, int64_t n_groups, int64_t inter,
                          const int32_t* ids, const float* weights, int64_t top_k);
