@@ -49,7 +49,7 @@ TEST_CASE("demo: a scheduler and three nodes serve, a round is forced, all stopp
   }
 }
 
-TEST_CASE("demo: a model directory that does not exist is a clear error, nothing started") {
+TEST_CASE("demo: a missing model directory or a bad flag is a clear error, nothing started") {
   TempDir work("demo_bad");
   const ProcessResult r =
       run_process({DMOE_CLI_PATH, "demo", "--model", (work.path() / "missing").string(),
@@ -58,6 +58,11 @@ TEST_CASE("demo: a model directory that does not exist is a clear error, nothing
   CHECK(r.exit_code != 0);
   CHECK(r.err.find("missing") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(work.path() / "logs" / "scheduler.log"));
+
+  const ProcessResult bad_flag =
+      run_process({DMOE_CLI_PATH, "demo", "--prompts", "9"}, std::chrono::seconds(30));
+  CHECK(bad_flag.exit_code != 0);
+  CHECK(bad_flag.err.find("--prompts") != std::string::npos);
 }
 
 }  // namespace dancemoe::testing
