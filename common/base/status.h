@@ -79,7 +79,7 @@ inline Status internal_error(std::string msg) {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(state_).is_ok()) {
       state_ = Status(StatusCode::kInternal, "Result constructed from an ok Status");
@@ -111,10 +111,10 @@ class [[nodiscard]] Result {
 #define DMOE_STATUS_CONCAT(a, b) DMOE_STATUS_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not ok.
-#define DMOE_RETURN_IF_ERROR(expr)                                  \
-  do {                                                              \
-    ::dancemoe::Status dmoe_status_ = (expr);                       \
-    if (!dmoe_status_.is_ok()) return dmoe_status_;                 \
+#define DMOE_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::dancemoe::Status dmoe_status_ = (expr);       \
+    if (!dmoe_status_.is_ok()) return dmoe_status_; \
   } while (0)
 
 // `DMOE_ASSIGN_OR_RETURN(auto x, f());` declares x from a Result or returns its Status.

@@ -21,6 +21,6 @@ void add_registered_commands(CLI::App& root, int* exit_code);
 
 #define DMOE_CLI_CONCAT_INNER(a, b) a##b
 #define DMOE_CLI_CONCAT(a, b) DMOE_CLI_CONCAT_INNER(a, b)
-#define DMOE_REGISTER_CLI_COMMAND(setup_fn)                                    \
+#define DMOE_REGISTER_CLI_COMMAND(setup_fn)                                            \
   static const bool DMOE_CLI_CONCAT(dmoe_cli_registered_, __LINE__) [[maybe_unused]] = \
       ::dancemoe::cli::register_command(setup_fn)

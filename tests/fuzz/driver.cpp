@@ -66,7 +66,8 @@ Bytes mutate(const std::vector<Bytes>& corpus, std::mt19937_64& rng) {
         if (input.size() < 8) break;
         size_t at = rng() % (input.size() - 7);
         uint64_t value = rng() >> (rng() % 64);
-        for (int b = 0; b < 8; ++b) input[at + static_cast<size_t>(b)] = static_cast<uint8_t>(value >> (8 * b));
+        for (int b = 0; b < 8; ++b)
+          input[at + static_cast<size_t>(b)] = static_cast<uint8_t>(value >> (8 * b));
         break;
       }
     }

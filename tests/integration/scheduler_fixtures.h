@@ -18,10 +18,22 @@ inline constexpr uint64_t kTinyExpertBytes = 3 * 64 * 32 * 2;
 // No periodic round during a test (rounds are triggered on demand); the
 // gate's horizon stays the default 300 s.
 inline std::vector<std::string> fast_scheduler_flags() {
-  return {"--heartbeat-interval", "0.2", "--heartbeat-misses", "3",
-          "--report-interval", "0.5", "--cold-start-settle", "0.3",
-          "--prepare-timeout", "3", "--interval", "3600",
-          "--horizon", "300", "--retention-check", "3600"};
+  return {"--heartbeat-interval",
+          "0.2",
+          "--heartbeat-misses",
+          "3",
+          "--report-interval",
+          "0.5",
+          "--cold-start-settle",
+          "0.3",
+          "--prepare-timeout",
+          "3",
+          "--interval",
+          "3600",
+          "--horizon",
+          "300",
+          "--retention-check",
+          "3600"};
 }
 
 // Replaces the value of `flag` in `flags` (or appends it).

@@ -38,7 +38,8 @@ TEST_CASE("replica choice: prefers a destination already in use (fewer messages)
   CHECK(choice[2] == choice[3]);
 }
 
-TEST_CASE("replica choice: a measured slow peer loses to a fast one -- load is spread when it pays") {
+TEST_CASE(
+    "replica choice: a measured slow peer loses to a fast one -- load is spread when it pays") {
   const std::vector<int32_t> tokens = {0};
   const std::vector<int32_t> both = {0, 1};
   std::vector<PeerCost> peers(2);
