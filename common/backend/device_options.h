@@ -45,10 +45,4 @@ struct DeviceSelection {
 // Parses DeviceOptions::device; the error names the text and the forms expected.
 Result<DeviceSelection> parse_device(const std::string& text);
 
-// "20G", "512M", "1.5G", "123456" (bytes); K/M/G/T are powers of 1024, an
-// optional trailing "B" or "iB" is accepted.
-Result<uint64_t> parse_bytes(const std::string& text);
-// "20G,16G" -> one value per item.
-Result<std::vector<uint64_t>> parse_byte_list(const std::string& text);
-
 }  // namespace dancemoe::backend

@@ -5,12 +5,6 @@
 
 namespace dancemoe::backend {
 
-std::string format_bytes(uint64_t bytes) {
-  char text[64];
-  std::snprintf(text, sizeof text, " (%.1f MiB)", static_cast<double>(bytes) / (1 << 20));
-  return std::to_string(bytes) + " bytes" + text;
-}
-
 std::string DevicePlan::describe() const {
   return "dense weights " + format_bytes(dense_bytes) + ", " + std::to_string(n_experts) +
          " experts " + format_bytes(expert_bytes) + ", KV cache " + format_bytes(kv_cache_bytes) +

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/byte_size.h"
 #include "common/base/status.h"
 #include "common/model/expert_store.h"
 
@@ -76,7 +77,5 @@ struct MemoryPlan {
 // does not fit.
 Result<MemoryPlan> plan_memory(const PlanRequest& request);
 
-// "123456789 bytes (117.7 MiB)"
-std::string format_bytes(uint64_t bytes);
 
 }  // namespace dancemoe::backend

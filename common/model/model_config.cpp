@@ -28,12 +28,7 @@ std::string substitute(const std::string& pattern, int64_t layer, int64_t expert
 }
 
 Result<nlohmann::json> parse_json_object(const std::string& text, const std::string& file_name) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    return invalid_argument(file_name + ": not valid JSON (" + e.what() + ")");
-  }
+  DMOE_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_document(text, file_name));
   if (!j.is_object()) return invalid_argument(file_name + ": expected a JSON object");
   return j;
 }
@@ -174,7 +169,7 @@ Status ModelConfig::validate(const std::string& file_name) const {
 
 Result<ModelConfig> parse_model_config(const std::string& text, const std::string& file_name) {
   DMOE_ASSIGN_OR_RETURN(nlohmann::json j, parse_json_object(text, file_name));
-  JsonFields fields(j, file_name);
+  JsonField fields(j, file_name);
   std::string hf_architecture;
   auto archs = j.find("architectures");
   if (archs != j.end() && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
@@ -212,7 +207,8 @@ Result<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
     DMOE_ASSIGN_OR_RETURN(std::string gen_text, read_file(generation_path));
     DMOE_ASSIGN_OR_RETURN(nlohmann::json gen,
                           parse_json_object(gen_text, generation_path.string()));
-    JsonFields gen_fields(gen, generation_path.string());
+    const std::string gen_source = generation_path.string();
+    JsonField gen_fields(gen, gen_source);
     DMOE_ASSIGN_OR_RETURN(std::vector<int64_t> eos, gen_fields.int_or_int_list("eos_token_id"));
     if (!eos.empty()) {
       config.eos_token_ids.clear();

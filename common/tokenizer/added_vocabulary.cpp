@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/normalizer.h"
 #include "common/tokenizer/utf8.h"
 

@@ -27,9 +27,12 @@
 #include "common/base/status.h"
 #include "common/tokenizer/bpe_model.h"
 
+namespace dancemoe {
+class JsonField;
+}  // namespace dancemoe
+
 namespace dancemoe::tokenizer {
 
-class JsonField;
 class Normalizer;
 
 struct AddedToken {

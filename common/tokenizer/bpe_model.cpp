@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/utf8.h"
 
 namespace dancemoe::tokenizer {

@@ -32,9 +32,11 @@
 
 #include "common/base/status.h"
 
-namespace dancemoe::tokenizer {
-
+namespace dancemoe {
 class JsonField;
+}  // namespace dancemoe
+
+namespace dancemoe::tokenizer {
 
 struct StringHash {
   using is_transparent = void;

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 
 namespace dancemoe::tokenizer {
 namespace {

@@ -17,9 +17,11 @@
 #include "common/base/status.h"
 #include "common/tokenizer/regex.h"
 
-namespace dancemoe::tokenizer {
-
+namespace dancemoe {
 class JsonField;
+}  // namespace dancemoe
+
+namespace dancemoe::tokenizer {
 
 class Normalizer {
  public:

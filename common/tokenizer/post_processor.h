@@ -16,9 +16,11 @@
 
 #include "common/base/status.h"
 
-namespace dancemoe::tokenizer {
-
+namespace dancemoe {
 class JsonField;
+}  // namespace dancemoe
+
+namespace dancemoe::tokenizer {
 
 class PostProcessor {
  public:

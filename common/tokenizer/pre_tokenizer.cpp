@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/tokenizer/byte_level.h"
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 
 namespace dancemoe::tokenizer {
 namespace {

@@ -3,7 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/utf8.h"
 
 namespace dancemoe::tokenizer {

@@ -20,6 +20,10 @@
 
 #include "common/base/status.h"
 
+namespace dancemoe {
+class JsonField;
+}  // namespace dancemoe
+
 namespace dancemoe::tokenizer {
 
 struct RegexMatch {
@@ -54,8 +58,6 @@ class Regex {
   std::string pattern_;
   std::unique_ptr<Code> code_;
 };
-
-class JsonField;
 
 // Parses a tokenizer.json pattern object, {"String": "..."} (a literal) or
 // {"Regex": "..."}, with errors naming the JSON path.

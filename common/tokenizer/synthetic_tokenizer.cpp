@@ -6,7 +6,7 @@
 
 #include "common/base/file_util.h"
 #include "common/tokenizer/bpe_trainer.h"
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/pre_tokenizer.h"
 
 namespace dancemoe::tokenizer {
@@ -84,7 +84,7 @@ Result<WordCounts> training_words() {
   const nlohmann::json pre_json = nlohmann::json::parse(pre_tokenizer_json().dump());
   const std::string source = "synthetic tokenizer";
   DMOE_ASSIGN_OR_RETURN(std::unique_ptr<PreTokenizer> pre,
-                        PreTokenizer::parse(JsonField(pre_json, "pre_tokenizer", source)));
+                        PreTokenizer::parse(JsonField(pre_json, source, "pre_tokenizer")));
   std::vector<std::string> words;
   DMOE_RETURN_IF_ERROR(pre->pre_tokenize(kTrainingText, words));
   WordCounts counts;

@@ -3,7 +3,7 @@
 #include "common/base/file_util.h"
 #include "common/tokenizer/bpe_model.h"
 #include "common/tokenizer/decoder.h"
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/normalizer.h"
 #include "common/tokenizer/post_processor.h"
 #include "common/tokenizer/pre_tokenizer.h"
@@ -71,7 +71,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json_text(std::string_view to
 
 Status Tokenizer::parse_tokenizer_json(std::string_view text) {
   DMOE_ASSIGN_OR_RETURN(const nlohmann::json document, parse_json_document(text, source_));
-  const JsonField root(document, "", source_);
+  const JsonField root(document, source_);
   DMOE_RETURN_IF_ERROR(root.expect_object());
 
   DMOE_ASSIGN_OR_RETURN(JsonField model, root.member("model"));
@@ -111,7 +111,7 @@ Status Tokenizer::parse_tokenizer_json(std::string_view text) {
 
 Status Tokenizer::parse_config_json(std::string_view text) {
   DMOE_ASSIGN_OR_RETURN(const nlohmann::json document, parse_json_document(text, config_source_));
-  const JsonField root(document, "", config_source_);
+  const JsonField root(document, config_source_);
   DMOE_RETURN_IF_ERROR(root.expect_object());
   for (const char* key : {"bos_token", "eos_token"}) {
     DMOE_ASSIGN_OR_RETURN(std::optional<std::string> token, config_token(root, key));

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/base/byte_size.h"
+
 namespace dancemoe::node {
 
 struct RawNodeFlags {
@@ -19,29 +21,6 @@ struct RawNodeFlags {
   bool no_overlap = false;
   CLI::Option* report_interval_option = nullptr;
 };
-
-Result<uint64_t> parse_bytes(const std::string& text, const std::string& flag) {
-  size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double scale = -1;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
-  if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
-  if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
-  if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
-  if (used == 0 || scale < 0 || !std::isfinite(value) || value < 0 || value * scale > 1.8e19) {
-    return invalid_argument(flag + ": expected a byte size such as 512M, 2G or 1048576, got '" +
-                            text + "'");
-  }
-  return static_cast<uint64_t>(value * scale);
-}
 
 Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag) {
   size_t used = 0;
@@ -157,13 +136,13 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   }
   if (!raw.expert_memory.empty()) {
     DMOE_ASSIGN_OR_RETURN(o->expert_memory_bytes,
-                          parse_bytes(raw.expert_memory, "--expert-memory"));
+                          parse_byte_size(raw.expert_memory, "--expert-memory"));
   }
   if (!raw.migration_headroom.empty()) {
     DMOE_ASSIGN_OR_RETURN(o->migration_headroom_bytes,
-                          parse_bytes(raw.migration_headroom, "--migration-headroom"));
+                          parse_byte_size(raw.migration_headroom, "--migration-headroom"));
   }
-  DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes, parse_bytes(raw.offload_cache, "--offload-cache"));
+  DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes, parse_byte_size(raw.offload_cache, "--offload-cache"));
   std::optional<ComputePrecision> precision = parse_precision(raw.precision);
   if (!precision)
     return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");
@@ -191,7 +170,7 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
                             raw.expert_source + "'");
   }
   if (!raw.migration_rate.empty()) {
-    DMOE_ASSIGN_OR_RETURN(uint64_t rate, parse_bytes(raw.migration_rate, "--migration-rate"));
+    DMOE_ASSIGN_OR_RETURN(uint64_t rate, parse_byte_size(raw.migration_rate, "--migration-rate"));
     o->throttle.max_bytes_per_s = static_cast<double>(rate);
   }
   o->overlap = !raw.no_overlap;

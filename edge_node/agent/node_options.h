@@ -59,8 +59,6 @@ struct RawNodeFlags;
 std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* options);
 Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* options);
 
-// "512M", "2GiB", "1.5G", "1048576" -> bytes (K/M/G/T are powers of 1024).
-Result<uint64_t> parse_bytes(const std::string& text, const std::string& flag);
 // "10s", "500ms", "2m", "1500" (milliseconds) -> milliseconds.
 Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag);
 

@@ -1,5 +1,7 @@
 #include "scheduler/cli/device_flags.h"
 
+#include "common/base/byte_size.h"
+
 #include <CLI/CLI.hpp>
 
 namespace dancemoe::cli {
@@ -22,9 +24,8 @@ Result<backend::DeviceOptions> device_options(const DeviceFlags& flags) {
   DMOE_RETURN_IF_ERROR(backend::parse_device(flags.device).status());
   options.device = flags.device;
   if (!flags.budget.empty()) {
-    Result<std::vector<uint64_t>> budget = backend::parse_byte_list(flags.budget);
-    if (!budget.is_ok()) return budget.status().with_context("--device-budget");
-    options.budget_bytes = *budget;
+    DMOE_ASSIGN_OR_RETURN(options.budget_bytes,
+                          parse_byte_size_list(flags.budget, "--device-budget"));
   }
   if (flags.dense_device < -1) {
     return invalid_argument("--dense-device " + std::to_string(flags.dense_device) +

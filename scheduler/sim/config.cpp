@@ -1,8 +1,10 @@
 #include "scheduler/sim/config.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
+#include "common/base/json_field.h"
 #include "scheduler/placement/policy.h"
 
 namespace dancemoe::sim {
@@ -10,139 +12,82 @@ namespace {
 
 using nlohmann::json;
 
-std::string shown(const json& value) {
-  std::string text = value.dump();
-  return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+// Errors carry no file name: dancemoe-sim prefixes the config's path.
+const std::string kNoSource;
+
+// A non-empty string member; a task index may be written as a number (2 for
+// "2"). Absent or null: `fallback`, or "missing required field" without one.
+Result<std::string> name(const JsonField& f, std::string_view key,
+                         std::optional<std::string> fallback = std::nullopt) {
+  if (!f.has(key) && fallback) return *fallback;
+  DMOE_ASSIGN_OR_RETURN(JsonField value, f.member(key));
+  if (value.json().is_number_integer()) return std::to_string(value.json().get<int64_t>());
+  if (value.is_null()) return value.error("missing required field");
+  if (!value.json().is_string() || value.json().get<std::string>().empty()) {
+    return f.member_error(key, "a non-empty string");
+  }
+  return value.json().get<std::string>();
 }
 
-// Reads optional fields of one JSON object, remembering the first error.
-class Reader {
- public:
-  Reader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
-    if (!object_.is_object()) fail(path_, "an object", object_);
+// A non-empty array member, or an error saying what its items are.
+Result<JsonField> non_empty_array(const JsonField& f, std::string_view key,
+                                  std::string_view items) {
+  if (!f.has(key) || !f.json()[std::string(key)].is_array() || f.json()[std::string(key)].empty()) {
+    return f.member_error(key, "a non-empty array of " + std::string(items));
   }
-
-  const Status& status() const { return status_; }
-  std::string at(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
-  const json* find(const char* key) const {
-    if (!object_.is_object()) return nullptr;
-    auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-  bool has(const char* key) const { return find(key) != nullptr; }
-
-  void number(const char* key, double* out, bool positive, bool required = false) {
-    const json* v = need(key, required);
-    if (v == nullptr) return;
-    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0 ||
-        (positive && v->get<double>() == 0)) {
-      fail(at(key), positive ? "a finite number > 0" : "a finite number >= 0", *v);
-      return;
-    }
-    *out = v->get<double>();
-  }
-  template <typename Int>
-  void integer(const char* key, Int* out, int64_t lo, int64_t hi, bool required = false) {
-    const json* v = need(key, required);
-    if (v == nullptr) return;
-    if (!v->is_number_integer() || v->get<int64_t>() < lo || v->get<int64_t>() > hi) {
-      fail(at(key), "an integer in " + std::to_string(lo) + ".." + std::to_string(hi), *v);
-      return;
-    }
-    *out = static_cast<Int>(v->get<int64_t>());
-  }
-  void string(const char* key, std::string* out, bool required = false) {
-    const json* v = need(key, required);
-    if (v == nullptr) return;
-    if (v->is_number_integer()) {
-      *out = std::to_string(v->get<int64_t>());  // task "2" may be written 2
-      return;
-    }
-    if (!v->is_string() || v->get<std::string>().empty()) {
-      fail(at(key), "a non-empty string", *v);
-      return;
-    }
-    *out = v->get<std::string>();
-  }
-  void boolean(const char* key, bool* out) {
-    const json* v = need(key, false);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) {
-      fail(at(key), "true or false", *v);
-      return;
-    }
-    *out = v->get<bool>();
-  }
-  void fail(const std::string& path, const std::string& what, const json& got) {
-    if (status_.is_ok())
-      status_ = invalid_argument(path + ": expected " + what + ", got " + shown(got));
-  }
-  void fail(Status status) {
-    if (status_.is_ok()) status_ = std::move(status);
-  }
-
- private:
-  const json* need(const char* key, bool required) {
-    const json* v = find(key);
-    if (v == nullptr && required && status_.is_ok()) {
-      status_ = invalid_argument(at(key) + ": missing required field");
-    }
-    return v;
-  }
-
-  const json& object_;
-  std::string path_;
-  Status status_;
-};
-
-Status read_model(const json& root, SimModel* model) {
-  const json* m = root.is_object() && root.contains("model") ? &root["model"] : nullptr;
-  if (m == nullptr) return invalid_argument("model: missing required field");
-  Reader r(*m, "model");
-  r.integer("layers", &model->n_layers, 1, 10000, true);
-  r.integer("experts", &model->n_experts, 1, 32767, true);
-  r.integer("top_k", &model->top_k, 1, 64, true);
-  r.integer("expert_bytes", &model->expert_bytes, 1, int64_t{1} << 50, true);
-  r.integer("hidden_bytes_per_token", &model->hidden_bytes_per_token, 1, int64_t{1} << 30);
-  return r.status();
+  return f.member(key);
 }
 
-Status read_nodes(const json& root, const SimModel& model, std::vector<SimNode>* nodes) {
-  if (!root.contains("nodes") || !root["nodes"].is_array() || root["nodes"].empty()) {
-    return invalid_argument("nodes: expected a non-empty array of nodes");
+Status read_model(const JsonField& root, SimModel* model) {
+  DMOE_ASSIGN_OR_RETURN(JsonField m, root.member("model"));
+  DMOE_RETURN_IF_ERROR(m.expect_object());
+  DMOE_ASSIGN_OR_RETURN(model->n_layers, m.int_in("layers", 1, 10000));
+  DMOE_ASSIGN_OR_RETURN(model->n_experts, m.int_in("experts", 1, 32767));
+  DMOE_ASSIGN_OR_RETURN(model->top_k, m.int_in("top_k", 1, 64));
+  DMOE_ASSIGN_OR_RETURN(model->expert_bytes, m.int_in("expert_bytes", 1, int64_t{1} << 50));
+  DMOE_ASSIGN_OR_RETURN(
+      model->hidden_bytes_per_token,
+      m.int_in_or("hidden_bytes_per_token", 1, int64_t{1} << 30, model->hidden_bytes_per_token));
+  return Status::ok();
+}
+
+Result<SimDevice> read_device(const JsonField& d, double model_bytes) {
+  DMOE_RETURN_IF_ERROR(d.expect_object());
+  SimDevice device;
+  DMOE_ASSIGN_OR_RETURN(device.id, name(d, "id"));
+  if (d.has("memory_fraction")) {
+    DMOE_ASSIGN_OR_RETURN(double fraction, d.finite_positive("memory_fraction"));
+    device.expert_budget_bytes = static_cast<uint64_t>(std::floor(model_bytes * fraction));
+  } else {
+    DMOE_ASSIGN_OR_RETURN(device.expert_budget_bytes,
+                          d.int_in("expert_budget_bytes", 0, int64_t{1} << 55));
   }
-  const json& list = root["nodes"];
+  DMOE_ASSIGN_OR_RETURN(device.load_bytes_per_s,
+                        d.finite_positive_or("load_bytes_per_s", device.load_bytes_per_s));
+  DMOE_ASSIGN_OR_RETURN(device.expert_a_s,
+                        d.finite_non_negative_or("expert_a_s", device.expert_a_s));
+  DMOE_ASSIGN_OR_RETURN(device.expert_b_s,
+                        d.finite_non_negative_or("expert_b_s", device.expert_b_s));
+  return device;
+}
+
+Status read_nodes(const JsonField& root, const SimModel& model, std::vector<SimNode>* nodes) {
+  DMOE_ASSIGN_OR_RETURN(JsonField list, non_empty_array(root, "nodes", "nodes"));
   const double model_bytes =
       static_cast<double>(model.expert_bytes) * model.n_layers * model.n_experts;
-  for (size_t n = 0; n < list.size(); ++n) {
-    const std::string path = "nodes[" + std::to_string(n) + "]";
-    Reader r(list[n], path);
+  for (size_t n = 0; n < list.json().size(); ++n) {
+    const JsonField f = list.element(n);
+    DMOE_RETURN_IF_ERROR(f.expect_object());
     SimNode node;
-    r.string("id", &node.id, true);
-    r.string("task", &node.task, true);
-    r.number("arrival_rate_per_s", &node.arrival_rate_per_s, false);
-    r.number("dense_s_per_layer", &node.dense_s_per_layer, false);
-    DMOE_RETURN_IF_ERROR(r.status());
-    const json* devices = r.find("devices");
-    if (devices == nullptr || !devices->is_array() || devices->empty()) {
-      return invalid_argument(path + ".devices: expected a non-empty array of devices");
-    }
-    for (size_t g = 0; g < devices->size(); ++g) {
-      const std::string dpath = path + ".devices[" + std::to_string(g) + "]";
-      Reader d((*devices)[g], dpath);
-      SimDevice device;
-      d.string("id", &device.id, true);
-      if (d.has("memory_fraction")) {
-        double fraction = 0;
-        d.number("memory_fraction", &fraction, true);
-        device.expert_budget_bytes = static_cast<uint64_t>(std::floor(model_bytes * fraction));
-      } else {
-        d.integer("expert_budget_bytes", &device.expert_budget_bytes, 0, int64_t{1} << 55, true);
-      }
-      d.number("load_bytes_per_s", &device.load_bytes_per_s, true);
-      d.number("expert_a_s", &device.expert_a_s, false);
-      d.number("expert_b_s", &device.expert_b_s, false);
-      DMOE_RETURN_IF_ERROR(d.status());
+    DMOE_ASSIGN_OR_RETURN(node.id, name(f, "id"));
+    DMOE_ASSIGN_OR_RETURN(node.task, name(f, "task"));
+    DMOE_ASSIGN_OR_RETURN(node.arrival_rate_per_s,
+                          f.finite_non_negative_or("arrival_rate_per_s", node.arrival_rate_per_s));
+    DMOE_ASSIGN_OR_RETURN(node.dense_s_per_layer,
+                          f.finite_non_negative_or("dense_s_per_layer", node.dense_s_per_layer));
+    DMOE_ASSIGN_OR_RETURN(JsonField devices, non_empty_array(f, "devices", "devices"));
+    for (size_t g = 0; g < devices.json().size(); ++g) {
+      DMOE_ASSIGN_OR_RETURN(SimDevice device, read_device(devices.element(g), model_bytes));
       node.devices.push_back(std::move(device));
     }
     nodes->push_back(std::move(node));
@@ -150,66 +95,73 @@ Status read_nodes(const json& root, const SimModel& model, std::vector<SimNode>*
   return Status::ok();
 }
 
-Status read_workload(const json& root, const std::filesystem::path& base_dir, SimConfig* config) {
-  if (!root.contains("workload")) return Status::ok();
-  Reader r(root["workload"], "workload");
-  std::string kind = "synthetic";
-  r.string("kind", &kind);
+Status read_workload(const JsonField& root, const std::filesystem::path& base_dir,
+                     SimConfig* config) {
+  DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> w, root.optional_member("workload"));
+  if (!w) return Status::ok();
+  DMOE_RETURN_IF_ERROR(w->expect_object());
+  DMOE_ASSIGN_OR_RETURN(std::string kind, name(*w, "kind", "synthetic"));
   if (kind == "synthetic") {
     SyntheticWorkload& s = config->synthetic;
-    r.integer("tokens_per_request", &s.tokens_per_request, 1, 100000);
-    r.integer("tasks", &s.n_tasks, 1, 100000);
-    r.number("zipf_min", &s.zipf_min, false);
-    r.number("zipf_max", &s.zipf_max, false);
-    r.number("shared_ranking", &s.shared_ranking, false);
-    r.number("profile_tokens", &s.profile_tokens, false);
+    DMOE_ASSIGN_OR_RETURN(s.tokens_per_request,
+                          w->int_in_or("tokens_per_request", 1, 100000, s.tokens_per_request));
+    DMOE_ASSIGN_OR_RETURN(s.n_tasks, w->int_in_or("tasks", 1, 100000, s.n_tasks));
+    DMOE_ASSIGN_OR_RETURN(s.zipf_min, w->finite_non_negative_or("zipf_min", s.zipf_min));
+    DMOE_ASSIGN_OR_RETURN(s.zipf_max, w->finite_non_negative_or("zipf_max", s.zipf_max));
+    DMOE_ASSIGN_OR_RETURN(s.shared_ranking,
+                          w->finite_non_negative_or("shared_ranking", s.shared_ranking));
+    DMOE_ASSIGN_OR_RETURN(s.profile_tokens,
+                          w->finite_non_negative_or("profile_tokens", s.profile_tokens));
   } else if (kind == "trace") {
     config->trace_workload = true;
-    std::string path;
-    r.string("path", &path, true);
+    DMOE_ASSIGN_OR_RETURN(std::string path, name(*w, "path"));
     config->trace.path =
         std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir / path;
-    r.number("calibration_fraction", &config->trace.calibration_fraction, false);
+    DMOE_ASSIGN_OR_RETURN(
+        config->trace.calibration_fraction,
+        w->finite_non_negative_or("calibration_fraction", config->trace.calibration_fraction));
   } else {
-    return invalid_argument("workload.kind: expected \"synthetic\" or \"trace\", got \"" + kind +
-                            "\"");
+    return w->member_error("kind", "\"synthetic\" or \"trace\"");
   }
-  return r.status();
+  return Status::ok();
 }
 
-Status read_schedule(const json& root, SimConfig* config) {
-  if (root.contains("shifts")) {
-    const json& shifts = root["shifts"];
-    if (!shifts.is_array()) return invalid_argument("shifts: expected an array");
-    for (size_t i = 0; i < shifts.size(); ++i) {
-      Reader r(shifts[i], "shifts[" + std::to_string(i) + "]");
-      WorkloadShift shift;
-      r.number("at_s", &shift.at_s, false, true);
-      r.string("node", &shift.node, true);
-      r.string("task", &shift.task, true);
-      DMOE_RETURN_IF_ERROR(r.status());
-      config->shifts.push_back(shift);
+Status read_shifts(const JsonField& root, SimConfig* config) {
+  DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> shifts, root.optional_member("shifts"));
+  if (!shifts) return Status::ok();
+  DMOE_RETURN_IF_ERROR(shifts->expect_array());
+  for (size_t i = 0; i < shifts->json().size(); ++i) {
+    const JsonField f = shifts->element(i);
+    DMOE_RETURN_IF_ERROR(f.expect_object());
+    WorkloadShift shift;
+    DMOE_ASSIGN_OR_RETURN(shift.at_s, f.finite_non_negative("at_s"));
+    DMOE_ASSIGN_OR_RETURN(shift.node, name(f, "node"));
+    DMOE_ASSIGN_OR_RETURN(shift.task, name(f, "task"));
+    config->shifts.push_back(shift);
+  }
+  return Status::ok();
+}
+
+Status read_placement(const JsonField& root, PlacementSchedule* p) {
+  DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> f, root.optional_member("placement"));
+  if (!f) return Status::ok();
+  DMOE_RETURN_IF_ERROR(f->expect_object());
+  if (f->has("policies")) {
+    DMOE_ASSIGN_OR_RETURN(JsonField policies, non_empty_array(*f, "policies", "policy names"));
+    p->policies.clear();
+    for (size_t i = 0; i < policies.json().size(); ++i) {
+      DMOE_ASSIGN_OR_RETURN(std::string policy, policies.element(i).as_string());
+      p->policies.push_back(std::move(policy));
     }
   }
-  if (!root.contains("placement")) return Status::ok();
-  Reader r(root["placement"], "placement");
-  PlacementSchedule& p = config->placement;
-  if (const json* policies = r.find("policies")) {
-    if (!policies->is_array() || policies->empty()) {
-      return invalid_argument("placement.policies: expected a non-empty array of policy names");
-    }
-    p.policies.clear();
-    for (const json& name : *policies) {
-      if (!name.is_string()) return invalid_argument("placement.policies: names must be strings");
-      p.policies.push_back(name.get<std::string>());
-    }
-  }
-  r.number("period_s", &p.period_s, false);
-  r.number("horizon_s", &p.horizon_s, false);
-  r.boolean("gate", &p.gate);
-  r.integer("chunk_bytes", &p.chunk_bytes, 1, int64_t{1} << 40);
-  r.number("migration_link_share", &p.migration_link_share, true);
-  return r.status();
+  DMOE_ASSIGN_OR_RETURN(p->period_s, f->finite_non_negative_or("period_s", p->period_s));
+  DMOE_ASSIGN_OR_RETURN(p->horizon_s, f->finite_non_negative_or("horizon_s", p->horizon_s));
+  DMOE_ASSIGN_OR_RETURN(p->gate, f->bool_or("gate", p->gate));
+  DMOE_ASSIGN_OR_RETURN(p->chunk_bytes, f->int_in_or("chunk_bytes", 1, int64_t{1} << 40,
+                                                     static_cast<int64_t>(p->chunk_bytes)));
+  DMOE_ASSIGN_OR_RETURN(p->migration_link_share,
+                        f->finite_positive_or("migration_link_share", p->migration_link_share));
+  return Status::ok();
 }
 
 // Every component of a synthetic task mixture is an index in 0..n_tasks-1.
@@ -293,26 +245,31 @@ Status validate_sim_config(const SimConfig& c) {
   return Status::ok();
 }
 
-Result<SimConfig> sim_config_from_json(const nlohmann::json& root,
+Result<SimConfig> sim_config_from_json(const nlohmann::json& json,
                                        const std::filesystem::path& base_dir) {
-  if (!root.is_object()) return invalid_argument("config: expected a JSON object");
+  if (!json.is_object()) return invalid_argument("config: expected a JSON object");
+  const JsonField root(json, kNoSource);
   SimConfig config;
-  Reader r(root, "");
-  r.string("name", &config.name);
-  r.integer("seed", &config.seed, 0, 4294967295LL);
-  r.number("duration_s", &config.duration_s, true);
-  r.number("timeline_bucket_s", &config.timeline_bucket_s, true);
-  DMOE_RETURN_IF_ERROR(r.status());
+  DMOE_ASSIGN_OR_RETURN(config.name, name(root, "name", config.name));
+  DMOE_ASSIGN_OR_RETURN(config.seed, root.int_in_or("seed", 0, 4294967295LL, config.seed));
+  DMOE_ASSIGN_OR_RETURN(config.duration_s,
+                        root.finite_positive_or("duration_s", config.duration_s));
+  DMOE_ASSIGN_OR_RETURN(config.timeline_bucket_s,
+                        root.finite_positive_or("timeline_bucket_s", config.timeline_bucket_s));
   DMOE_RETURN_IF_ERROR(read_model(root, &config.model));
-  if (root.contains("link")) {
-    Reader link(root["link"], "link");
-    link.number("bandwidth_bytes_per_s", &config.link.bandwidth_bytes_per_s, true);
-    link.number("rtt_s", &config.link.rtt_s, false);
-    DMOE_RETURN_IF_ERROR(link.status());
+  DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> link, root.optional_member("link"));
+  if (link) {
+    DMOE_RETURN_IF_ERROR(link->expect_object());
+    DMOE_ASSIGN_OR_RETURN(
+        config.link.bandwidth_bytes_per_s,
+        link->finite_positive_or("bandwidth_bytes_per_s", config.link.bandwidth_bytes_per_s));
+    DMOE_ASSIGN_OR_RETURN(config.link.rtt_s,
+                          link->finite_non_negative_or("rtt_s", config.link.rtt_s));
   }
   DMOE_RETURN_IF_ERROR(read_nodes(root, config.model, &config.nodes));
   DMOE_RETURN_IF_ERROR(read_workload(root, base_dir, &config));
-  DMOE_RETURN_IF_ERROR(read_schedule(root, &config));
+  DMOE_RETURN_IF_ERROR(read_shifts(root, &config));
+  DMOE_RETURN_IF_ERROR(read_placement(root, &config.placement));
   DMOE_RETURN_IF_ERROR(validate_sim_config(config));
   return config;
 }

@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "common/model/json_fields.h"
+#include "common/base/json_field.h"
 #include "common/model/model_config.h"
 
 namespace dancemoe::arch {
@@ -18,13 +18,13 @@ struct ArchitectureSpec {
   std::string_view model_type;       // config.json "model_type"
   // Fills the architecture-specific parts of *config (the common fields are
   // already read by read_common_fields()).
-  Status (*parse)(const JsonFields& fields, ModelConfig* config);
+  Status (*parse)(const JsonField& fields, ModelConfig* config);
 };
 
 std::span<const ArchitectureSpec> supported_architectures();
 
 // Reads the fields every Llama-style decoder shares (sizes, heads, rope, norm eps, ...).
-Status read_common_fields(const JsonFields& fields, ModelConfig* config);
+Status read_common_fields(const JsonField& fields, ModelConfig* config);
 
 // One spec per architecture file.
 const ArchitectureSpec& qwen3_moe_spec();

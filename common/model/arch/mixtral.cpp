@@ -8,7 +8,7 @@
 namespace dancemoe::arch {
 namespace {
 
-Status parse_mixtral(const JsonFields& f, ModelConfig* c) {
+Status parse_mixtral(const JsonField& f, ModelConfig* c) {
   c->qk_norm = QkNormKind::kNone;
   c->router_scoring = RouterScoring::kTopKThenSoftmax;
   c->norm_topk_prob = true;
@@ -16,7 +16,7 @@ Status parse_mixtral(const JsonFields& f, ModelConfig* c) {
   DMOE_ASSIGN_OR_RETURN(c->n_experts_per_token, f.positive_int("num_experts_per_tok"));
   DMOE_ASSIGN_OR_RETURN(c->moe_intermediate_size, f.positive_int("intermediate_size"));
   if (f.has("sliding_window")) {
-    return f.error("sliding_window", "null (sliding-window attention is not supported yet)");
+    return f.member_error("sliding_window", "null (sliding-window attention is not supported yet)");
   }
   // MixtralConfig's defaults differ from the Llama-style ones read in common.
   if (!f.has("rope_theta")) c->rope_theta = 1e6;

@@ -9,14 +9,14 @@ std::span<const ArchitectureSpec> supported_architectures() {
   return kSpecs;
 }
 
-Status read_common_fields(const JsonFields& f, ModelConfig* c) {
+Status read_common_fields(const JsonField& f, ModelConfig* c) {
   DMOE_ASSIGN_OR_RETURN(c->vocab_size, f.positive_int("vocab_size"));
   DMOE_ASSIGN_OR_RETURN(c->hidden_size, f.positive_int("hidden_size"));
   DMOE_ASSIGN_OR_RETURN(c->n_layers, f.positive_int("num_hidden_layers"));
   DMOE_ASSIGN_OR_RETURN(c->n_heads, f.positive_int("num_attention_heads"));
   DMOE_ASSIGN_OR_RETURN(c->n_kv_heads, f.positive_int_or("num_key_value_heads", c->n_heads));
   if (c->hidden_size % c->n_heads != 0 && !f.has("head_dim")) {
-    return f.error("head_dim", "a positive integer (hidden_size is not divisible by heads)");
+    return f.member_error("head_dim", "a positive integer (hidden_size is not divisible by heads)");
   }
   DMOE_ASSIGN_OR_RETURN(c->head_dim, f.positive_int_or("head_dim", c->hidden_size / c->n_heads));
   DMOE_ASSIGN_OR_RETURN(c->max_position_embeddings,
@@ -27,7 +27,7 @@ Status read_common_fields(const JsonFields& f, ModelConfig* c) {
   DMOE_ASSIGN_OR_RETURN(c->tie_word_embeddings, f.bool_or("tie_word_embeddings", false));
   DMOE_ASSIGN_OR_RETURN(c->attention_bias, f.bool_or("attention_bias", false));
   if (f.has("rope_scaling")) {
-    return f.error("rope_scaling", "null (rope scaling is not supported yet)");
+    return f.member_error("rope_scaling", "null (rope scaling is not supported yet)");
   }
   DMOE_ASSIGN_OR_RETURN(std::vector<int64_t> eos, f.int_or_int_list("eos_token_id"));
   for (int64_t id : eos) c->eos_token_ids.push_back(static_cast<int32_t>(id));

@@ -37,21 +37,6 @@ TEST_CASE("device options: malformed selections name the text and the forms expe
   CHECK(twice.status().message().find("listed twice") != std::string::npos);
 }
 
-TEST_CASE("device options: byte sizes take binary suffixes and lists") {
-  CHECK(*parse_bytes("123456") == 123456u);
-  CHECK(*parse_bytes("20G") == 20ull << 30);
-  CHECK(*parse_bytes("512M") == 512ull << 20);
-  CHECK(*parse_bytes("1.5GiB") == 3ull << 29);
-  CHECK(*parse_bytes("4kb") == 4096u);
-  CHECK(*parse_byte_list("20G,16G") == std::vector<uint64_t>{20ull << 30, 16ull << 30});
-  for (const char* bad : {"", "G", "-1G", "20X", "1..5G", "20G,"}) {
-    Result<uint64_t> r = parse_bytes(bad);
-    Result<std::vector<uint64_t>> list = parse_byte_list(bad);
-    CHECK_FALSE(list.is_ok());
-    if (std::string(bad).find(',') == std::string::npos) CHECK_FALSE(r.is_ok());
-  }
-}
-
 TEST_CASE("backend registry: lists cpu, and refuses a device backend for cpu") {
   const std::vector<std::string> names = compiled_backends();
   CHECK(std::find(names.begin(), names.end(), "cpu") != names.end());

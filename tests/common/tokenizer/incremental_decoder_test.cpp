@@ -6,7 +6,7 @@
 
 #include <random>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/utf8.h"
 #include "tests/common/tokenizer/tokenizer_fixtures.h"
 

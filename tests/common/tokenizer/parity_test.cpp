@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/tokenizer/json_field.h"
+#include "common/base/json_field.h"
 #include "tests/common/tokenizer/tokenizer_fixtures.h"
 
 namespace dancemoe::tokenizer {

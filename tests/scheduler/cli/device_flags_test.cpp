@@ -51,7 +51,7 @@ TEST_CASE("device flags: malformed values are refused naming the flag and the va
       {{"--device", "gpu0"}, "--device 'gpu0'"},
       {{"--device", "cuda:0,0"}, "listed twice"},
       {{"--device-budget", "20Q"}, "--device-budget"},
-      {{"--device-budget", "20G,"}, "'' is not a byte size"},
+      {{"--device-budget", "20G,"}, "--device-budget: expected a byte size"},
       {{"--dense-device", "-3"}, "--dense-device -3"},
       {{"--max-batch-tokens", "0"}, "--max-batch-tokens 0"},
   };
