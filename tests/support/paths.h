@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace dancemoe::testing {
@@ -11,6 +12,11 @@ std::filesystem::path source_dir();
 std::filesystem::path build_dir();
 // ../shared beside the checkout (real routing traces); may be absent.
 std::filesystem::path shared_dir();
+// `relative` under ../shared, or nullopt when it is not there. A missing file
+// fails the calling test under CI (CI=true: CI always has ../shared, so its
+// absence is a broken set-up) and is reported as "SKIPPED: ..." elsewhere,
+// which ctest counts as a skipped test. Call at the start of a test case.
+std::optional<std::filesystem::path> shared_file(const std::filesystem::path& relative);
 
 // A fresh, empty directory under the build tree's test scratch area, removed
 // when the object goes out of scope.

@@ -195,11 +195,9 @@ TEST_CASE("sim: a task mixture draws from each task -- its profile is the mean")
 }
 
 TEST_CASE("sim: the shared OLMoE trace drives the simulator, one domain or a mixture per node") {
-  const auto tokens = testing::shared_dir() / "traces" / "olmoe_1b7b_domains" / "tokens_sample.csv";
-  if (!std::filesystem::exists(tokens)) {
-    MESSAGE("skipped: " << tokens.string() << " is not present");
-    return;
-  }
+  const auto shared = testing::shared_file("traces/olmoe_1b7b_domains/tokens_sample.csv");
+  if (!shared) return;
+  const std::filesystem::path tokens = *shared;
   SimConfig c;
   c.duration_s = 30;
   c.model = SimModel{16, 64, 8, 12582912, 4096};

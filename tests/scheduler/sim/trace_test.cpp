@@ -79,11 +79,9 @@ TEST_CASE("sim trace: counts tables are dense and checked against the model shap
 }
 
 TEST_CASE("sim trace: the shared OLMoE trace reads through the same format") {
-  const auto dir = testing::shared_dir() / "traces" / "olmoe_1b7b_domains";
-  if (!std::filesystem::exists(dir / "tokens_sample.csv")) {
-    MESSAGE("skipped: " << (dir / "tokens_sample.csv").string() << " is not present");
-    return;
-  }
+  const auto shared = testing::shared_file("traces/olmoe_1b7b_domains/tokens_sample.csv");
+  if (!shared) return;
+  const std::filesystem::path dir = shared->parent_path();
   Result<RoutingTrace> t = read_routing_trace(dir / "tokens_sample.csv");
   REQUIRE(t.is_ok());
   CHECK(t->n_layers == 16);
