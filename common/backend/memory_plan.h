@@ -77,5 +77,4 @@ struct MemoryPlan {
 // does not fit.
 Result<MemoryPlan> plan_memory(const PlanRequest& request);
 
-
 }  // namespace dancemoe::backend

@@ -1,7 +1,7 @@
 #include "common/tokenizer/decoder.h"
 
-#include "common/tokenizer/byte_level.h"
 #include "common/base/json_field.h"
+#include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/normalizer.h"
 #include "common/tokenizer/utf8.h"
 

@@ -1,7 +1,7 @@
 #include "common/tokenizer/post_processor.h"
 
-#include "common/tokenizer/bpe_model.h"
 #include "common/base/json_field.h"
+#include "common/tokenizer/bpe_model.h"
 
 namespace dancemoe::tokenizer {
 

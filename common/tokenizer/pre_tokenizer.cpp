@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "common/tokenizer/byte_level.h"
 #include "common/base/json_field.h"
+#include "common/tokenizer/byte_level.h"
 
 namespace dancemoe::tokenizer {
 namespace {

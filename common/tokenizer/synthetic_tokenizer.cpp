@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_util.h"
-#include "common/tokenizer/bpe_trainer.h"
 #include "common/base/json_field.h"
+#include "common/tokenizer/bpe_trainer.h"
 #include "common/tokenizer/pre_tokenizer.h"
 
 namespace dancemoe::tokenizer {

@@ -1,9 +1,9 @@
 #include "common/tokenizer/tokenizer.h"
 
 #include "common/base/file_util.h"
+#include "common/base/json_field.h"
 #include "common/tokenizer/bpe_model.h"
 #include "common/tokenizer/decoder.h"
-#include "common/base/json_field.h"
 #include "common/tokenizer/normalizer.h"
 #include "common/tokenizer/post_processor.h"
 #include "common/tokenizer/pre_tokenizer.h"

@@ -142,7 +142,8 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     DMOE_ASSIGN_OR_RETURN(o->migration_headroom_bytes,
                           parse_byte_size(raw.migration_headroom, "--migration-headroom"));
   }
-  DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes, parse_byte_size(raw.offload_cache, "--offload-cache"));
+  DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes,
+                        parse_byte_size(raw.offload_cache, "--offload-cache"));
   std::optional<ComputePrecision> precision = parse_precision(raw.precision);
   if (!precision)
     return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");

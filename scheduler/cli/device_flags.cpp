@@ -1,8 +1,8 @@
 #include "scheduler/cli/device_flags.h"
 
-#include "common/base/byte_size.h"
-
 #include <CLI/CLI.hpp>
+
+#include "common/base/byte_size.h"
 
 namespace dancemoe::cli {
 

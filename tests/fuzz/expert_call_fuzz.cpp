@@ -29,8 +29,10 @@ using namespace dancemoe;
 
 struct Service {
   Service() {
-    dir = std::filesystem::temp_directory_path() /
-          ("dmoe_expert_call_fuzz_" + std::to_string(::getpid()));
+    // Under the build tree: tests write nothing outside the repository.
+    dir = std::filesystem::path(DMOE_BUILD_DIR) / "test-scratch" /
+          ("expert_call_fuzz_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir.parent_path());
     SyntheticModelSpec spec;
     if (!write_synthetic_model(spec, dir).is_ok()) std::abort();
     auto opened = Checkpoint::open(dir);

@@ -22,7 +22,8 @@ Status parse_qwen3_moe(const JsonField& f, ModelConfig* c) {
   DMOE_ASSIGN_OR_RETURN(std::vector<int64_t> mlp_only, f.int_list_or("mlp_only_layers", {}));
   DMOE_ASSIGN_OR_RETURN(bool sliding, f.bool_or("use_sliding_window", false));
   if (sliding)
-    return f.member_error("use_sliding_window", "false (sliding-window attention is not supported yet)");
+    return f.member_error("use_sliding_window",
+                          "false (sliding-window attention is not supported yet)");
   c->layer_is_moe.assign(static_cast<size_t>(c->n_layers), false);
   for (int64_t l = 0; l < c->n_layers; ++l) {
     const bool dense_only = std::find(mlp_only.begin(), mlp_only.end(), l) != mlp_only.end();

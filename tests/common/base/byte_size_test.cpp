@@ -16,8 +16,8 @@ TEST_CASE("byte size: units are powers of 1024 with optional B or iB, any case")
 }
 
 TEST_CASE("byte size: bad text is refused naming the flag, the text and the form") {
-  for (const char* bad : {"", "G", "-1G", "1.5X", "12 G", "1e3", "nan", "inf", "1iB", "1GBB",
-                          "16E", "99999999999T", "18446744073709551616"}) {
+  for (const char* bad : {"", "G", "-1G", "1.5X", "12 G", "1e3", "nan", "inf", "1iB", "1GBB", "16E",
+                          "99999999999T", "18446744073709551616"}) {
     Result<uint64_t> r = parse_byte_size(bad, "--expert-memory");
     CAPTURE(bad);
     REQUIRE_FALSE(r.is_ok());
