@@ -23,7 +23,7 @@ struct BackendLoadRequest {
   const ModelConfig* config = nullptr;
   const DenseWeights* dense = nullptr;
   const ExpertStore* experts = nullptr;
-  std::vector<ExpertKey> resident;  // the experts to place on the devices
+  std::vector<ExpertRef> resident;  // the experts to place on the devices
   // GPU ordinal of each resident expert (the placement's device); empty:
   // the backend spreads them over the selected devices within their budgets.
   std::vector<int> expert_devices;

@@ -44,7 +44,7 @@ struct PlanRequest {
   std::vector<PlanDevice> devices;  // in --device order, at least one
   int dense_index = 0;              // index into devices: dense part, KV cache, workspace
   PlanSizes sizes;
-  std::vector<ExpertKey> resident;  // the experts to place
+  std::vector<ExpertRef> resident;  // the experts to place
   // Device ordinal of each resident expert (the placement's (node, device));
   // empty: spread over the devices, each to the one with the most room left.
   std::vector<int> expert_ordinals;

@@ -37,6 +37,7 @@ class JsonField {
 
   const nlohmann::json& json() const { return *value_; }
   const std::string& path() const { return path_; }
+  const std::string& source() const { return *source_; }
   bool is_null() const { return value_->is_null(); }
   // True when this is an object with a non-null member `key`.
   bool has(std::string_view key) const;

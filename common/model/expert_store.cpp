@@ -16,11 +16,11 @@ ExpertStore::ExpertStore(const Checkpoint& checkpoint)
       n_experts_(checkpoint.config().n_experts),
       slots_(static_cast<size_t>(n_layers_ * n_experts_)) {}
 
-size_t ExpertStore::slot(ExpertKey key) const {
+size_t ExpertStore::slot(ExpertRef key) const {
   return static_cast<size_t>(key.layer * n_experts_ + key.expert);
 }
 
-Status ExpertStore::check_key(ExpertKey key) const {
+Status ExpertStore::check_key(ExpertRef key) const {
   if (key.layer < 0 || key.layer >= n_layers_) {
     return invalid_argument("layer " + std::to_string(key.layer) + " is out of range [0, " +
                             std::to_string(n_layers_) + ")");
@@ -37,7 +37,7 @@ Status ExpertStore::check_key(ExpertKey key) const {
 }
 
 template <typename Fill>
-Status ExpertStore::make_resident(ExpertKey key, Fill&& fill) {
+Status ExpertStore::make_resident(ExpertRef key, Fill&& fill) {
   const TensorLocation& gate = checkpoint_.tensor(TensorRole::kExpertGate, key.layer, key.expert);
   const TensorLocation& up = checkpoint_.tensor(TensorRole::kExpertUp, key.layer, key.expert);
   const TensorLocation& down = checkpoint_.tensor(TensorRole::kExpertDown, key.layer, key.expert);
@@ -67,14 +67,14 @@ Status ExpertStore::make_resident(ExpertKey key, Fill&& fill) {
   return Status::ok();
 }
 
-Status ExpertStore::load(ExpertKey key) {
+Status ExpertStore::load(ExpertRef key) {
   DMOE_RETURN_IF_ERROR(check_key(key));
   if (is_resident(key)) return Status::ok();
   return make_resident(
       key, [&](const TensorLocation& t, uint8_t* dst) { return checkpoint_.read_tensor(t, dst); });
 }
 
-Status ExpertStore::install(ExpertKey key, std::span<const uint8_t> bytes) {
+Status ExpertStore::install(ExpertRef key, std::span<const uint8_t> bytes) {
   DMOE_RETURN_IF_ERROR(check_key(key));
   if (bytes.size() != expert_bytes(key)) {
     return invalid_argument("expert " + std::to_string(key.expert) + " of layer " +
@@ -91,14 +91,14 @@ Status ExpertStore::install(ExpertKey key, std::span<const uint8_t> bytes) {
   });
 }
 
-Status ExpertStore::load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress) {
+Status ExpertStore::load_many(const std::vector<ExpertRef>& keys, const LoadProgress& progress) {
   uint64_t total = 0;
-  for (ExpertKey key : keys) {
+  for (ExpertRef key : keys) {
     DMOE_RETURN_IF_ERROR(check_key(key));
     total += expert_bytes(key);
   }
   uint64_t done = 0;
-  for (ExpertKey key : keys) {
+  for (ExpertRef key : keys) {
     DMOE_RETURN_IF_ERROR(load(key));
     done += expert_bytes(key);
     if (progress) progress(done, total);
@@ -107,7 +107,7 @@ Status ExpertStore::load_many(const std::vector<ExpertKey>& keys, const LoadProg
 }
 
 Status ExpertStore::load_all(const LoadProgress& progress) {
-  std::vector<ExpertKey> keys;
+  std::vector<ExpertRef> keys;
   for (int32_t l = 0; l < n_layers_; ++l) {
     if (!checkpoint_.config().layer_is_moe[static_cast<size_t>(l)]) continue;
     for (int32_t e = 0; e < n_experts_; ++e) keys.push_back({l, e});
@@ -115,7 +115,7 @@ Status ExpertStore::load_all(const LoadProgress& progress) {
   return load_many(keys, progress);
 }
 
-bool ExpertStore::evict(ExpertKey key) {
+bool ExpertStore::evict(ExpertRef key) {
   if (!check_key(key).is_ok()) return false;
   std::shared_ptr<const ExpertWeights> dropped;
   {
@@ -127,7 +127,7 @@ bool ExpertStore::evict(ExpertKey key) {
   return dropped != nullptr;  // freed here, outside the lock, unless still in use
 }
 
-std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertKey key) const {
+std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertRef key) const {
   if (key.layer < 0 || key.layer >= n_layers_ || key.expert < 0 || key.expert >= n_experts_) {
     return nullptr;
   }
@@ -135,7 +135,7 @@ std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertKey key) const {
   return slots_[slot(key)];
 }
 
-uint64_t ExpertStore::expert_bytes(ExpertKey key) const {
+uint64_t ExpertStore::expert_bytes(ExpertRef key) const {
   return checkpoint_.expert_bytes(key.layer, key.expert);
 }
 
@@ -151,9 +151,9 @@ int64_t ExpertStore::n_resident() const {
   return n;
 }
 
-std::vector<ExpertKey> ExpertStore::resident_keys() const {
+std::vector<ExpertRef> ExpertStore::resident_keys() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<ExpertKey> keys;
+  std::vector<ExpertRef> keys;
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i]) {
       keys.push_back({static_cast<int32_t>(static_cast<int64_t>(i) / n_experts_),

@@ -20,18 +20,13 @@
 #include "common/model/checkpoint.h"
 #include "common/model/dense_weights.h"
 #include "common/model/expert_arena.h"
+#include "common/model/expert_ref.h"
 #include "kernels/kernels.h"
 
 namespace dancemoe {
 
-struct ExpertKey {
-  int32_t layer = 0;
-  int32_t expert = 0;
-  friend bool operator==(const ExpertKey&, const ExpertKey&) = default;
-};
-
 struct ExpertWeights {
-  ExpertKey key;
+  ExpertRef key;
   ExpertArena::Slot storage;
   kernels::WeightView gate;  // [moe_intermediate, hidden]
   kernels::WeightView up;    // [moe_intermediate, hidden]
@@ -46,37 +41,37 @@ class ExpertStore {
 
   // Reads the expert from the checkpoint unless it is already resident.
   // invalid_argument for a layer without experts or an index out of range.
-  Status load(ExpertKey key);
+  Status load(ExpertRef key);
   // Installs an expert from its weight bytes in the checkpoint's layout --
   // gate, up and down back to back, each in its on-disk dtype -- e.g. weights
   // fetched from a peer during a migration. invalid_argument when the byte
   // count is not the expert's size; a no-op when it is already resident.
-  Status install(ExpertKey key, std::span<const uint8_t> bytes);
+  Status install(ExpertRef key, std::span<const uint8_t> bytes);
   // Loads a list of experts, reporting progress in bytes.
-  Status load_many(const std::vector<ExpertKey>& keys, const LoadProgress& progress = {});
+  Status load_many(const std::vector<ExpertRef>& keys, const LoadProgress& progress = {});
   // Loads every expert of every MoE layer.
   Status load_all(const LoadProgress& progress = {});
   // Drops the store's reference; returns false when it was not resident.
-  bool evict(ExpertKey key);
+  bool evict(ExpertRef key);
 
   // nullptr when not resident (or out of range).
-  std::shared_ptr<const ExpertWeights> get(ExpertKey key) const;
-  bool is_resident(ExpertKey key) const { return get(key) != nullptr; }
+  std::shared_ptr<const ExpertWeights> get(ExpertRef key) const;
+  bool is_resident(ExpertRef key) const { return get(key) != nullptr; }
 
   // Exact bytes of an expert's weights, resident or not (from the tensor index).
-  uint64_t expert_bytes(ExpertKey key) const;
+  uint64_t expert_bytes(ExpertRef key) const;
   uint64_t resident_bytes() const;
   int64_t n_resident() const;
-  std::vector<ExpertKey> resident_keys() const;
+  std::vector<ExpertRef> resident_keys() const;
 
-  Status check_key(ExpertKey key) const;
+  Status check_key(ExpertRef key) const;
 
  private:
-  size_t slot(ExpertKey key) const;
+  size_t slot(ExpertRef key) const;
   // Allocates the expert's storage, lets `fill` write the three tensors at
   // their offsets, and makes it resident.
   template <typename Fill>
-  Status make_resident(ExpertKey key, Fill&& fill);
+  Status make_resident(ExpertRef key, Fill&& fill);
 
   const Checkpoint& checkpoint_;
   ExpertArena arena_;

@@ -18,7 +18,7 @@ Result<std::unique_ptr<LocalModel>> LocalModel::open(const std::filesystem::path
   const Checkpoint& ckpt = *m->checkpoint_;
   const ModelConfig& config = ckpt.config();
 
-  std::vector<ExpertKey> keys;
+  std::vector<ExpertRef> keys;
   if (options.experts) {
     keys = *options.experts;
   } else {
@@ -29,7 +29,7 @@ Result<std::unique_ptr<LocalModel>> LocalModel::open(const std::filesystem::path
   }
   m->experts_ = std::make_unique<ExpertStore>(ckpt);
   uint64_t expert_total = 0;
-  for (ExpertKey key : keys) {
+  for (ExpertRef key : keys) {
     DMOE_RETURN_IF_ERROR(m->experts_->check_key(key));
     expert_total += m->experts_->expert_bytes(key);
   }

@@ -35,7 +35,7 @@ namespace dancemoe {
 struct LocalModelOptions {
   int n_threads = 0;  // 0: one per online CPU
   ComputePrecision precision = ComputePrecision::kBF16;
-  std::optional<std::vector<ExpertKey>> experts;  // nullopt: load every expert
+  std::optional<std::vector<ExpertRef>> experts;  // nullopt: load every expert
   LoadProgress progress;                          // over dense + expert bytes
   // Where the model runs ("cpu", "cuda:0", ...), budgets, batch and KV sizes.
   backend::DeviceOptions devices;

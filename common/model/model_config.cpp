@@ -147,6 +147,13 @@ Status ModelConfig::validate(const std::string& file_name) const {
                 ") must be a multiple of num_key_value_heads (" + std::to_string(n_kv_heads) + ")");
   }
   if (head_dim % 2 != 0) return fail("head_dim must be even for rotary embeddings");
+  // The wire protocol addresses an expert by 16-bit layer and expert indices.
+  if (n_layers > 65535) {
+    return fail("num_hidden_layers (" + std::to_string(n_layers) + ") exceeds 65535");
+  }
+  if (n_experts > 65535) {
+    return fail("the number of experts (" + std::to_string(n_experts) + ") exceeds 65535");
+  }
   if (n_experts_per_token > n_experts) {
     return fail("num_experts_per_tok (" + std::to_string(n_experts_per_token) +
                 ") exceeds the number of experts (" + std::to_string(n_experts) + ")");

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/base/check.h"
 #include "schemas/dancemoe_generated.h"
 
 namespace dancemoe::proto {
@@ -29,6 +30,12 @@ fb::Offset<fb::Vector<const T*>> structs(fb::FlatBufferBuilder& b, const std::ve
   return b.CreateVectorOfStructs(v.data(), v.size());
 }
 
+// Model configs are refused beyond 16-bit layers and experts (the wire's
+// width), so an expert that does not fit is a caller's bug, not outside input.
+void check_wire_expert(int32_t layer, int32_t expert) {
+  DMOE_CHECK(layer >= 0 && layer <= 65535 && expert >= 0 && expert <= 65535);
+}
+
 // Strings go through CreateString(std::string) (never the *Direct helpers,
 // which take a C string and would cut a string at an embedded NUL).
 struct Encoder {
@@ -38,7 +45,10 @@ struct Encoder {
 
   fb::Offset<fb::Vector<const w::ExpertRef*>> refs(const std::vector<ExpertRef>& v) {
     std::vector<w::ExpertRef> out;
-    for (const ExpertRef& r : v) out.emplace_back(r.layer, r.expert);
+    for (const ExpertRef& r : v) {
+      check_wire_expert(r.layer, r.expert);
+      out.emplace_back(static_cast<uint16_t>(r.layer), static_cast<uint16_t>(r.expert));
+    }
     return b.CreateVectorOfStructs(out);
   }
 
@@ -79,7 +89,10 @@ struct Encoder {
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const ActivationReport& m) {
     std::vector<w::ExpertCount> counts;
-    for (const ExpertCount& c : m.counts) counts.emplace_back(c.layer, c.expert, c.count);
+    for (const ExpertCount& c : m.counts) {
+      check_wire_expert(c.layer, c.expert);
+      counts.emplace_back(static_cast<uint16_t>(c.layer), static_cast<uint16_t>(c.expert), c.count);
+    }
     std::vector<fb::Offset<w::PeerCallStats>> remote;
     for (const PeerCallStats& p : m.remote) {
       remote.push_back(w::CreatePeerCallStats(b, str(p.peer), p.calls, p.mean_latency_us,
@@ -202,7 +215,7 @@ class Decoder {
     DMOE_RETURN_IF_ERROR(list_size(v, field));
     out->clear();
     if (v == nullptr) return Status::ok();
-    for (const w::ExpertRef* r : *v) out->push_back({r->layer(), r->expert()});
+    for (const w::ExpertRef* r : *v) out->push_back({r->layer(), r->expert()});  // widening
     return Status::ok();
   }
 

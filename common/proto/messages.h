@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "common/base/status.h"
+#include "common/model/expert_ref.h"
+#include "common/placement/cluster_placement.h"
 #include "common/tensor/dtype.h"
 
 namespace dancemoe::proto {
@@ -19,16 +21,10 @@ namespace dancemoe::proto {
 inline constexpr uint16_t kProtocolMajor = 1;
 inline constexpr uint16_t kProtocolMinor = 0;
 
-struct ExpertRef {
-  uint16_t layer = 0;
-  uint16_t expert = 0;
-  friend bool operator==(const ExpertRef&, const ExpertRef&) = default;
-  friend auto operator<=>(const ExpertRef&, const ExpertRef&) = default;
-};
-
+// Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
-  uint16_t layer = 0;
-  uint16_t expert = 0;
+  int32_t layer = 0;
+  int32_t expert = 0;
   uint32_t count = 0;
   friend bool operator==(const ExpertCount&, const ExpertCount&) = default;
 };
@@ -105,24 +101,8 @@ struct Ack {
   friend bool operator==(const Ack&, const Ack&) = default;
 };
 
-struct DevicePlacement {
-  std::string device;
-  std::vector<ExpertRef> experts;
-  friend bool operator==(const DevicePlacement&, const DevicePlacement&) = default;
-};
-
-struct NodePlacement {
-  std::string node_id;
-  std::string expert_endpoint;
-  std::vector<DevicePlacement> devices;
-  friend bool operator==(const NodePlacement&, const NodePlacement&) = default;
-};
-
-struct PlacementPrepare {
-  uint64_t version = 0;
-  std::vector<NodePlacement> nodes;
-  friend bool operator==(const PlacementPrepare&, const PlacementPrepare&) = default;
-};
+// The message carries exactly a placement (common/placement/cluster_placement.h).
+using PlacementPrepare = ClusterPlacement;
 
 struct Ready {
   uint64_t version = 0;

@@ -12,6 +12,7 @@
 #include "common/model/expert_store.h"
 #include "common/model/local_model.h"
 #include "common/model/transformer.h"
+#include "common/placement/placement_json.h"
 #include "common/runtime/thread_pool.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
@@ -20,11 +21,11 @@
 #include "edge_node/agent/node_resources.h"
 #include "edge_node/agent/scheduler_link.h"
 #include "edge_node/expert_service/expert_service.h"
+#include "edge_node/holders/holder_table.h"
 #include "edge_node/migration/migration_executor.h"
 #include "edge_node/moe/distributed_executor.h"
 #include "edge_node/remote/offload_cache.h"
 #include "edge_node/remote/peer_pool.h"
-#include "edge_node/routing/routing_table.h"
 #include "edge_node/trace/trace_writer.h"
 
 namespace dancemoe::node {
@@ -69,7 +70,7 @@ struct NodeAgent::Parts {
   std::unique_ptr<ExpertStore> store;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<ExpertComputer> computer;
-  std::unique_ptr<RoutingTableHandle> table;
+  std::unique_ptr<HolderTableHandle> table;
   std::unique_ptr<ActivationLog> log;
   std::unique_ptr<PeerPool> peers;
   std::unique_ptr<OffloadCache> offload;
@@ -143,7 +144,7 @@ Status NodeAgent::init() {
   const int n_threads = o.threads > 0 ? o.threads : default_thread_count();
   p.pool = std::make_unique<ThreadPool>(n_threads);
   p.computer = std::make_unique<ExpertComputer>(*p.pool, o.precision);
-  p.table = std::make_unique<RoutingTableHandle>(RoutingTable::empty(config));
+  p.table = std::make_unique<HolderTableHandle>(HolderTable::empty(config));
   p.log = std::make_unique<ActivationLog>(config);
   PeerPoolOptions peer_options;
   peer_options.send_timeout =
@@ -200,14 +201,14 @@ Status NodeAgent::init() {
 
   if (!o.placement_file.empty()) {
     DMOE_ASSIGN_OR_RETURN(ClusterPlacement placement, read_placement_file(o.placement_file));
-    DMOE_RETURN_IF_ERROR(check_placement(placement, config, o.placement_file));
-    const NodeAssignment* mine = placement.find(o.node_id);
+    DMOE_RETURN_IF_ERROR(check_against_model(placement, config, o.placement_file));
+    const NodePlacement* mine = placement.find(o.node_id);
     if (mine == nullptr) {
       spdlog::warn("{}: node '{}' is not in the placement; it holds no experts", o.placement_file,
                    o.node_id);
     } else {
       uint64_t bytes = 0;
-      for (ExpertKey k : mine->experts()) bytes += p.store->expert_bytes(k);
+      for (ExpertRef k : mine->experts()) bytes += p.store->expert_bytes(k);
       if (bytes > p.expert_budget) {
         Status over =
             resource_exhausted(o.placement_file + ": node '" + o.node_id + "' is given " +
@@ -251,7 +252,7 @@ Status NodeAgent::init() {
                                 static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
           r.expert_endpoint = q.advertise;
           r.http_endpoint = "http://" + q.http->bound_address();
-          for (ExpertKey k : q.store->resident_keys()) {
+          for (ExpertRef k : q.store->resident_keys()) {
             r.resident.push_back({static_cast<uint16_t>(k.layer), static_cast<uint16_t>(k.expert)});
             r.resident_devices.push_back(0);
           }
@@ -343,7 +344,7 @@ std::pair<bool, std::string> NodeAgent::health() {
 json NodeAgent::stats() {
   Parts& p = *parts_;
   const ActivationSnapshot a = p.log->snapshot();
-  const std::shared_ptr<const RoutingTable> table = p.table->get();
+  const std::shared_ptr<const HolderTable> table = p.table->get();
   json peers = json::array();
   for (const ActivationSnapshot::Peer& peer : a.peers) {
     peers.push_back({{"node_id", peer.node_id},
@@ -446,7 +447,7 @@ void NodeAgent::write_metrics(PrometheusWriter& out) {
   Parts& p = *parts_;
   NodeMetricsInputs in;
   in.activations = p.log->snapshot();
-  const std::shared_ptr<const RoutingTable> table = p.table->get();
+  const std::shared_ptr<const HolderTable> table = p.table->get();
   in.placement_version = table->version();
   in.experts_local = table->local_experts().size();
   in.experts_resident = p.store->n_resident();

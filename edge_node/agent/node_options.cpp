@@ -55,7 +55,7 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--scheduler", o->scheduler,
                  "attached mode: the scheduler's control endpoint, tcp://HOST:PORT");
   app.add_option("--placement", o->placement_file,
-                 "standalone mode: placement file (edge_node/routing/cluster_placement.h); "
+                 "standalone mode: placement file (common/placement/placement_json.h); "
                  "SIGHUP reloads it");
   app.add_option("--experts", o->experts_bind, "expert service bind endpoint (port * or 0: any)")
       ->capture_default_str();

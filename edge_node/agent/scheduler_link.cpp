@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/net/zmq_transport.h"
-#include "edge_node/routing/cluster_placement.h"
+#include "common/placement/placement_json.h"
 
 namespace dancemoe::node {
 namespace {
@@ -210,16 +210,15 @@ void SchedulerLink::handle(const proto::Envelope& e) {
   if (const auto* prepare = std::get_if<proto::PlacementPrepare>(&e.body)) {
     const uint64_t v = prepare->version;
     spdlog::info("placement v{} prepared by the scheduler: loading", v);
-    Status s = migration_.prepare(
-        placement_from_proto(*prepare), [this](uint64_t version, const Status& status) {
-          std::lock_guard<std::mutex> lock(outbox_mutex_);
-          if (status.is_ok()) {
-            outbox_.push_back(proto::Ready{version});
-          } else {
-            spdlog::warn("placement v{} failed: {}", version, status.to_string());
-            outbox_.push_back(proto::Abort{version, status.to_string()});
-          }
-        });
+    Status s = migration_.prepare(*prepare, [this](uint64_t version, const Status& status) {
+      std::lock_guard<std::mutex> lock(outbox_mutex_);
+      if (status.is_ok()) {
+        outbox_.push_back(proto::Ready{version});
+      } else {
+        spdlog::warn("placement v{} failed: {}", version, status.to_string());
+        outbox_.push_back(proto::Abort{version, status.to_string()});
+      }
+    });
     if (!s.is_ok()) {
       spdlog::warn("placement v{} refused: {}", v, s.to_string());
       send(proto::Abort{v, s.to_string()});

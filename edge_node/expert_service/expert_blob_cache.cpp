@@ -31,7 +31,7 @@ std::shared_ptr<const ExpertBlob> serialize_expert(const ExpertWeights& weights)
 ExpertBlobCache::ExpertBlobCache(const ExpertStore& store, size_t max_entries)
     : store_(store), max_entries_(max_entries == 0 ? 1 : max_entries) {}
 
-Result<std::shared_ptr<const ExpertBlob>> ExpertBlobCache::get(ExpertKey key) {
+Result<std::shared_ptr<const ExpertBlob>> ExpertBlobCache::get(ExpertRef key) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {

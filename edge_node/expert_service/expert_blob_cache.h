@@ -21,7 +21,7 @@
 namespace dancemoe::node {
 
 struct ExpertBlob {
-  ExpertKey key;
+  ExpertRef key;
   std::vector<uint8_t> bytes;
   std::array<uint8_t, 32> sha256{};
 };
@@ -34,7 +34,7 @@ class ExpertBlobCache {
   explicit ExpertBlobCache(const ExpertStore& store, size_t max_entries = 4);
 
   // not_found when the expert is not resident here.
-  Result<std::shared_ptr<const ExpertBlob>> get(ExpertKey key);
+  Result<std::shared_ptr<const ExpertBlob>> get(ExpertRef key);
 
  private:
   const ExpertStore& store_;

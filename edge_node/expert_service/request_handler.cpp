@@ -167,7 +167,7 @@ Reply ExpertRequestHandler::expert_call(const proto::Envelope& in, const proto::
 
 Reply ExpertRequestHandler::weights_chunk(const proto::Envelope& in,
                                           const proto::ExpertWeightsRequest& request) {
-  const ExpertKey key{request.layer, request.expert};
+  const ExpertRef key{request.layer, request.expert};
   if (Status s = store_.check_key(key); !s.is_ok()) {
     counters_.bad_messages.fetch_add(1, std::memory_order_relaxed);
     return error(s.with_context("ExpertWeightsRequest"), in.sequence);

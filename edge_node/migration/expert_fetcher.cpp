@@ -7,7 +7,7 @@
 
 namespace dancemoe::node {
 
-Result<std::vector<uint8_t>> ExpertFetcher::fetch(ExpertKey key, uint64_t expected_bytes,
+Result<std::vector<uint8_t>> ExpertFetcher::fetch(ExpertRef key, uint64_t expected_bytes,
                                                   const std::vector<PeerInfo>& sources) {
   std::string tried;
   for (const PeerInfo& source : sources) {
@@ -20,7 +20,7 @@ Result<std::vector<uint8_t>> ExpertFetcher::fetch(ExpertKey key, uint64_t expect
                      (tried.empty() ? std::string(" (no peer holds it)") : " (" + tried + ")"));
 }
 
-Result<std::vector<uint8_t>> ExpertFetcher::fetch_from(ExpertKey key, uint64_t expected_bytes,
+Result<std::vector<uint8_t>> ExpertFetcher::fetch_from(ExpertRef key, uint64_t expected_bytes,
                                                        const PeerInfo& source) {
   net::SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(options_.chunk_bytes) + (1 << 20);

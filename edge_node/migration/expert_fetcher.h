@@ -18,7 +18,7 @@
 
 #include "common/base/status.h"
 #include "common/model/expert_store.h"
-#include "edge_node/routing/routing_table.h"
+#include "edge_node/holders/holder_table.h"
 
 namespace dancemoe::node {
 
@@ -36,11 +36,11 @@ class ExpertFetcher {
 
   // The expert's bytes in the checkpoint layout (ExpertStore::install), from
   // the first of `sources` that delivers them intact.
-  Result<std::vector<uint8_t>> fetch(ExpertKey key, uint64_t expected_bytes,
+  Result<std::vector<uint8_t>> fetch(ExpertRef key, uint64_t expected_bytes,
                                      const std::vector<PeerInfo>& sources);
 
  private:
-  Result<std::vector<uint8_t>> fetch_from(ExpertKey key, uint64_t expected_bytes,
+  Result<std::vector<uint8_t>> fetch_from(ExpertRef key, uint64_t expected_bytes,
                                           const PeerInfo& source);
 
   zmq::context_t& context_;

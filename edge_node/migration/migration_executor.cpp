@@ -11,18 +11,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-bool contains(const std::vector<ExpertKey>& keys, ExpertKey key) {
+bool contains(const std::vector<ExpertRef>& keys, ExpertRef key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-std::string key_name(ExpertKey k) {
+std::string key_name(ExpertRef k) {
   return "expert " + std::to_string(k.expert) + " of layer " + std::to_string(k.layer);
 }
 
 }  // namespace
 
 MigrationExecutor::MigrationExecutor(const Checkpoint& checkpoint, ExpertStore& store,
-                                     RoutingTableHandle& table, ActivationLog& log,
+                                     HolderTableHandle& table, ActivationLog& log,
                                      zmq::context_t& context, MigrationOptions options,
                                      ServingProbe serving)
     : checkpoint_(checkpoint),
@@ -46,17 +46,17 @@ void MigrationExecutor::cancel_loader() {
 
 Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallback on_done) {
   const ModelConfig& config = checkpoint_.config();
-  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const RoutingTable> target,
-                        RoutingTable::build(placement, options_.node_id, config));
+  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const HolderTable> target,
+                        HolderTable::build(placement, options_.node_id, config));
   const uint64_t committed = committed_version();
   if (placement.version < committed) {
     return failed_precondition("placement v" + std::to_string(placement.version) +
                                " is older than the committed v" + std::to_string(committed));
   }
-  const std::vector<ExpertKey> wanted = target->local_experts();
-  std::vector<ExpertKey> to_load;
+  const std::vector<ExpertRef> wanted = target->local_experts();
+  std::vector<ExpertRef> to_load;
   uint64_t load_bytes = 0;
-  for (ExpertKey k : wanted) {
+  for (ExpertRef k : wanted) {
     if (!store_.is_resident(k)) {
       to_load.push_back(k);
       load_bytes += store_.expert_bytes(k);
@@ -90,7 +90,7 @@ Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallbac
   return Status::ok();
 }
 
-Status MigrationExecutor::load_one(ExpertKey key, const RoutingTable& target,
+Status MigrationExecutor::load_one(ExpertRef key, const HolderTable& target,
                                    ExpertFetcher& fetcher) {
   Status local = unavailable("local files not used (--expert-source peer)");
   if (options_.source != ExpertSource::kPeer) {
@@ -106,8 +106,8 @@ Status MigrationExecutor::load_one(ExpertKey key, const RoutingTable& target,
   }
   // Peers that hold it now (committed table) first, then those that will.
   std::vector<PeerInfo> sources;
-  const std::shared_ptr<const RoutingTable> committed = table_.get();
-  for (const RoutingTable* t : {committed.get(), &target}) {
+  const std::shared_ptr<const HolderTable> committed = table_.get();
+  for (const HolderTable* t : {committed.get(), &target}) {
     for (int32_t h : t->remote_holders(key.layer, key.expert)) {
       const PeerInfo& p = t->peers()[static_cast<size_t>(h)];
       const bool seen = std::any_of(sources.begin(), sources.end(),
@@ -127,13 +127,13 @@ Status MigrationExecutor::load_one(ExpertKey key, const RoutingTable& target,
   return Status::ok();
 }
 
-void MigrationExecutor::loader(uint64_t version, std::vector<ExpertKey> keys,
-                               std::shared_ptr<const RoutingTable> target, bool throttled,
+void MigrationExecutor::loader(uint64_t version, std::vector<ExpertRef> keys,
+                               std::shared_ptr<const HolderTable> target, bool throttled,
                                DoneCallback on_done) {
   ExpertFetcher fetcher(context_, FetcherOptions{options_.node_id, options_.cluster_id,
                                                  options_.chunk_bytes, options_.fetch_timeout});
   Status result = Status::ok();
-  for (ExpertKey key : keys) {
+  for (ExpertRef key : keys) {
     if (cancel_.load()) {
       result = failed_precondition("preparation of v" + std::to_string(version) + " cancelled");
       break;
@@ -178,7 +178,7 @@ void MigrationExecutor::loader(uint64_t version, std::vector<ExpertKey> keys,
 }
 
 Status MigrationExecutor::commit(uint64_t version) {
-  std::shared_ptr<const RoutingTable> target;
+  std::shared_ptr<const HolderTable> target;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (version == status_.committed_version && state_ != State::kReady) return Status::ok();
@@ -229,11 +229,11 @@ Status MigrationExecutor::abort(uint64_t version, const std::string& reason) {
 }
 
 Status MigrationExecutor::apply_now(const ClusterPlacement& placement) {
-  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const RoutingTable> target,
-                        RoutingTable::build(placement, options_.node_id, checkpoint_.config()));
-  std::vector<ExpertKey> to_load;
+  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const HolderTable> target,
+                        HolderTable::build(placement, options_.node_id, checkpoint_.config()));
+  std::vector<ExpertRef> to_load;
   uint64_t bytes = 0;
-  for (ExpertKey k : target->local_experts()) {
+  for (ExpertRef k : target->local_experts()) {
     if (!store_.is_resident(k)) {
       to_load.push_back(k);
       bytes += store_.expert_bytes(k);
@@ -258,9 +258,9 @@ Status MigrationExecutor::apply_now(const ClusterPlacement& placement) {
   return commit(placement.version);
 }
 
-void MigrationExecutor::evict_except(const std::vector<ExpertKey>& keep) {
+void MigrationExecutor::evict_except(const std::vector<ExpertRef>& keep) {
   uint64_t n = 0;
-  for (ExpertKey k : store_.resident_keys()) {
+  for (ExpertRef k : store_.resident_keys()) {
     if (!contains(keep, k) && store_.evict(k)) ++n;
   }
   std::lock_guard<std::mutex> lock(mutex_);

@@ -33,9 +33,9 @@
 #include "common/model/checkpoint.h"
 #include "common/model/expert_store.h"
 #include "edge_node/activation/activation_log.h"
+#include "edge_node/holders/holder_table.h"
 #include "edge_node/migration/expert_fetcher.h"
 #include "edge_node/migration/load_throttle.h"
-#include "edge_node/routing/routing_table.h"
 
 namespace dancemoe::node {
 
@@ -70,7 +70,7 @@ class MigrationExecutor {
   // true while a request is being served (throttling applies).
   using ServingProbe = std::function<bool()>;
 
-  MigrationExecutor(const Checkpoint& checkpoint, ExpertStore& store, RoutingTableHandle& table,
+  MigrationExecutor(const Checkpoint& checkpoint, ExpertStore& store, HolderTableHandle& table,
                     ActivationLog& log, zmq::context_t& context, MigrationOptions options,
                     ServingProbe serving);
   ~MigrationExecutor();
@@ -91,14 +91,14 @@ class MigrationExecutor {
  private:
   enum class State { kIdle, kLoading, kReady, kFailed };
   void cancel_loader();  // joins; mutex_ not held
-  void loader(uint64_t version, std::vector<ExpertKey> keys,
-              std::shared_ptr<const RoutingTable> target, bool throttled, DoneCallback on_done);
-  Status load_one(ExpertKey key, const RoutingTable& target, ExpertFetcher& fetcher);
-  void evict_except(const std::vector<ExpertKey>& keep);
+  void loader(uint64_t version, std::vector<ExpertRef> keys,
+              std::shared_ptr<const HolderTable> target, bool throttled, DoneCallback on_done);
+  Status load_one(ExpertRef key, const HolderTable& target, ExpertFetcher& fetcher);
+  void evict_except(const std::vector<ExpertRef>& keep);
 
   const Checkpoint& checkpoint_;
   ExpertStore& store_;
-  RoutingTableHandle& table_;
+  HolderTableHandle& table_;
   ActivationLog& log_;
   zmq::context_t& context_;
   MigrationOptions options_;
@@ -108,7 +108,7 @@ class MigrationExecutor {
   mutable std::mutex mutex_;
   State state_ = State::kIdle;
   uint64_t target_version_ = 0;
-  std::shared_ptr<const RoutingTable> target_;
+  std::shared_ptr<const HolderTable> target_;
   MigrationStatus status_;
   std::thread thread_;
   std::atomic<bool> cancel_{false};

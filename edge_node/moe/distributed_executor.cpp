@@ -34,7 +34,7 @@ struct DistributedMoeExecutor::Call {
 
 DistributedMoeExecutor::DistributedMoeExecutor(const ModelConfig& config, const ExpertStore& store,
                                                ExpertComputer& computer,
-                                               const RoutingTableHandle& table, PeerPool& peers,
+                                               const HolderTableHandle& table, PeerPool& peers,
                                                OffloadCache* offload, ActivationLog& log,
                                                DistributedExecutorOptions options)
     : config_(config),
@@ -54,7 +54,7 @@ DistributedMoeExecutor::~DistributedMoeExecutor() = default;
 Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t n_tokens,
                                          int64_t hidden, const RoutingDecision& routing,
                                          float* out) {
-  const std::shared_ptr<const RoutingTable> table = table_.get();
+  const std::shared_ptr<const HolderTable> table = table_.get();
   const int64_t n_experts = config_.n_experts;
   group_by_expert(routing, n_experts, &by_expert_);
   pieces_.clear();
@@ -149,7 +149,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
 }
 
 void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_tokens,
-                                      int64_t hidden, const RoutingTable& table,
+                                      int64_t hidden, const HolderTable& table,
                                       const std::vector<size_t>& pieces) {
   const Clock::time_point now = Clock::now();
   const std::vector<PeerInfo>& peers = table.peers();
@@ -240,7 +240,7 @@ void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_t
 }
 
 void DistributedMoeExecutor::send_call(int64_t layer, const float* x, int64_t hidden,
-                                       const RoutingTable& table, int32_t peer,
+                                       const HolderTable& table, int32_t peer,
                                        std::vector<size_t> pieces) {
   auto call = std::make_unique<Call>();
   call->call_id = next_call_id_++;
@@ -414,7 +414,7 @@ Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, 
   pinned_.clear();
   for (const Piece& piece : pieces_) {
     if (piece.state != Piece::State::kOffload) continue;
-    const ExpertKey key{static_cast<int32_t>(layer), piece.expert};
+    const ExpertRef key{static_cast<int32_t>(layer), piece.expert};
     Status why = unavailable("no offload cache (--offload-cache 0)");
     std::shared_ptr<const ExpertWeights> w;
     if (offload_ != nullptr) {

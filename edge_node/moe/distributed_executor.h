@@ -2,7 +2,7 @@
 // (DESIGN.md §3). For each layer it
 //
 //   1. splits the routed (token, expert) pairs into experts this node holds
-//      (RoutingTable + ExpertStore) and remote ones;
+//      (HolderTable + ExpertStore) and remote ones;
 //   2. chooses one holder per remote expert (replica_chooser.h) and sends
 //      ONE ExpertCall per destination -- before any local compute;
 //   3. computes the local experts into the residual stream meanwhile
@@ -41,9 +41,9 @@
 #include "common/model/moe_executor.h"
 #include "common/tensor/dtype.h"
 #include "edge_node/activation/activation_log.h"
+#include "edge_node/holders/holder_table.h"
 #include "edge_node/remote/offload_cache.h"
 #include "edge_node/remote/peer_pool.h"
-#include "edge_node/routing/routing_table.h"
 
 namespace dancemoe::node {
 
@@ -61,7 +61,7 @@ class DistributedMoeExecutor final : public MoeExecutor {
  public:
   // `offload` may be null (no offload cache). Everything must outlive this.
   DistributedMoeExecutor(const ModelConfig& config, const ExpertStore& store,
-                         ExpertComputer& computer, const RoutingTableHandle& table, PeerPool& peers,
+                         ExpertComputer& computer, const HolderTableHandle& table, PeerPool& peers,
                          OffloadCache* offload, ActivationLog& log,
                          DistributedExecutorOptions options);
   ~DistributedMoeExecutor() override;
@@ -85,8 +85,8 @@ class DistributedMoeExecutor final : public MoeExecutor {
 
   // Chooses holders for the pending pieces and sends one call per destination.
   void dispatch(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
-                const RoutingTable& table, const std::vector<size_t>& pieces);
-  void send_call(int64_t layer, const float* x, int64_t hidden, const RoutingTable& table,
+                const HolderTable& table, const std::vector<size_t>& pieces);
+  void send_call(int64_t layer, const float* x, int64_t hidden, const HolderTable& table,
                  int32_t peer, std::vector<size_t> pieces);
   void wait_for_calls(int64_t hidden);
   void finish_call(Call& call, const Status& outcome);
@@ -96,7 +96,7 @@ class DistributedMoeExecutor final : public MoeExecutor {
   const ModelConfig& config_;
   const ExpertStore& store_;
   ExpertComputer& computer_;
-  const RoutingTableHandle& table_;
+  const HolderTableHandle& table_;
   PeerPool& peers_;
   OffloadCache* offload_;
   ActivationLog& log_;

@@ -5,7 +5,7 @@ namespace dancemoe::node {
 OffloadCache::OffloadCache(const Checkpoint& checkpoint, uint64_t capacity_bytes)
     : store_(checkpoint), capacity_bytes_(capacity_bytes) {}
 
-Result<std::shared_ptr<const ExpertWeights>> OffloadCache::get_or_load(ExpertKey key) {
+Result<std::shared_ptr<const ExpertWeights>> OffloadCache::get_or_load(ExpertRef key) {
   DMOE_RETURN_IF_ERROR(store_.check_key(key));
   if (std::shared_ptr<const ExpertWeights> w = store_.get(key)) {
     for (auto it = lru_.begin(); it != lru_.end(); ++it) {

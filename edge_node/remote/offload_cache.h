@@ -23,7 +23,7 @@ class OffloadCache {
  public:
   OffloadCache(const Checkpoint& checkpoint, uint64_t capacity_bytes);
 
-  Result<std::shared_ptr<const ExpertWeights>> get_or_load(ExpertKey key);
+  Result<std::shared_ptr<const ExpertWeights>> get_or_load(ExpertRef key);
 
   uint64_t capacity_bytes() const { return capacity_bytes_; }
   uint64_t resident_bytes() const { return store_.resident_bytes(); }
@@ -33,7 +33,7 @@ class OffloadCache {
  private:
   ExpertStore store_;
   uint64_t capacity_bytes_;
-  std::list<ExpertKey> lru_;  // most recently used first
+  std::list<ExpertRef> lru_;  // most recently used first
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> loads_{0};
 };

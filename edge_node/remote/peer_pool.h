@@ -13,8 +13,8 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "edge_node/holders/holder_table.h"
 #include "edge_node/remote/peer_link.h"
-#include "edge_node/routing/routing_table.h"
 
 namespace dancemoe::node {
 

@@ -25,7 +25,7 @@ void Membership::load(const std::vector<store::NodeRecord>& nodes, int64_t now_m
   }
 }
 
-Member& Membership::attach(const store::NodeRecord& record, std::vector<proto::ExpertRef> resident,
+Member& Membership::attach(const store::NodeRecord& record, std::vector<ExpertRef> resident,
                            const std::string& routing_id, int64_t now_ms, int64_t now_wall_ms) {
   Member& m = members_[record.node_id];
   if (!m.routing_id.empty()) by_routing_.erase(m.routing_id);

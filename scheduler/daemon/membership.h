@@ -39,7 +39,7 @@ struct Member {
   int64_t down_since_wall_ms = 0;
   uint64_t heartbeat_version = 0;  // placement version of its last heartbeat
   uint32_t requests_in_flight = 0;
-  std::vector<proto::ExpertRef> resident;  // as registered
+  std::vector<ExpertRef> resident;  // as registered
   const std::string& id() const { return record.node_id; }
 };
 
@@ -49,7 +49,7 @@ class Membership {
   void load(const std::vector<store::NodeRecord>& nodes, int64_t now_ms);
 
   // Register (first time or again); returns the member, now up.
-  Member& attach(const store::NodeRecord& record, std::vector<proto::ExpertRef> resident,
+  Member& attach(const store::NodeRecord& record, std::vector<ExpertRef> resident,
                  const std::string& routing_id, int64_t now_ms, int64_t now_wall_ms);
 
   // nullptr when unknown.

@@ -74,7 +74,7 @@ Status check_register(const proto::Register& reg, const std::string& sender, con
                             " entries for " + num(reg.resident.size()) + " resident experts");
   }
   for (size_t i = 0; i < reg.resident.size(); ++i) {
-    const proto::ExpertRef& r = reg.resident[i];
+    const ExpertRef& r = reg.resident[i];
     if (model.flat(r.layer, r.expert) < 0) {
       return invalid_argument("Register.resident[" + std::to_string(i) + "]: layer " +
                               num(r.layer) + " expert " + num(r.expert) +
@@ -168,8 +168,9 @@ Result<store::ReportRecord> check_report(const proto::ActivationReport& report,
   }
   r.counts.reserve(flat.size());
   for (const auto& [x, count] : flat) {
-    const proto::ExpertRef ref = model.ref(x);
-    r.counts.push_back({ref.layer, ref.expert, count});
+    const ExpertRef ref = model.ref(x);
+    r.counts.push_back(
+        {static_cast<uint16_t>(ref.layer), static_cast<uint16_t>(ref.expert), count});
     r.activations += count;
   }
   if (r.local_hits > r.activations) {

@@ -75,13 +75,13 @@ ModelInfo ModelInfo::synthetic(std::string model_id, int32_t n_layers, int32_t n
   return info;
 }
 
-proto::ExpertRef ModelInfo::ref(placement::ExpertId x) const {
+ExpertRef ModelInfo::ref(placement::ExpertIndex x) const {
   return {static_cast<uint16_t>(moe_layers[shape.layer_of(x)]),
           static_cast<uint16_t>(shape.expert_in_layer(x))};
 }
 
-std::string ModelInfo::describe(placement::ExpertId x) const {
-  const proto::ExpertRef r = ref(x);
+std::string ModelInfo::describe(placement::ExpertIndex x) const {
+  const ExpertRef r = ref(x);
   return "layer " + std::to_string(r.layer) + " expert " + std::to_string(r.expert);
 }
 

@@ -44,9 +44,9 @@ struct ModelInfo {
 
   // Flat id of a wire (layer, expert); -1 when it is not an expert of the model.
   int32_t flat(uint32_t layer, uint32_t expert) const { return index.flat(layer, expert); }
-  proto::ExpertRef ref(placement::ExpertId x) const;
+  ExpertRef ref(placement::ExpertIndex x) const;
   // "layer 3 expert 17" (model layer numbering).
-  std::string describe(placement::ExpertId x) const;
+  std::string describe(placement::ExpertIndex x) const;
 };
 
 }  // namespace dancemoe::scheduler

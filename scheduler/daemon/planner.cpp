@@ -10,7 +10,7 @@
 namespace dancemoe::scheduler {
 namespace {
 
-using placement::ExpertId;
+using placement::ExpertIndex;
 
 std::optional<double> measured_delta_s(const store::NodeTotals& t) {
   const auto local = t.local_mean_us();
@@ -151,19 +151,19 @@ placement::Placement to_library(const store::PlacementRecord& record, const Plan
   placement::Placement out = placement::empty_placement(plan.problem.cluster);
   out.method = record.method;
   for (size_t n = 0; n < plan.placed.size(); ++n) {
-    const auto node = std::find_if(
-        record.nodes.begin(), record.nodes.end(),
-        [&](const proto::NodePlacement& p) { return p.node_id == plan.placed[n]->id(); });
+    const auto node =
+        std::find_if(record.nodes.begin(), record.nodes.end(),
+                     [&](const NodePlacement& p) { return p.node_id == plan.placed[n]->id(); });
     if (node == record.nodes.end()) continue;
     const auto& devices = plan.problem.cluster.nodes[n].devices;
-    std::set<ExpertId> on_node;
-    for (const proto::DevicePlacement& d : node->devices) {
+    std::set<ExpertIndex> on_node;
+    for (const DevicePlacement& d : node->devices) {
       const auto device =
           std::find_if(devices.begin(), devices.end(),
                        [&](const placement::Device& g) { return g.id == d.device; });
       if (device == devices.end()) continue;
-      std::vector<ExpertId>& list = out.experts[n][device - devices.begin()];
-      for (const proto::ExpertRef& r : d.experts) {
+      std::vector<ExpertIndex>& list = out.experts[n][device - devices.begin()];
+      for (const ExpertRef& r : d.experts) {
         const int32_t x = model.flat(r.layer, r.expert);
         if (x >= 0 && on_node.insert(x).second) list.push_back(x);
       }
@@ -173,21 +173,21 @@ placement::Placement to_library(const store::PlacementRecord& record, const Plan
   return out;
 }
 
-std::vector<proto::NodePlacement> to_wire(const placement::Placement& placement,
-                                          const PlanProblem& plan, const ModelInfo& model) {
-  std::vector<proto::NodePlacement> out;
+std::vector<NodePlacement> to_wire(const placement::Placement& placement, const PlanProblem& plan,
+                                   const ModelInfo& model) {
+  std::vector<NodePlacement> out;
   for (size_t n = 0; n < plan.placed.size(); ++n) {
-    proto::NodePlacement node{plan.placed[n]->id(), plan.placed[n]->record.expert_endpoint, {}};
+    NodePlacement node{plan.placed[n]->id(), plan.placed[n]->record.expert_endpoint, {}};
     const auto& devices = plan.problem.cluster.nodes[n].devices;
     for (size_t g = 0; g < devices.size(); ++g) {
-      proto::DevicePlacement device{devices[g].id, {}};
-      for (ExpertId x : placement.experts[n][g]) device.experts.push_back(model.ref(x));
+      DevicePlacement device{devices[g].id, {}};
+      for (ExpertIndex x : placement.experts[n][g]) device.experts.push_back(model.ref(x));
       node.devices.push_back(std::move(device));
     }
     out.push_back(std::move(node));
   }
   for (const Member* m : plan.routing_only) {
-    proto::NodePlacement node{m->id(), m->record.expert_endpoint, {}};
+    NodePlacement node{m->id(), m->record.expert_endpoint, {}};
     for (const store::DeviceRecord& d : m->record.devices) node.devices.push_back({d.name, {}});
     out.push_back(std::move(node));
   }
@@ -227,20 +227,20 @@ Result<Candidate> evaluate_candidate(const PlanProblem& plan, placement::Placeme
   return c;
 }
 
-std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* from,
-                                       const std::vector<proto::NodePlacement>& to,
+std::vector<NodeMoves> diff_placements(const std::vector<NodePlacement>* from,
+                                       const std::vector<NodePlacement>& to,
                                        const ModelInfo& model) {
   std::vector<NodeMoves> out;
-  for (const proto::NodePlacement& node : to) {
+  for (const NodePlacement& node : to) {
     NodeMoves moves;
     moves.node_id = node.node_id;
     std::set<std::pair<std::string, int32_t>> before_device;  // (device, flat id)
     std::set<int32_t> before, after;
     if (from != nullptr) {
-      for (const proto::NodePlacement& old : *from) {
+      for (const NodePlacement& old : *from) {
         if (old.node_id != node.node_id) continue;
-        for (const proto::DevicePlacement& d : old.devices) {
-          for (const proto::ExpertRef& r : d.experts) {
+        for (const DevicePlacement& d : old.devices) {
+          for (const ExpertRef& r : d.experts) {
             const int32_t x = model.flat(r.layer, r.expert);
             if (x < 0) continue;
             before.insert(x);
@@ -249,8 +249,8 @@ std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* 
         }
       }
     }
-    for (const proto::DevicePlacement& d : node.devices) {
-      for (const proto::ExpertRef& r : d.experts) {
+    for (const DevicePlacement& d : node.devices) {
+      for (const ExpertRef& r : d.experts) {
         const int32_t x = model.flat(r.layer, r.expert);
         if (x < 0) continue;
         after.insert(x);
@@ -270,11 +270,11 @@ std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* 
 bool covers_all(const store::PlacementRecord& record, const Membership& membership,
                 const ModelInfo& model) {
   std::vector<uint8_t> covered(model.index.n_total, 0);
-  for (const proto::NodePlacement& node : record.nodes) {
+  for (const NodePlacement& node : record.nodes) {
     const Member* m = membership.find(node.node_id);
     if (m == nullptr || m->state == NodeState::kDown) continue;
-    for (const proto::DevicePlacement& d : node.devices) {
-      for (const proto::ExpertRef& r : d.experts) {
+    for (const DevicePlacement& d : node.devices) {
+      for (const ExpertRef& r : d.experts) {
         const int32_t x = model.flat(r.layer, r.expert);
         if (x >= 0) covered[x] = 1;
       }

@@ -84,8 +84,8 @@ placement::Placement to_library(const store::PlacementRecord& record, const Plan
 
 // A solved placement as stored / sent: every placed node with its devices,
 // then the routing-only nodes with no experts.
-std::vector<proto::NodePlacement> to_wire(const placement::Placement& placement,
-                                          const PlanProblem& plan, const ModelInfo& model);
+std::vector<NodePlacement> to_wire(const placement::Placement& placement, const PlanProblem& plan,
+                                   const ModelInfo& model);
 
 struct Candidate {
   placement::Placement placement;
@@ -114,8 +114,8 @@ struct NodeMoves {
   int64_t kept = 0;
   uint64_t load_bytes = 0;
 };
-std::vector<NodeMoves> diff_placements(const std::vector<proto::NodePlacement>* from,
-                                       const std::vector<proto::NodePlacement>& to,
+std::vector<NodeMoves> diff_placements(const std::vector<NodePlacement>* from,
+                                       const std::vector<NodePlacement>& to,
                                        const ModelInfo& model);
 
 // True when the up nodes of `record` (per `membership`) hold every expert.

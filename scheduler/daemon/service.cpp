@@ -13,7 +13,7 @@ namespace {
 
 int64_t ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 1000.0)); }
 
-std::vector<proto::ExpertRef> sorted_refs(std::vector<proto::ExpertRef> refs) {
+std::vector<ExpertRef> sorted_refs(std::vector<ExpertRef> refs) {
   std::sort(refs.begin(), refs.end());
   refs.erase(std::unique(refs.begin(), refs.end()), refs.end());
   return refs;
@@ -323,10 +323,10 @@ void SchedulerService::on_abort(Member& member, const proto::Abort& abort) {
 bool SchedulerService::needs_resync(const Member& member) const {
   if (!committed_) return false;
   if (member.record.placement_version != committed_->version) return true;
-  std::vector<proto::ExpertRef> assigned;
-  for (const proto::NodePlacement& node : committed_->nodes) {
+  std::vector<ExpertRef> assigned;
+  for (const NodePlacement& node : committed_->nodes) {
     if (node.node_id != member.id()) continue;
-    for (const proto::DevicePlacement& d : node.devices) {
+    for (const DevicePlacement& d : node.devices) {
       assigned.insert(assigned.end(), d.experts.begin(), d.experts.end());
     }
   }

@@ -283,10 +283,10 @@ void SchedulerService::commit_migration() {
   for (const std::string& node : participants) {
     if (Member* m = membership_.find(node)) {
       m->record.placement_version = version;
-      std::vector<proto::ExpertRef> resident;
-      for (const proto::NodePlacement& np : committed_->nodes) {
+      std::vector<ExpertRef> resident;
+      for (const NodePlacement& np : committed_->nodes) {
         if (np.node_id != node) continue;
-        for (const proto::DevicePlacement& d : np.devices) {
+        for (const DevicePlacement& d : np.devices) {
           resident.insert(resident.end(), d.experts.begin(), d.experts.end());
         }
       }

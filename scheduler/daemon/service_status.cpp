@@ -237,8 +237,8 @@ Result<ordered_json> SchedulerService::nodes_json() {
   DMOE_ASSIGN_OR_RETURN(auto totals, store_->totals_since(since, version));
   std::map<std::string, int64_t> held;
   if (committed_) {
-    for (const proto::NodePlacement& n : committed_->nodes) {
-      for (const proto::DevicePlacement& d : n.devices) held[n.node_id] += d.experts.size();
+    for (const NodePlacement& n : committed_->nodes) {
+      for (const DevicePlacement& d : n.devices) held[n.node_id] += d.experts.size();
     }
   }
   const int64_t now = clock_->steady_ms();
@@ -290,11 +290,11 @@ ordered_json SchedulerService::placement_json(const store::PlacementRecord& p,
   ordered_json nodes = ordered_json::array();
   // (layer, expert) -> holders, for the map.
   std::map<std::pair<int, int>, std::vector<std::string>> holders;
-  for (const proto::NodePlacement& n : p.nodes) {
+  for (const NodePlacement& n : p.nodes) {
     ordered_json devices = ordered_json::array();
-    for (const proto::DevicePlacement& d : n.devices) {
+    for (const DevicePlacement& d : n.devices) {
       ordered_json experts = ordered_json::array();
-      for (const proto::ExpertRef& r : d.experts) {
+      for (const ExpertRef& r : d.experts) {
         if (layer && r.layer != *layer) continue;
         experts.push_back({r.layer, r.expert});
         holders[{r.layer, r.expert}].push_back(n.node_id);
@@ -370,7 +370,7 @@ Result<ordered_json> SchedulerService::propose_json(const std::string& policy) {
   record.trigger = "proposal";
   record.state = "proposed";
   record.nodes = to_wire(c.placement, plan, model_);
-  const std::vector<proto::NodePlacement>* from = committed_ ? &committed_->nodes : nullptr;
+  const std::vector<NodePlacement>* from = committed_ ? &committed_->nodes : nullptr;
   return ordered_json{{"policy", record.policy},
                       {"method", record.method},
                       {"note", plan.note},
@@ -429,7 +429,7 @@ Result<Candidate> SchedulerService::operator_candidate(const PlanProblem& plan,
       if (device == devices.end()) {
         return invalid_argument(dwhere + ": node '" + id + "' has no device '" + name + "'");
       }
-      std::vector<placement::ExpertId>& list = p.experts[n_idx][device - devices.begin()];
+      std::vector<placement::ExpertIndex>& list = p.experts[n_idx][device - devices.begin()];
       const nlohmann::json empty = nlohmann::json::array();
       const nlohmann::json& experts = d.contains("experts") ? d["experts"] : empty;
       if (!experts.is_array()) return invalid_argument(dwhere + ".experts: expected a list");

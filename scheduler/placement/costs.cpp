@@ -7,17 +7,18 @@ namespace {
 
 // Sorted-list difference: ids in `to` that are not in `from`, visited in order.
 template <typename Fn>
-void for_each_added(const std::vector<ExpertId>& from, const std::vector<ExpertId>& to, Fn fn) {
+void for_each_added(const std::vector<ExpertIndex>& from, const std::vector<ExpertIndex>& to,
+                    Fn fn) {
   size_t i = 0;
-  for (ExpertId x : to) {
+  for (ExpertIndex x : to) {
     while (i < from.size() && from[i] < x) ++i;
     if (i < from.size() && from[i] == x) continue;
     fn(x);
   }
 }
 
-const std::vector<ExpertId>& device_list(const Placement& placement, size_t n, size_t g) {
-  static const std::vector<ExpertId> kEmpty;
+const std::vector<ExpertIndex>& device_list(const Placement& placement, size_t n, size_t g) {
+  static const std::vector<ExpertIndex> kEmpty;
   if (n >= placement.experts.size() || g >= placement.experts[n].size()) return kEmpty;
   return placement.experts[n][g];
 }
@@ -32,7 +33,7 @@ PlacementCosts evaluate_costs(const Problem& problem, const Placement& placement
   for (size_t n = 0; n < problem.cluster.nodes.size(); ++n) {
     const std::vector<double>& f = problem.activations.counts[n];
     double remote = 0.0;
-    for (ExpertId x = 0; x < n_total; ++x) {
+    for (ExpertIndex x = 0; x < n_total; ++x) {
       costs.total_activations += f[x];
       if (n >= holds.size() || !holds[n][x]) remote += f[x];
     }
@@ -62,7 +63,7 @@ double migration_s(const Problem& problem, const Placement& from, const Placemen
     const Node& node = problem.cluster.nodes[n];
     for (size_t g = 0; g < to.experts[n].size() && g < node.devices.size(); ++g) {
       const double speed = node.devices[g].load_bytes_per_s;
-      for_each_added(device_list(from, n, g), to.experts[n][g], [&](ExpertId x) {
+      for_each_added(device_list(from, n, g), to.experts[n][g], [&](ExpertIndex x) {
         seconds += static_cast<double>(problem.model.expert_bytes(x)) / speed;
       });
     }
@@ -75,7 +76,7 @@ uint64_t migration_bytes(const Problem& problem, const Placement& from, const Pl
   for (size_t n = 0; n < to.experts.size(); ++n) {
     for (size_t g = 0; g < to.experts[n].size(); ++g) {
       for_each_added(device_list(from, n, g), to.experts[n][g],
-                     [&](ExpertId x) { bytes += problem.model.expert_bytes(x); });
+                     [&](ExpertIndex x) { bytes += problem.model.expert_bytes(x); });
     }
   }
   return bytes;
@@ -91,7 +92,7 @@ GateDecision evaluate_gate(const Problem& problem, const Placement& current,
   std::vector<uint8_t> covered(n_total, 0);
   for (const auto& node : current.experts) {
     for (const auto& device : node) {
-      for (ExpertId x : device) {
+      for (ExpertIndex x : device) {
         if (x >= 0 && x < n_total) covered[x] = 1;
       }
     }

@@ -22,7 +22,7 @@ class Solver {
  private:
   struct HeapEntry {
     double key;  // w[b][y] - w[a][y]
-    ExpertId item;
+    ExpertIndex item;
   };
   // Min-heap order on the key, ties by lower id (deterministic).
   struct HeapLess {
@@ -31,47 +31,47 @@ class Solver {
     }
   };
 
-  double wt(ExpertId y, int32_t n) const { return wt_[static_cast<size_t>(y) * n_nodes_ + n]; }
-  bool holds(int32_t n, ExpertId y) const {
+  double wt(ExpertIndex y, int32_t n) const { return wt_[static_cast<size_t>(y) * n_nodes_ + n]; }
+  bool holds(int32_t n, ExpertIndex y) const {
     return holds_[static_cast<size_t>(y) * n_nodes_ + n] != 0;
   }
   // y is a candidate of edge (a, b): b holds it and a does not.
-  bool candidate(int32_t a, int32_t b, ExpertId y) const {
+  bool candidate(int32_t a, int32_t b, ExpertIndex y) const {
     const uint8_t* h = &holds_[static_cast<size_t>(y) * n_nodes_];
     return h[b] && !h[a];
   }
   size_t pair(int32_t a, int32_t b) const { return static_cast<size_t>(a) * n_nodes_ + b; }
   // Order of a node's sets: ascending weight (cheapest to give up first).
-  bool kept_less(int32_t n, ExpertId a, ExpertId b) const {
+  bool kept_less(int32_t n, ExpertIndex a, ExpertIndex b) const {
     const double wa = w_[n][a], wb = w_[n][b];
     return wa != wb ? wa < wb : a > b;
   }
-  void insert_sorted(std::vector<ExpertId>& list, int32_t n, ExpertId y);
-  void erase_sorted(std::vector<ExpertId>& list, int32_t n, ExpertId y);
-  void set_surplus(ExpertId y, bool surplus);
+  void insert_sorted(std::vector<ExpertIndex>& list, int32_t n, ExpertIndex y);
+  void erase_sorted(std::vector<ExpertIndex>& list, int32_t n, ExpertIndex y);
+  void set_surplus(ExpertIndex y, bool surplus);
 
   void greedy_start();
-  void add(int32_t n, ExpertId y);
-  void drop(int32_t n, ExpertId y);
-  void offer(int32_t a, int32_t b, ExpertId y);
-  void push_candidate(int32_t a, int32_t b, ExpertId y);
+  void add(int32_t n, ExpertIndex y);
+  void drop(int32_t n, ExpertIndex y);
+  void offer(int32_t a, int32_t b, ExpertIndex y);
+  void push_candidate(int32_t a, int32_t b, ExpertIndex y);
   void rebuild_heap(int32_t a, int32_t b);
   void initial_edge(int32_t a, int32_t b);
   void refresh_edge(int32_t a, int32_t b);
   void compute_start(int32_t n);
   Status initial_potentials();
-  Status cover(ExpertId x, CoverageSolution* out);
+  Status cover(ExpertIndex x, CoverageSolution* out);
 
   const CoverageInstance& in_;
   const std::vector<std::vector<double>>& w_;  // [node][item]
   int32_t n_nodes_;
   int32_t n_items_;
   std::vector<int64_t> slots_;
-  std::vector<double> wt_;                      // [item][node]
-  std::vector<uint8_t> holds_;                  // [item][node]
-  std::vector<int32_t> count_;                  // copies per item
-  std::vector<std::vector<ExpertId>> sets_;     // per node, ascending by kept_less
-  std::vector<std::vector<ExpertId>> surplus_;  // per node: held items with >= 2 copies
+  std::vector<double> wt_;                         // [item][node]
+  std::vector<uint8_t> holds_;                     // [item][node]
+  std::vector<int32_t> count_;                     // copies per item
+  std::vector<std::vector<ExpertIndex>> sets_;     // per node, ascending by kept_less
+  std::vector<std::vector<ExpertIndex>> surplus_;  // per node: held items with >= 2 copies
   // Edge bookkeeping. edge(a, b) is kept as the minimum over its current
   // candidates, realised by edge_item. Candidates live in a min-heap per pair
   // (key w[b][y] - w[a][y]); entries that stopped being candidates (y left
@@ -84,22 +84,22 @@ class Solver {
   // candidates and is attained by a live one. A pair's heap is built the
   // first time its edge must be recomputed: the first edge values come from
   // a scan, and many pairs never need a heap.
-  std::vector<std::vector<HeapEntry>> heap_;       // [pair(a, b)]
-  std::vector<uint8_t> heap_built_;                // [pair(a, b)]
-  std::vector<std::vector<ExpertId>> column_log_;  // [b]: items b added
-  std::vector<uint32_t> column_seen_;              // [pair(a, b)]: log prefix in heap(a, b)
+  std::vector<std::vector<HeapEntry>> heap_;          // [pair(a, b)]
+  std::vector<uint8_t> heap_built_;                   // [pair(a, b)]
+  std::vector<std::vector<ExpertIndex>> column_log_;  // [b]: items b added
+  std::vector<uint32_t> column_seen_;                 // [pair(a, b)]: log prefix in heap(a, b)
   // ub_[n] >= w[n][y] for every item y that n does not hold (exact after the
   // greedy start, raised when n drops an item): bounds the first scans.
   std::vector<double> ub_;
   bool heaps_ready_ = false;
-  std::vector<double> edge_;          // [pair(a, b)], +inf when no candidate
-  std::vector<ExpertId> edge_item_;   // the item realising edge(a, b)
-  std::vector<double> start_;         // root -> n
-  std::vector<ExpertId> start_item_;  // surplus item dropped, -1 = free slot
-  std::vector<double> pi_;            // Johnson potentials of the nodes (root: 0)
-  double big_ = 0.0;                  // cost of the virtual root -> n arcs
-  double tol_ = 0.0;                  // floating-point slack
-  int64_t n_violations_ = 0;          // reduced costs found below -tol (must stay 0)
+  std::vector<double> edge_;             // [pair(a, b)], +inf when no candidate
+  std::vector<ExpertIndex> edge_item_;   // the item realising edge(a, b)
+  std::vector<double> start_;            // root -> n
+  std::vector<ExpertIndex> start_item_;  // surplus item dropped, -1 = free slot
+  std::vector<double> pi_;               // Johnson potentials of the nodes (root: 0)
+  double big_ = 0.0;                     // cost of the virtual root -> n arcs
+  double tol_ = 0.0;                     // floating-point slack
+  int64_t n_violations_ = 0;             // reduced costs found below -tol (must stay 0)
 };
 
 Solver::Solver(const CoverageInstance& in, int32_t n_nodes, int32_t n_items)
@@ -126,7 +126,7 @@ Solver::Solver(const CoverageInstance& in, int32_t n_nodes, int32_t n_items)
   for (int64_t& s : slots_) s = std::min<int64_t>(s, n_items_);
   double sum_abs = 0.0;
   for (int32_t n = 0; n < n_nodes_; ++n) {
-    for (ExpertId y = 0; y < n_items_; ++y) {
+    for (ExpertIndex y = 0; y < n_items_; ++y) {
       wt_[static_cast<size_t>(y) * n_nodes_ + n] = w_[n][y];
       sum_abs += std::fabs(w_[n][y]);
     }
@@ -136,20 +136,20 @@ Solver::Solver(const CoverageInstance& in, int32_t n_nodes, int32_t n_items)
   tol_ = 1e-12 * big_;
 }
 
-void Solver::insert_sorted(std::vector<ExpertId>& list, int32_t n, ExpertId y) {
+void Solver::insert_sorted(std::vector<ExpertIndex>& list, int32_t n, ExpertIndex y) {
   list.insert(std::lower_bound(list.begin(), list.end(), y,
-                               [&](ExpertId p, ExpertId q) { return kept_less(n, p, q); }),
+                               [&](ExpertIndex p, ExpertIndex q) { return kept_less(n, p, q); }),
               y);
 }
 
-void Solver::erase_sorted(std::vector<ExpertId>& list, int32_t n, ExpertId y) {
+void Solver::erase_sorted(std::vector<ExpertIndex>& list, int32_t n, ExpertIndex y) {
   auto it = std::lower_bound(list.begin(), list.end(), y,
-                             [&](ExpertId p, ExpertId q) { return kept_less(n, p, q); });
+                             [&](ExpertIndex p, ExpertIndex q) { return kept_less(n, p, q); });
   if (it != list.end() && *it == y) list.erase(it);
 }
 
 // Adds y to (or removes it from) the surplus list of every node holding it.
-void Solver::set_surplus(ExpertId y, bool surplus) {
+void Solver::set_surplus(ExpertIndex y, bool surplus) {
   for (int32_t n = 0; n < n_nodes_; ++n) {
     if (!holds(n, y)) continue;
     if (surplus) {
@@ -160,7 +160,7 @@ void Solver::set_surplus(ExpertId y, bool surplus) {
   }
 }
 
-void Solver::add(int32_t n, ExpertId y) {
+void Solver::add(int32_t n, ExpertIndex y) {
   insert_sorted(sets_[n], n, y);
   holds_[static_cast<size_t>(y) * n_nodes_ + n] = 1;
   ++count_[y];
@@ -177,7 +177,7 @@ void Solver::add(int32_t n, ExpertId y) {
   }
 }
 
-void Solver::drop(int32_t n, ExpertId y) {
+void Solver::drop(int32_t n, ExpertIndex y) {
   erase_sorted(sets_[n], n, y);
   if (count_[y] >= 2) erase_sorted(surplus_[n], n, y);
   holds_[static_cast<size_t>(y) * n_nodes_ + n] = 0;
@@ -196,14 +196,14 @@ void Solver::drop(int32_t n, ExpertId y) {
 }
 
 void Solver::greedy_start() {
-  std::vector<ExpertId> cand;
+  std::vector<ExpertIndex> cand;
   for (int32_t n = 0; n < n_nodes_; ++n) {
     const std::vector<double>& w = w_[n];
     cand.clear();
-    for (ExpertId x = 0; x < n_items_; ++x) {
+    for (ExpertIndex x = 0; x < n_items_; ++x) {
       if (w[x] >= 0) cand.push_back(x);
     }
-    auto better = [&](ExpertId a, ExpertId b) {
+    auto better = [&](ExpertIndex a, ExpertIndex b) {
       if (w[a] != w[b]) return w[a] > w[b];
       if (in_.prefer != nullptr && (*in_.prefer)[n][a] != (*in_.prefer)[n][b]) {
         return (*in_.prefer)[n][a] > (*in_.prefer)[n][b];
@@ -216,26 +216,26 @@ void Solver::greedy_start() {
     const size_t k = static_cast<size_t>(std::min<int64_t>(slots_[n], cand.size()));
     if (k < cand.size()) std::nth_element(cand.begin(), cand.begin() + k, cand.end(), better);
     cand.resize(k);
-    for (ExpertId x : cand) {
+    for (ExpertIndex x : cand) {
       holds_[static_cast<size_t>(x) * n_nodes_ + n] = 1;
       ++count_[x];
     }
     sets_[n] = cand;
     std::sort(sets_[n].begin(), sets_[n].end(),
-              [&](ExpertId a, ExpertId b) { return kept_less(n, a, b); });
-    for (ExpertId x = 0; x < n_items_; ++x) {
+              [&](ExpertIndex a, ExpertIndex b) { return kept_less(n, a, b); });
+    for (ExpertIndex x = 0; x < n_items_; ++x) {
       if (!holds(n, x)) ub_[n] = std::max(ub_[n], w[x]);
     }
   }
   for (int32_t n = 0; n < n_nodes_; ++n) {
-    for (ExpertId y : sets_[n]) {
+    for (ExpertIndex y : sets_[n]) {
       if (count_[y] >= 2) surplus_[n].push_back(y);  // inherits the sorted order
     }
   }
 }
 
 // Lowers edge(a, b) to y's key if y is a live candidate that beats it.
-void Solver::offer(int32_t a, int32_t b, ExpertId y) {
+void Solver::offer(int32_t a, int32_t b, ExpertIndex y) {
   if (!candidate(a, b, y)) return;
   const size_t i = pair(a, b);
   const HeapEntry entry{wt(y, b) - wt(y, a), y};
@@ -245,7 +245,7 @@ void Solver::offer(int32_t a, int32_t b, ExpertId y) {
   }
 }
 
-void Solver::push_candidate(int32_t a, int32_t b, ExpertId y) {
+void Solver::push_candidate(int32_t a, int32_t b, ExpertIndex y) {
   // An unbuilt heap will be built from S_b, which already includes y.
   if (!heap_built_[pair(a, b)] || !candidate(a, b, y)) return;
   std::vector<HeapEntry>& heap = heap_[pair(a, b)];
@@ -259,7 +259,7 @@ void Solver::push_candidate(int32_t a, int32_t b, ExpertId y) {
 void Solver::rebuild_heap(int32_t a, int32_t b) {
   std::vector<HeapEntry>& heap = heap_[pair(a, b)];
   heap.clear();
-  for (ExpertId y : sets_[b]) {
+  for (ExpertIndex y : sets_[b]) {
     if (!holds(a, y)) heap.push_back({wt(y, b) - wt(y, a), y});
   }
   std::make_heap(heap.begin(), heap.end(), HeapLess{});
@@ -273,7 +273,7 @@ void Solver::rebuild_heap(int32_t a, int32_t b) {
 // stops early).
 void Solver::initial_edge(int32_t a, int32_t b) {
   HeapEntry best{kInf, -1};
-  for (ExpertId y : sets_[b]) {
+  for (ExpertIndex y : sets_[b]) {
     if (wt(y, b) - ub_[a] >= best.key) break;
     if (holds(a, y)) continue;
     const HeapEntry entry{wt(y, b) - wt(y, a), y};
@@ -288,7 +288,7 @@ void Solver::initial_edge(int32_t a, int32_t b) {
 void Solver::refresh_edge(int32_t a, int32_t b) {
   const size_t i = pair(a, b);
   if (!heap_built_[i]) rebuild_heap(a, b);
-  const std::vector<ExpertId>& log = column_log_[b];
+  const std::vector<ExpertIndex>& log = column_log_[b];
   for (uint32_t k = column_seen_[i]; k < log.size(); ++k) {
     push_candidate(a, b, log[k]);
     if (column_seen_[i] > k) break;  // a rebuild absorbed the rest
@@ -345,7 +345,7 @@ Status Solver::initial_potentials() {
 // usual cap), which keeps every reduced cost non-negative: the path's nodes
 // are settled, and x's own potential can be taken as pi[n_L] - w[n_L][x],
 // which is at most pi[m] - w[m][x] for every other node m by the stop rule.
-Status Solver::cover(ExpertId x, CoverageSolution* out) {
+Status Solver::cover(ExpertIndex x, CoverageSolution* out) {
   std::vector<double> dh(n_nodes_);
   std::vector<int32_t> pred(n_nodes_, -1);
   std::vector<uint8_t> done(n_nodes_, 0);
@@ -395,12 +395,12 @@ Status Solver::cover(ExpertId x, CoverageSolution* out) {
   std::reverse(path.begin(), path.end());
   // Apply: the first node frees a slot, each hop hands an item over, the last
   // node takes the deficit item. Edge items refer to the sets before the path.
-  std::vector<ExpertId> hop_items;
+  std::vector<ExpertIndex> hop_items;
   for (size_t i = 1; i < path.size(); ++i)
     hop_items.push_back(edge_item_[pair(path[i - 1], path[i])]);
-  const ExpertId start_item = start_item_[path.front()];
+  const ExpertIndex start_item = start_item_[path.front()];
   // What each path node gives up and takes (-1: a free slot was used).
-  std::vector<ExpertId> dropped(path.size()), added(path.size());
+  std::vector<ExpertIndex> dropped(path.size()), added(path.size());
   dropped[0] = start_item;
   for (size_t i = 1; i < path.size(); ++i) {
     added[i - 1] = hop_items[i - 1];
@@ -430,8 +430,8 @@ Status Solver::cover(ExpertId x, CoverageSolution* out) {
 
 Status Solver::run(CoverageSolution* out) {
   greedy_start();
-  std::vector<ExpertId> deficits;
-  for (ExpertId x = 0; x < n_items_; ++x) {
+  std::vector<ExpertIndex> deficits;
+  for (ExpertIndex x = 0; x < n_items_; ++x) {
     if (count_[x] == 0) deficits.push_back(x);
   }
   out->n_deficits = static_cast<int64_t>(deficits.size());
@@ -444,7 +444,7 @@ Status Solver::run(CoverageSolution* out) {
     heaps_ready_ = true;
     for (int32_t n = 0; n < n_nodes_; ++n) compute_start(n);
     DMOE_RETURN_IF_ERROR(initial_potentials());
-    for (ExpertId x : deficits) DMOE_RETURN_IF_ERROR(cover(x, out));
+    for (ExpertIndex x : deficits) DMOE_RETURN_IF_ERROR(cover(x, out));
   }
   out->n_potential_violations = n_violations_;
   out->sets.assign(n_nodes_, {});
@@ -452,7 +452,7 @@ Status Solver::run(CoverageSolution* out) {
   for (int32_t n = 0; n < n_nodes_; ++n) {
     out->sets[n] = sets_[n];
     std::sort(out->sets[n].begin(), out->sets[n].end());
-    for (ExpertId x : out->sets[n]) out->objective += w_[n][x];
+    for (ExpertIndex x : out->sets[n]) out->objective += w_[n][x];
   }
   return Status::ok();
 }

@@ -208,7 +208,7 @@ Result<Placement> placement_from_json(const json& input, const Problem& problem)
                                 "'");
       }
       if (!dev->is_array()) return expected(dpath, "an array of [layer, expert] pairs", *dev);
-      std::vector<ExpertId>& ids = placement.experts[n][dev_it - devices.begin()];
+      std::vector<ExpertIndex>& ids = placement.experts[n][dev_it - devices.begin()];
       for (size_t i = 0; i < dev->size(); ++i) {
         const json& pair = (*dev)[i];
         const std::string ppath = dpath + "[" + std::to_string(i) + "]";
@@ -222,7 +222,8 @@ Result<Placement> placement_from_json(const json& input, const Problem& problem)
           return invalid_argument(ppath + ": no expert " + std::to_string(expert) + " in layer " +
                                   std::to_string(layer) + " of the model");
         }
-        ids.push_back(model.expert_id(static_cast<int32_t>(layer), static_cast<int32_t>(expert)));
+        ids.push_back(
+            model.expert_index(static_cast<int32_t>(layer), static_cast<int32_t>(expert)));
       }
       std::sort(ids.begin(), ids.end());
       if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
@@ -242,7 +243,7 @@ nlohmann::ordered_json placement_to_json(const Problem& problem, const Placement
     for (size_t g = 0; g < node.devices.size(); ++g) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       if (n < placement.experts.size() && g < placement.experts[n].size()) {
-        for (ExpertId x : placement.experts[n][g]) {
+        for (ExpertIndex x : placement.experts[n][g]) {
           list.push_back({problem.model.layer_of(x), problem.model.expert_in_layer(x)});
         }
       }

@@ -10,7 +10,7 @@ namespace {
 struct DeviceState {
   uint64_t free_bytes = 0;
   double load = 0.0;
-  std::vector<ExpertId> ids;
+  std::vector<ExpertIndex> ids;
 };
 
 using ClusterState = std::vector<std::vector<DeviceState>>;
@@ -30,24 +30,25 @@ ClusterState initial_state(const Problem& problem, const Capacity& capacity) {
   return state;
 }
 
-void put(DeviceState& device, ExpertId x, uint64_t bytes, double load) {
+void put(DeviceState& device, ExpertIndex x, uint64_t bytes, double load) {
   device.free_bytes -= bytes;
   device.load += load;
   device.ids.push_back(x);
 }
 
 // Packs one node's set; returns the experts that found no device.
-std::vector<ExpertId> pack_node(const Problem& problem, const Capacity& capacity, size_t n,
-                                const std::vector<ExpertId>& set, std::vector<DeviceState>& devs,
-                                std::vector<int32_t>& current_device) {
+std::vector<ExpertIndex> pack_node(const Problem& problem, const Capacity& capacity, size_t n,
+                                   const std::vector<ExpertIndex>& set,
+                                   std::vector<DeviceState>& devs,
+                                   std::vector<int32_t>& current_device) {
   const ModelShape& model = problem.model;
   const std::vector<double>& f = problem.activations.counts[n];
-  std::vector<ExpertId> order(set);
+  std::vector<ExpertIndex> order(set);
   if (capacity.slot_based) {
     std::sort(order.begin(), order.end(),
-              [&](ExpertId a, ExpertId b) { return f[a] != f[b] ? f[a] > f[b] : a < b; });
+              [&](ExpertIndex a, ExpertIndex b) { return f[a] != f[b] ? f[a] > f[b] : a < b; });
   } else {
-    std::sort(order.begin(), order.end(), [&](ExpertId a, ExpertId b) {
+    std::sort(order.begin(), order.end(), [&](ExpertIndex a, ExpertIndex b) {
       const uint64_t ba = model.expert_bytes(a), bb = model.expert_bytes(b);
       if (ba != bb) return ba > bb;
       return f[a] != f[b] ? f[a] > f[b] : a < b;
@@ -57,13 +58,13 @@ std::vector<ExpertId> pack_node(const Problem& problem, const Capacity& capacity
   if (problem.current && n < problem.current->experts.size()) {
     const auto& cur = problem.current->experts[n];
     for (size_t g = 0; g < cur.size() && g < devs.size(); ++g) {
-      for (ExpertId x : cur[g]) {
+      for (ExpertIndex x : cur[g]) {
         if (x >= 0 && x < model.n_experts_total()) current_device[x] = static_cast<int32_t>(g);
       }
     }
   }
-  std::vector<ExpertId> rest;
-  for (ExpertId x : order) {
+  std::vector<ExpertIndex> rest;
+  for (ExpertIndex x : order) {
     const int32_t g = current_device[x];
     const uint64_t bytes = model.expert_bytes(x);
     if (g >= 0 && devs[g].free_bytes >= bytes) {
@@ -72,8 +73,8 @@ std::vector<ExpertId> pack_node(const Problem& problem, const Capacity& capacity
       rest.push_back(x);
     }
   }
-  std::vector<ExpertId> unplaced;
-  for (ExpertId x : rest) {
+  std::vector<ExpertIndex> unplaced;
+  for (ExpertIndex x : rest) {
     const uint64_t bytes = model.expert_bytes(x);
     int best = -1;
     for (size_t g = 0; g < devs.size(); ++g) {
@@ -94,11 +95,11 @@ std::vector<ExpertId> pack_node(const Problem& problem, const Capacity& capacity
 }
 
 // True when the hints place every expert of the set within device budgets.
-bool use_hints(const Problem& problem, const std::vector<ExpertId>& set,
+bool use_hints(const Problem& problem, const std::vector<ExpertIndex>& set,
                const std::vector<int32_t>& hint, const std::vector<DeviceState>& devs) {
   std::vector<uint64_t> free;
   for (const DeviceState& d : devs) free.push_back(d.free_bytes);
-  for (ExpertId x : set) {
+  for (ExpertIndex x : set) {
     const int32_t g = hint[x];
     const uint64_t bytes = problem.model.expert_bytes(x);
     if (g < 0 || static_cast<size_t>(g) >= free.size() || free[g] < bytes) return false;
@@ -107,7 +108,7 @@ bool use_hints(const Problem& problem, const std::vector<ExpertId>& set,
   return true;
 }
 
-bool node_has(const std::vector<DeviceState>& devs, ExpertId x) {
+bool node_has(const std::vector<DeviceState>& devs, ExpertIndex x) {
   for (const DeviceState& d : devs) {
     if (std::find(d.ids.begin(), d.ids.end(), x) != d.ids.end()) return true;
   }
@@ -116,7 +117,7 @@ bool node_has(const std::vector<DeviceState>& devs, ExpertId x) {
 
 // Unequal sizes only: finds a home for a sole copy that fragmentation left out.
 Status place_sole_copy(const Problem& problem, ClusterState& state, std::vector<int32_t>& count,
-                       ExpertId x) {
+                       ExpertIndex x) {
   const ModelShape& model = problem.model;
   const uint64_t bytes = model.expert_bytes(x);
   const auto& counts = problem.activations.counts;
@@ -136,21 +137,21 @@ Status place_sole_copy(const Problem& problem, ClusterState& state, std::vector<
     // Make room by evicting the least-used replicas of one device; pick the
     // device where that loses the fewest activations.
     double best_loss = std::numeric_limits<double>::infinity();
-    std::vector<ExpertId> best_evict;
+    std::vector<ExpertIndex> best_evict;
     for (size_t m = 0; m < state.size(); ++m) {
       if (node_has(state[m], x)) continue;
       for (size_t g = 0; g < state[m].size(); ++g) {
-        std::vector<ExpertId> replicas;
-        for (ExpertId y : state[m][g].ids) {
+        std::vector<ExpertIndex> replicas;
+        for (ExpertIndex y : state[m][g].ids) {
           if (count[y] >= 2) replicas.push_back(y);
         }
-        std::sort(replicas.begin(), replicas.end(), [&](ExpertId a, ExpertId b) {
+        std::sort(replicas.begin(), replicas.end(), [&](ExpertIndex a, ExpertIndex b) {
           return counts[m][a] != counts[m][b] ? counts[m][a] < counts[m][b] : a < b;
         });
         uint64_t room = state[m][g].free_bytes;
         double loss = 0.0;
-        std::vector<ExpertId> evict;
-        for (ExpertId y : replicas) {
+        std::vector<ExpertIndex> evict;
+        for (ExpertIndex y : replicas) {
           if (room >= bytes) break;
           room += model.expert_bytes(y);
           loss += counts[m][y];
@@ -171,7 +172,7 @@ Status place_sole_copy(const Problem& problem, ClusterState& state, std::vector<
                                 "memory is too fragmented for these expert sizes");
     }
     DeviceState& dev = state[best_n][best_g];
-    for (ExpertId y : best_evict) {
+    for (ExpertIndex y : best_evict) {
       dev.ids.erase(std::find(dev.ids.begin(), dev.ids.end(), y));
       dev.free_bytes += model.expert_bytes(y);
       dev.load -= counts[best_n][y];
@@ -185,9 +186,9 @@ Status place_sole_copy(const Problem& problem, ClusterState& state, std::vector<
 
 }  // namespace
 
-uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertId>& set) {
+uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertIndex>& set) {
   uint64_t bytes = 0;
-  for (ExpertId x : set) bytes += model.expert_bytes(x);
+  for (ExpertIndex x : set) bytes += model.expert_bytes(x);
   return bytes;
 }
 
@@ -201,19 +202,20 @@ Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capa
   }
   ClusterState state = initial_state(problem, capacity);
   std::vector<int32_t> current_device(model.n_experts_total(), -1);
-  std::vector<std::pair<size_t, ExpertId>> unplaced;
+  std::vector<std::pair<size_t, ExpertIndex>> unplaced;
   const ClusterState empty = state;
   for (size_t n = 0; n < sets.size(); ++n) {
-    std::vector<ExpertId> left = pack_node(problem, capacity, n, sets[n], state[n], current_device);
+    std::vector<ExpertIndex> left =
+        pack_node(problem, capacity, n, sets[n], state[n], current_device);
     if (!left.empty() && hints != nullptr && use_hints(problem, sets[n], (*hints)[n], empty[n])) {
       state[n] = empty[n];
-      for (ExpertId x : sets[n]) {
+      for (ExpertIndex x : sets[n]) {
         put(state[n][(*hints)[n][x]], x, problem.model.expert_bytes(x),
             problem.activations.counts[n][x]);
       }
       left.clear();
     }
-    for (ExpertId x : left) unplaced.emplace_back(n, x);
+    for (ExpertIndex x : left) unplaced.emplace_back(n, x);
   }
   if (!unplaced.empty()) {
     if (capacity.slot_based) {
@@ -224,7 +226,7 @@ Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capa
     std::vector<int32_t> count(model.n_experts_total(), 0);
     for (const auto& node : state) {
       for (const DeviceState& d : node) {
-        for (ExpertId x : d.ids) ++count[x];
+        for (ExpertIndex x : d.ids) ++count[x];
       }
     }
     const auto& counts = problem.activations.counts;
@@ -239,7 +241,7 @@ Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capa
   Placement placement = empty_placement(problem.cluster);
   for (size_t n = 0; n < state.size(); ++n) {
     for (size_t g = 0; g < state[n].size(); ++g) {
-      std::vector<ExpertId>& ids = state[n][g].ids;
+      std::vector<ExpertIndex>& ids = state[n][g].ids;
       std::sort(ids.begin(), ids.end());
       placement.experts[n][g] = std::move(ids);
     }

@@ -34,7 +34,7 @@
 namespace dancemoe::placement {
 
 // [node] -> the flat ids of the experts the node holds, in any order, no repeats.
-using NodeSets = std::vector<std::vector<ExpertId>>;
+using NodeSets = std::vector<std::vector<ExpertIndex>>;
 // [node][expert] -> a device index known to fit the node's whole set, -1 when
 // not held (see NodeRoom): the fallback when balanced packing fragments.
 using DeviceHints = std::vector<std::vector<int32_t>>;
@@ -50,6 +50,6 @@ Result<Placement> pack_onto_devices(const Problem& problem, const Capacity& capa
                                     const DeviceHints* hints = nullptr);
 
 // Per node: bytes of its set; and a check that each set fits its node.
-uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertId>& set);
+uint64_t set_bytes(const ModelShape& model, const std::vector<ExpertIndex>& set);
 
 }  // namespace dancemoe::placement

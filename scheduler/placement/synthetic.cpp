@@ -114,7 +114,7 @@ Problem make_synthetic_problem(const SyntheticProblemSpec& spec) {
           std::poisson_distribution<int64_t> poisson(std::max(mean, 1e-12));
           count = static_cast<double>(poisson(rng));
         }
-        problem.activations.counts[n][problem.model.expert_id(l, e)] = count;
+        problem.activations.counts[n][problem.model.expert_index(l, e)] = count;
       }
     }
   }

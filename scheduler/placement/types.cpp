@@ -43,8 +43,8 @@ std::vector<std::vector<uint8_t>> node_holdings(const Placement& placement,
   std::vector<std::vector<uint8_t>> holds(placement.experts.size(),
                                           std::vector<uint8_t>(n_experts_total, 0));
   for (size_t n = 0; n < placement.experts.size(); ++n) {
-    for (const std::vector<ExpertId>& device : placement.experts[n]) {
-      for (ExpertId x : device) {
+    for (const std::vector<ExpertIndex>& device : placement.experts[n]) {
+      for (ExpertIndex x : device) {
         if (x >= 0 && x < n_experts_total) holds[n][x] = 1;
       }
     }
@@ -61,7 +61,7 @@ Placement empty_placement(const Cluster& cluster) {
   return placement;
 }
 
-std::string describe_expert(const ModelShape& model, ExpertId x) {
+std::string describe_expert(const ModelShape& model, ExpertIndex x) {
   return "layer " + std::to_string(model.layer_of(x)) + " expert " +
          std::to_string(model.expert_in_layer(x));
 }

@@ -2,7 +2,7 @@
 // devices), the model's expert shape, activation statistics f[n][l][e], the
 // problem a policy solves, and the placement it returns.
 //
-// Experts are addressed by a flat id `x = offset(layer) + expert` so that the
+// Experts are addressed by a flat index `x = offset(layer) + expert` so that the
 // solvers work on dense arrays; ModelShape converts both ways. Nodes and
 // devices are addressed by their index in Cluster (their string ids are for
 // people and for the wire).
@@ -19,8 +19,9 @@
 
 namespace dancemoe::placement {
 
-// Flat index of a (layer, expert) pair; see ModelShape::expert_id.
-using ExpertId = int32_t;
+// Dense position of an expert in a ModelShape (its identity is ExpertRef,
+// common/model/expert_ref.h): solvers work on flat arrays indexed by it.
+using ExpertIndex = int32_t;
 
 struct Device {
   std::string id;
@@ -61,12 +62,12 @@ class ModelShape {
   int32_t n_experts(int32_t layer) const { return layers_[layer].n_experts; }
   int32_t n_experts_total() const { return offsets_.empty() ? 0 : offsets_.back(); }
 
-  // First flat id of `layer`; offset(n_layers()) == n_experts_total().
+  // First flat index of `layer`; offset(n_layers()) == n_experts_total().
   int32_t offset(int32_t layer) const { return offsets_[layer]; }
-  ExpertId expert_id(int32_t layer, int32_t expert) const { return offsets_[layer] + expert; }
-  int32_t layer_of(ExpertId x) const { return layer_of_[x]; }
-  int32_t expert_in_layer(ExpertId x) const { return x - offsets_[layer_of_[x]]; }
-  uint64_t expert_bytes(ExpertId x) const { return layers_[layer_of_[x]].expert_bytes; }
+  ExpertIndex expert_index(int32_t layer, int32_t expert) const { return offsets_[layer] + expert; }
+  int32_t layer_of(ExpertIndex x) const { return layer_of_[x]; }
+  int32_t expert_in_layer(ExpertIndex x) const { return x - offsets_[layer_of_[x]]; }
+  uint64_t expert_bytes(ExpertIndex x) const { return layers_[layer_of_[x]].expert_bytes; }
 
   // True when every layer's experts have the same size (the common case, in
   // which memory is counted in whole-expert slots and `optimal` is exact).
@@ -89,9 +90,9 @@ struct Activations {
 };
 
 // Which device of which node holds which experts. experts[n][g] lists the
-// flat ids held by device g of node n, sorted ascending, no repeats on a node.
+// flat indices held by device g of node n, sorted ascending, no repeats on a node.
 struct Placement {
-  std::vector<std::vector<std::vector<ExpertId>>> experts;  // [node][device] -> ids
+  std::vector<std::vector<std::vector<ExpertIndex>>> experts;  // [node][device] -> ids
   // How the placement was computed (policy and method, e.g. "exact min-cost
   // flow" or the heuristic used for unequal expert sizes).
   std::string method;
@@ -116,6 +117,6 @@ std::vector<std::vector<uint8_t>> node_holdings(const Placement& placement,
 Placement empty_placement(const Cluster& cluster);
 
 // "layer 3 expert 17" for messages.
-std::string describe_expert(const ModelShape& model, ExpertId x);
+std::string describe_expert(const ModelShape& model, ExpertIndex x);
 
 }  // namespace dancemoe::placement

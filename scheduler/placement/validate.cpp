@@ -87,7 +87,7 @@ Status validate_activations(const Problem& problem) {
                               " counts (one per expert of every layer), got " +
                               std::to_string(row.size()));
     }
-    for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+    for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
       if (!std::isfinite(row[x]) || row[x] < 0) {
         return invalid_argument("activations of " + node_name(cluster, n) + ", " +
                                 describe_expert(model, x) + ": expected a finite count >= 0, got " +
@@ -161,13 +161,13 @@ Result<std::vector<std::pair<int32_t, int32_t>>> one_copy_packing(const Problem&
       device_at.emplace_back(static_cast<int32_t>(n), static_cast<int32_t>(g));
     }
   }
-  std::vector<ExpertId> order(model.n_experts_total());
-  for (ExpertId x = 0; x < model.n_experts_total(); ++x) order[x] = x;
-  std::stable_sort(order.begin(), order.end(), [&](ExpertId a, ExpertId b) {
+  std::vector<ExpertIndex> order(model.n_experts_total());
+  for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) order[x] = x;
+  std::stable_sort(order.begin(), order.end(), [&](ExpertIndex a, ExpertIndex b) {
     return model.expert_bytes(a) > model.expert_bytes(b);
   });
   std::vector<std::pair<int32_t, int32_t>> where(model.n_experts_total());
-  for (ExpertId x : order) {
+  for (ExpertIndex x : order) {
     const uint64_t bytes = model.expert_bytes(x);
     int best = -1;
     for (size_t d = 0; d < free.size(); ++d) {
@@ -250,11 +250,11 @@ Status check_placement(const Problem& problem, const Placement& placement, Place
     }
     std::vector<uint8_t> on_node(model.n_experts_total(), 0);
     for (size_t g = 0; g < node.devices.size(); ++g) {
-      const std::vector<ExpertId>& ids = placement.experts[n][g];
+      const std::vector<ExpertIndex>& ids = placement.experts[n][g];
       const std::string where = node_name(cluster, n) + " device '" + node.devices[g].id + "'";
       uint64_t used = 0;
       for (size_t i = 0; i < ids.size(); ++i) {
-        const ExpertId x = ids[i];
+        const ExpertIndex x = ids[i];
         if (x < 0 || x >= model.n_experts_total()) {
           return invalid_argument(where + " names expert id " + std::to_string(x) +
                                   ", outside the model's " +
@@ -280,7 +280,7 @@ Status check_placement(const Problem& problem, const Placement& placement, Place
     }
   }
   if (check.require_coverage) {
-    for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+    for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
       if (!covered[x]) {
         return failed_precondition("placement does not cover " + describe_expert(model, x) +
                                    ": no device holds it");

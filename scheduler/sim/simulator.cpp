@@ -10,7 +10,7 @@
 namespace dancemoe::sim {
 namespace {
 
-using placement::ExpertId;
+using placement::ExpertIndex;
 using placement::Placement;
 
 enum class Kind : uint8_t {
@@ -175,7 +175,7 @@ void Engine::apply(const Placement& placement) {
   holders_.assign(n_total, {});
   for (int32_t n = 0; n < n_nodes_; ++n) {
     for (size_t g = 0; g < placement.experts[n].size(); ++g) {
-      for (ExpertId x : placement.experts[n][g]) {
+      for (ExpertIndex x : placement.experts[n][g]) {
         device_of_[n][x] = static_cast<int8_t>(g);
         holders_[x].push_back(n);
       }
@@ -239,14 +239,14 @@ void Engine::dispatch(int32_t r, double now) {
   const int16_t* experts =
       request.experts.data() +
       (static_cast<size_t>(a.token) * n_layers_ + a.layer) * static_cast<size_t>(top_k_);
-  const ExpertId layer_base = a.layer * n_experts_;
+  const ExpertIndex layer_base = a.layer * n_experts_;
   const size_t b = bucket(now);
   std::vector<int32_t> local_per_device(config_.nodes[n].devices.size(), 0);
   std::vector<int32_t> dests;
   std::vector<int32_t> dest_call;
   int32_t n_local = 0;
   for (int32_t j = 0; j < top_k_; ++j) {
-    const ExpertId x = layer_base + experts[j];
+    const ExpertIndex x = layer_base + experts[j];
     window_counts_[n][x] += 1.0;
     ++total_acts_[n];
     ++bucket_total_[b];
@@ -378,7 +378,7 @@ void Engine::replace(double now) {
     for (int32_t n = 0; n < n_nodes_; ++n) {
       for (size_t g = 0; g < proposed->experts[n].size(); ++g) {
         const auto& before = active_.experts[n][g];
-        for (ExpertId x : proposed->experts[n][g]) {
+        for (ExpertIndex x : proposed->experts[n][g]) {
           if (std::binary_search(before.begin(), before.end(), x)) continue;
           Transfer t;
           t.dest = n;

@@ -99,7 +99,7 @@ struct PlacementRecord {
   std::optional<int64_t> committed_ms;
   std::optional<int64_t> ended_ms;
   int64_t decision_id = 0;
-  std::vector<proto::NodePlacement> nodes;
+  std::vector<NodePlacement> nodes;
 };
 
 struct DecisionRecord {

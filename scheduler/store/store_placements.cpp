@@ -99,7 +99,7 @@ Status Store::insert_placement_rows(const PlacementRecord& p) {
                         db_->prepare("INSERT INTO placement_entries(version, node_id, "
                                      "device_idx, layer, expert) VALUES(?,?,?,?,?)"));
   for (size_t n = 0; n < p.nodes.size(); ++n) {
-    const proto::NodePlacement& np = p.nodes[n];
+    const NodePlacement& np = p.nodes[n];
     // A node without devices is recorded with device_idx -1 so that it is
     // still part of the version (it routes to the others).
     const size_t n_rows = std::max<size_t>(1, np.devices.size());
@@ -114,7 +114,7 @@ Status Store::insert_placement_rows(const PlacementRecord& p) {
           .bind(6, has_device ? np.devices[g].device : std::string());
       DMOE_RETURN_IF_ERROR(node.run());
       if (!has_device) continue;
-      for (const proto::ExpertRef& x : np.devices[g].experts) {
+      for (const ExpertRef& x : np.devices[g].experts) {
         entry.reset();
         entry.bind(1, i64(p.version))
             .bind(2, np.node_id)
@@ -147,7 +147,7 @@ Result<std::optional<PlacementRecord>> Store::placement(uint64_t version) {
                                      "FROM placement_nodes WHERE version = ? "
                                      "ORDER BY node_idx, device_idx"));
   nodes.bind(1, i64(version));
-  std::map<std::pair<std::string, int64_t>, proto::DevicePlacement*> devices;
+  std::map<std::pair<std::string, int64_t>, DevicePlacement*> devices;
   while (true) {
     DMOE_ASSIGN_OR_RETURN(const bool row, nodes.step());
     if (!row) break;
@@ -159,7 +159,7 @@ Result<std::optional<PlacementRecord>> Store::placement(uint64_t version) {
     if (g >= 0) p.nodes.back().devices.push_back({nodes.column_text(3), {}});
   }
   // Pointers into p.nodes are taken only after it stopped growing.
-  for (proto::NodePlacement& np : p.nodes) {
+  for (NodePlacement& np : p.nodes) {
     for (size_t g = 0; g < np.devices.size(); ++g) {
       devices[{np.node_id, static_cast<int64_t>(g)}] = &np.devices[g];
     }

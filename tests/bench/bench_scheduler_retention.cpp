@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
       }
       bench::fill_call_stats(&wire, peers, 0.5, rngs[i]);
       for (const proto::ExpertCount& c : wire.counts) {
-        r.counts.push_back({c.layer, c.expert, c.count});
+        r.counts.push_back(
+            {static_cast<uint16_t>(c.layer), static_cast<uint16_t>(c.expert), c.count});
         r.activations += c.count;
       }
       r.local_hits = wire.local_hits;

@@ -14,7 +14,7 @@
 #include "common/model/moe_executor.h"
 #include "common/model/routing.h"
 #include "common/model/synthetic/synthetic_model.h"
-#include "edge_node/routing/cluster_placement.h"
+#include "common/placement/placement_json.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
@@ -86,14 +86,14 @@ inline ClusterPlacement make_placement(
   ClusterPlacement p;
   p.version = version;
   for (const auto& [id, endpoint, experts] : nodes) {
-    NodeAssignment a{id, endpoint, {{"cpu0", {}}}};
+    NodePlacement a{id, endpoint, {{"cpu0", {}}}};
     for (int32_t l : moe_layers) {
       for (int32_t e : experts) a.devices[0].experts.push_back({l, e});
     }
     p.nodes.push_back(std::move(a));
   }
   std::sort(p.nodes.begin(), p.nodes.end(),
-            [](const NodeAssignment& a, const NodeAssignment& b) { return a.node_id < b.node_id; });
+            [](const NodePlacement& a, const NodePlacement& b) { return a.node_id < b.node_id; });
   return p;
 }
 

@@ -98,7 +98,7 @@ TEST_CASE("node adaptation: a placement from the nodes' own counts raises every 
   json nodes_json = json::object();
   for (size_t n = 0; n < ids.size(); ++n) {
     json list = json::array();
-    for (placement::ExpertId x : solved->experts[n][0]) {
+    for (placement::ExpertIndex x : solved->experts[n][0]) {
       list.push_back({layers[static_cast<size_t>(problem.model.layer_of(x))],
                       problem.model.expert_in_layer(x)});
     }

@@ -28,11 +28,11 @@ json greedy(int max_tokens, uint32_t seed) {
 }
 
 // The scheduler's computation: activations of experts the node holds in `placement`.
-uint64_t scheduler_local_hits(const proto::ActivationReport& r, const proto::NodePlacement& node) {
+uint64_t scheduler_local_hits(const proto::ActivationReport& r, const NodePlacement& node) {
   uint64_t hits = 0;
   for (const proto::ExpertCount& c : r.counts) {
-    for (const proto::DevicePlacement& d : node.devices) {
-      for (const proto::ExpertRef& e : d.experts) {
+    for (const DevicePlacement& d : node.devices) {
+      for (const ExpertRef& e : d.experts) {
         if (e.layer == c.layer && e.expert == c.expert) hits += c.count;
       }
     }
@@ -94,7 +94,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   proto::PlacementPrepare v1;
   v1.version = 1;
   for (const char* id : {"a", "b"}) {
-    proto::NodePlacement n{id, registered[id].expert_endpoint, {{"cpu0", {}}}};
+    NodePlacement n{id, registered[id].expert_endpoint, {{"cpu0", {}}}};
     for (int32_t l : layers) {
       for (int32_t e = 0; e < 8; ++e) {
         if ((e < 4) == (std::string(id) == "a")) {
@@ -126,7 +126,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
 
   // Local-hit ratio: the node's own count equals what the scheduler computes
   // from the reported counts and the placement, window by window.
-  for (const proto::NodePlacement& placement : v1.nodes) {
+  for (const NodePlacement& placement : v1.nodes) {
     const std::string id = placement.node_id;
     uint64_t activations = 0, hits = 0;
     REQUIRE_FALSE(scheduler->reports[id].empty());

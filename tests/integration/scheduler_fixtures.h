@@ -64,14 +64,14 @@ inline std::unique_ptr<ProtocolPeer> make_peer(const std::string& endpoint, cons
 
 // A report in which each listed expert was picked `count` times, with
 // measured local and remote latencies (delta = 2 ms).
-inline proto::ActivationReport tiny_report(const std::vector<proto::ExpertRef>& experts,
-                                           uint32_t count, uint64_t window_start_ms) {
+inline proto::ActivationReport tiny_report(const std::vector<ExpertRef>& experts, uint32_t count,
+                                           uint64_t window_start_ms) {
   proto::ActivationReport r;
   r.window_start_ms = window_start_ms;
   r.window_end_ms = window_start_ms + 500;
   r.tokens = 100000;
   r.requests = 3;
-  for (const proto::ExpertRef& x : experts) r.counts.push_back({x.layer, x.expert, count});
+  for (const ExpertRef& x : experts) r.counts.push_back({x.layer, x.expert, count});
   r.local_calls = 100;
   r.local_mean_latency_us = 100.0;
   r.local_p99_latency_us = 200.0;
@@ -80,9 +80,8 @@ inline proto::ActivationReport tiny_report(const std::vector<proto::ExpertRef>& 
 }
 
 // The experts `node` holds in a placement JSON (status query "placement").
-inline std::vector<proto::ExpertRef> experts_of(const nlohmann::json& placement,
-                                                const std::string& node) {
-  std::vector<proto::ExpertRef> out;
+inline std::vector<ExpertRef> experts_of(const nlohmann::json& placement, const std::string& node) {
+  std::vector<ExpertRef> out;
   for (const auto& n : placement["nodes"]) {
     if (n["id"] != node) continue;
     for (const auto& d : n["devices"]) {

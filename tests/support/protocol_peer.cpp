@@ -143,10 +143,10 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
       committed_ = commit->version;
       resident_.clear();
       resident_devices_.clear();
-      for (const proto::NodePlacement& node : last_prepare_->nodes) {
+      for (const NodePlacement& node : last_prepare_->nodes) {
         if (node.node_id != options_.node_id) continue;
         for (size_t g = 0; g < node.devices.size(); ++g) {
-          for (const proto::ExpertRef& r : node.devices[g].experts) {
+          for (const ExpertRef& r : node.devices[g].experts) {
             resident_.push_back(r);
             resident_devices_.push_back(static_cast<uint16_t>(g));
           }

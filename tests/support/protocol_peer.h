@@ -131,7 +131,7 @@ class ProtocolPeer {
   std::set<uint64_t> awaiting_;                  // sequences a caller waits on
   std::optional<proto::Envelope> any_answer_;    // for request_raw
   std::set<uint64_t> heartbeat_sequences_;       // their Acks answer no caller
-  std::vector<proto::ExpertRef> resident_;       // this node's experts in `committed_`
+  std::vector<ExpertRef> resident_;              // this node's experts in `committed_`
   std::vector<uint16_t> resident_devices_;
   zmq::context_t context_{1};
   std::optional<zmq::socket_t> socket_;  // peer thread only

@@ -279,7 +279,7 @@ Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadP
     Uploader up(dev, total, plan.progress);
     const uint64_t part = one_expert / 3;
     for (size_t j = 0; j < mine.size(); ++j) {
-      const ExpertKey key = plan.resident[mine[j]];
+      const ExpertRef key = plan.resident[mine[j]];
       std::shared_ptr<const ExpertWeights> ew = plan.experts->get(key);
       if (ew == nullptr) {
         return failed_precondition("expert " + std::to_string(key.expert) + " of layer " +

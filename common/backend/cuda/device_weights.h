@@ -64,7 +64,7 @@ struct UploadPlan {
   const ModelConfig* config = nullptr;
   const DenseWeights* dense = nullptr;
   const ExpertStore* experts = nullptr;
-  std::vector<ExpertKey> resident;
+  std::vector<ExpertRef> resident;
   std::vector<int> expert_device;  // per resident expert, an index into devices
   std::vector<std::shared_ptr<CudaDevice>> devices;
   int dense_device = 0;  // index into devices

@@ -17,13 +17,13 @@ struct Assignment {
   Assignment(const Problem& problem, const Capacity& capacity)
       : room(problem, capacity),
         held(problem.cluster.nodes.size(),
-             std::vector<std::vector<ExpertId>>(problem.model.n_layers())) {}
+             std::vector<std::vector<ExpertIndex>>(problem.model.n_layers())) {}
 
-  void take(size_t n, ExpertId x, int32_t layer) {
+  void take(size_t n, ExpertIndex x, int32_t layer) {
     room.take(n, x);
     held[n][layer].push_back(x);
   }
-  void drop(size_t n, ExpertId x, int32_t layer) {
+  void drop(size_t n, ExpertIndex x, int32_t layer) {
     room.drop(n, x);
     auto& list = held[n][layer];
     list.erase(std::find(list.begin(), list.end(), x));
@@ -32,25 +32,25 @@ struct Assignment {
   void resync() {
     for (size_t n = 0; n < held.size(); ++n) {
       for (auto& list : held[n]) list.clear();
-      for (ExpertId x : room.sets()[n]) held[n][room.model().layer_of(x)].push_back(x);
+      for (ExpertIndex x : room.sets()[n]) held[n][room.model().layer_of(x)].push_back(x);
     }
   }
   int64_t duplicates(size_t n, int32_t layer) const {
     int64_t d = 0;
-    for (ExpertId y : held[n][layer]) d += room.copies(y) >= 2 ? 1 : 0;
+    for (ExpertIndex y : held[n][layer]) d += room.copies(y) >= 2 ? 1 : 0;
     return d;
   }
 
   NodeRoom room;
-  std::vector<std::vector<std::vector<ExpertId>>> held;  // [node][layer]
+  std::vector<std::vector<std::vector<ExpertIndex>>> held;  // [node][layer]
 };
 
 // Least-used duplicate of node n among `candidates`; -1 if none.
-ExpertId least_used_duplicate(const Assignment& a, const std::vector<double>& f,
-                              const std::vector<double>& global,
-                              const std::vector<ExpertId>& candidates) {
-  ExpertId best = -1;
-  for (ExpertId y : candidates) {
+ExpertIndex least_used_duplicate(const Assignment& a, const std::vector<double>& f,
+                                 const std::vector<double>& global,
+                                 const std::vector<ExpertIndex>& candidates) {
+  ExpertIndex best = -1;
+  for (ExpertIndex y : candidates) {
     if (a.room.copies(y) < 2) continue;
     if (best < 0 || f[y] < f[best] || (f[y] == f[best] && global[y] < global[best]) ||
         (f[y] == f[best] && global[y] == global[best] && y > best)) {
@@ -63,29 +63,29 @@ ExpertId least_used_duplicate(const Assignment& a, const std::vector<double>& f,
 // Unequal sizes only: x replaces duplicates of any layer (dancemoe.h), all
 // taken from one device so that x then fits there.
 Status repair_across_layers(const Problem& problem, Assignment& a,
-                            const std::vector<double>& global, ExpertId x) {
+                            const std::vector<double>& global, ExpertIndex x) {
   const ModelShape& model = problem.model;
   const auto& f = problem.activations.counts;
   const uint64_t need = model.expert_bytes(x);
   int best = -1;
   int64_t best_dups = 0;
-  std::vector<ExpertId> best_drops;
+  std::vector<ExpertIndex> best_drops;
   for (size_t n = 0; n < a.room.n_nodes(); ++n) {
     if (a.room.holds(n, x)) continue;
     int64_t dups = 0;
-    for (ExpertId y : a.room.sets()[n]) dups += a.room.copies(y) >= 2 ? 1 : 0;
+    for (ExpertIndex y : a.room.sets()[n]) dups += a.room.copies(y) >= 2 ? 1 : 0;
     // The device of n that needs the fewest least-used duplicates dropped.
-    std::vector<ExpertId> drops;
+    std::vector<ExpertIndex> drops;
     bool found = false;
     for (size_t g = 0; g < a.room.n_devices(n); ++g) {
-      std::vector<ExpertId> on_device;
-      for (ExpertId y : a.room.sets()[n]) {
+      std::vector<ExpertIndex> on_device;
+      for (ExpertIndex y : a.room.sets()[n]) {
         if (a.room.device_of(n, y) == static_cast<int32_t>(g)) on_device.push_back(y);
       }
       uint64_t room = a.room.device_free(n, g);
-      std::vector<ExpertId> taken;
+      std::vector<ExpertIndex> taken;
       while (room < need) {
-        const ExpertId y = least_used_duplicate(a, f[n], global, on_device);
+        const ExpertIndex y = least_used_duplicate(a, f[n], global, on_device);
         if (y < 0) break;
         on_device.erase(std::find(on_device.begin(), on_device.end(), y));
         taken.push_back(y);
@@ -109,7 +109,7 @@ Status repair_across_layers(const Problem& problem, Assignment& a,
     a.resync();
     return Status::ok();
   }
-  for (ExpertId y : best_drops) a.drop(best, y, model.layer_of(y));
+  for (ExpertIndex y : best_drops) a.drop(best, y, model.layer_of(y));
   a.take(best, x, model.layer_of(x));
   return Status::ok();
 }
@@ -122,18 +122,18 @@ NodeSets top_n_picks(const Problem& problem, const DancemoeCounts& counts) {
   const auto& f = problem.activations.counts;
   const std::vector<double> global = global_counts(problem);
   NodeSets picks(problem.cluster.nodes.size());
-  std::vector<ExpertId> order;
+  std::vector<ExpertIndex> order;
   for (size_t n = 0; n < picks.size(); ++n) {
     for (int32_t l = 0; l < model.n_layers(); ++l) {
       order.resize(model.n_experts(l));
       std::iota(order.begin(), order.end(), model.offset(l));
-      std::stable_sort(order.begin(), order.end(), [&](ExpertId x, ExpertId y) {
+      std::stable_sort(order.begin(), order.end(), [&](ExpertIndex x, ExpertIndex y) {
         return f[n][x] != f[n][y] ? f[n][x] > f[n][y] : global[x] > global[y];
       });
       const int64_t take = std::min<int64_t>(counts.counts[n][l], model.n_experts(l));
       picks[n].insert(picks[n].end(), order.begin(), order.begin() + take);
     }
-    std::stable_sort(picks[n].begin(), picks[n].end(), [&](ExpertId x, ExpertId y) {
+    std::stable_sort(picks[n].begin(), picks[n].end(), [&](ExpertIndex x, ExpertIndex y) {
       return model.expert_bytes(x) > model.expert_bytes(y);
     });
   }
@@ -150,19 +150,19 @@ Result<NodeChoice> dancemoe_assign(const Problem& problem, const Capacity& capac
   Assignment a(problem, capacity);
   const NodeSets picks = top_n_picks(problem, counts);
   for (size_t n = 0; n < a.room.n_nodes(); ++n) {
-    for (ExpertId x : picks[n]) {
+    for (ExpertIndex x : picks[n]) {
       if (a.room.fits(n, x)) a.take(n, x, model.layer_of(x));
     }
   }
-  std::vector<ExpertId> uncovered;
-  for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+  std::vector<ExpertIndex> uncovered;
+  for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
     if (a.room.copies(x) == 0) uncovered.push_back(x);
   }
-  std::stable_sort(uncovered.begin(), uncovered.end(), [&](ExpertId x, ExpertId y) {
+  std::stable_sort(uncovered.begin(), uncovered.end(), [&](ExpertIndex x, ExpertIndex y) {
     if (model.layer_of(x) != model.layer_of(y)) return model.layer_of(x) < model.layer_of(y);
     return global[x] > global[y];
   });
-  for (ExpertId x : uncovered) {
+  for (ExpertIndex x : uncovered) {
     const int32_t l = model.layer_of(x);
     int best = -1;
     int64_t best_dups = 0;
@@ -178,7 +178,7 @@ Result<NodeChoice> dancemoe_assign(const Problem& problem, const Capacity& capac
       DMOE_RETURN_IF_ERROR(repair_across_layers(problem, a, global, x));
       continue;
     }
-    const ExpertId y = least_used_duplicate(a, f[best], global, a.held[best][l]);
+    const ExpertIndex y = least_used_duplicate(a, f[best], global, a.held[best][l]);
     a.drop(best, y, l);
     a.take(best, x, l);
   }

@@ -25,7 +25,7 @@ namespace dancemoe::placement {
 namespace {
 
 struct Replica {
-  ExpertId expert;
+  ExpertIndex expert;
   double load;  // the expert's load divided by its replica count
   bool first;
 };
@@ -39,11 +39,11 @@ std::vector<int32_t> replica_counts(const Problem& problem, const Capacity& capa
   for (uint64_t bytes : capacity.node_bytes) budget += bytes;
   uint64_t spare = budget - model.total_expert_bytes();  // validated: budget covers all
   // Max-heap on (load per replica, fewer replicas, lower id).
-  using Key = std::tuple<double, int32_t, ExpertId>;
+  using Key = std::tuple<double, int32_t, ExpertIndex>;
   std::priority_queue<Key> heap;
-  for (ExpertId x = 0; x < model.n_experts_total(); ++x) heap.emplace(total[x], -1, -x);
+  for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) heap.emplace(total[x], -1, -x);
   while (!heap.empty() && spare >= model.min_expert_bytes()) {
-    const ExpertId x = -std::get<2>(heap.top());
+    const ExpertIndex x = -std::get<2>(heap.top());
     heap.pop();
     if (replicas[x] >= n_nodes || spare < model.expert_bytes(x)) continue;
     ++replicas[x];
@@ -62,7 +62,7 @@ Result<Placement> place_eplb(const Problem& problem) {
   const std::vector<int32_t> replicas = replica_counts(problem, capacity, total);
 
   std::vector<Replica> order;
-  for (ExpertId x = 0; x < problem.model.n_experts_total(); ++x) {
+  for (ExpertIndex x = 0; x < problem.model.n_experts_total(); ++x) {
     for (int32_t r = 0; r < replicas[x]; ++r) order.push_back({x, total[x] / replicas[x], r == 0});
   }
   std::stable_sort(order.begin(), order.end(), [&](const Replica& a, const Replica& b) {
@@ -72,7 +72,7 @@ Result<Placement> place_eplb(const Problem& problem) {
 
   std::vector<double> load(room.n_nodes(), 0.0);
   for (const Replica& replica : order) {
-    const ExpertId x = replica.expert;
+    const ExpertIndex x = replica.expert;
     int best = -1;
     double best_ratio = 0.0, best_used = 0.0;
     for (size_t n = 0; n < room.n_nodes(); ++n) {

@@ -28,7 +28,7 @@ NodeRoom::NodeRoom(const Problem& problem, const Capacity& capacity)
   }
 }
 
-bool NodeRoom::fits(size_t n, ExpertId x) const {
+bool NodeRoom::fits(size_t n, ExpertIndex x) const {
   if (device_of_[n][x] >= 0) return false;
   const uint64_t bytes = model_->expert_bytes(x);
   if (free_bytes_[n] < bytes) return false;
@@ -38,7 +38,7 @@ bool NodeRoom::fits(size_t n, ExpertId x) const {
   return false;
 }
 
-void NodeRoom::take(size_t n, ExpertId x) {
+void NodeRoom::take(size_t n, ExpertIndex x) {
   const uint64_t bytes = model_->expert_bytes(x);
   int best = -1;
   for (size_t g = 0; g < device_free_[n].size(); ++g) {
@@ -53,7 +53,7 @@ void NodeRoom::take(size_t n, ExpertId x) {
   sets_[n].push_back(x);
 }
 
-void NodeRoom::take_on(size_t n, size_t g, ExpertId x) {
+void NodeRoom::take_on(size_t n, size_t g, ExpertIndex x) {
   const uint64_t bytes = model_->expert_bytes(x);
   device_of_[n][x] = static_cast<int32_t>(g);
   device_free_[n][g] -= bytes;
@@ -62,13 +62,13 @@ void NodeRoom::take_on(size_t n, size_t g, ExpertId x) {
   sets_[n].push_back(x);
 }
 
-void NodeRoom::drop(size_t n, ExpertId x) {
+void NodeRoom::drop(size_t n, ExpertIndex x) {
   const uint64_t bytes = model_->expert_bytes(x);
   device_free_[n][device_of_[n][x]] += bytes;
   device_of_[n][x] = -1;
   free_bytes_[n] += bytes;
   --copies_[x];
-  std::vector<ExpertId>& set = sets_[n];
+  std::vector<ExpertIndex>& set = sets_[n];
   set.erase(std::find(set.begin(), set.end(), x));
 }
 
@@ -80,12 +80,12 @@ std::vector<double> global_counts(const Problem& problem) {
   return total;
 }
 
-std::vector<ExpertId> experts_by_global_count(const Problem& problem) {
+std::vector<ExpertIndex> experts_by_global_count(const Problem& problem) {
   const std::vector<double> total = global_counts(problem);
-  std::vector<ExpertId> order(total.size());
+  std::vector<ExpertIndex> order(total.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
-                   [&](ExpertId a, ExpertId b) { return total[a] > total[b]; });
+                   [&](ExpertIndex a, ExpertIndex b) { return total[a] > total[b]; });
   return order;
 }
 
@@ -93,11 +93,11 @@ Result<Placement> fragmentation_fallback(const Problem& problem, const Capacity&
                                          const NodeSets& wanted, const std::string& label) {
   DMOE_ASSIGN_OR_RETURN(auto where, one_copy_packing(problem));
   NodeRoom room(problem, capacity);
-  for (ExpertId x = 0; x < problem.model.n_experts_total(); ++x) {
+  for (ExpertIndex x = 0; x < problem.model.n_experts_total(); ++x) {
     room.take_on(where[x].first, where[x].second, x);
   }
   for (size_t n = 0; n < wanted.size() && n < room.n_nodes(); ++n) {
-    for (ExpertId x : wanted[n]) {
+    for (ExpertIndex x : wanted[n]) {
       if (room.fits(n, x)) room.take(n, x);
     }
   }
@@ -108,18 +108,18 @@ Result<Placement> fragmentation_fallback(const Problem& problem, const Capacity&
                            &room.hints());
 }
 
-std::vector<ExpertId> experts_for_packing(const ModelShape& model) {
-  std::vector<ExpertId> order(model.n_experts_total());
+std::vector<ExpertIndex> experts_for_packing(const ModelShape& model) {
+  std::vector<ExpertIndex> order(model.n_experts_total());
   std::iota(order.begin(), order.end(), 0);
   if (!model.uniform_expert_bytes()) {
-    std::stable_sort(order.begin(), order.end(), [&](ExpertId a, ExpertId b) {
+    std::stable_sort(order.begin(), order.end(), [&](ExpertIndex a, ExpertIndex b) {
       return model.expert_bytes(a) > model.expert_bytes(b);
     });
   }
   return order;
 }
 
-Status take_somewhere(NodeRoom& room, ExpertId x) {
+Status take_somewhere(NodeRoom& room, ExpertIndex x) {
   const ModelShape& model = room.model();
   const uint64_t need = model.expert_bytes(x);
   int best_n = -1;
@@ -146,7 +146,7 @@ Status take_somewhere(NodeRoom& room, ExpertId x) {
     if (room.holds(n, x)) continue;
     for (size_t g = 0; g < room.n_devices(n); ++g) {
       std::vector<uint64_t> sizes;
-      for (ExpertId y : room.sets()[n]) {
+      for (ExpertIndex y : room.sets()[n]) {
         if (room.device_of(n, y) == static_cast<int32_t>(g) && room.copies(y) >= 2) {
           sizes.push_back(model.expert_bytes(y));
         }
@@ -163,11 +163,11 @@ Status take_somewhere(NodeRoom& room, ExpertId x) {
     }
   }
   if (drop_n >= 0) {
-    std::vector<ExpertId> replicas;
-    for (ExpertId y : room.sets()[drop_n]) {
+    std::vector<ExpertIndex> replicas;
+    for (ExpertIndex y : room.sets()[drop_n]) {
       if (room.device_of(drop_n, y) == drop_g && room.copies(y) >= 2) replicas.push_back(y);
     }
-    std::stable_sort(replicas.begin(), replicas.end(), [&](ExpertId a, ExpertId b) {
+    std::stable_sort(replicas.begin(), replicas.end(), [&](ExpertIndex a, ExpertIndex b) {
       return model.expert_bytes(a) > model.expert_bytes(b);
     });
     for (size_t k = 0; k < drop_count; ++k) room.drop(drop_n, replicas[k]);
@@ -181,7 +181,7 @@ Status take_somewhere(NodeRoom& room, ExpertId x) {
     for (size_t g = 0; g < room.n_devices(n); ++g) {
       const uint64_t free = room.device_free(n, g);
       const uint64_t gap = need - free;
-      for (ExpertId y : room.sets()[n]) {
+      for (ExpertIndex y : room.sets()[n]) {
         if (room.device_of(n, y) != static_cast<int32_t>(g)) continue;
         const uint64_t y_bytes = model.expert_bytes(y);
         if (y_bytes < gap) continue;
@@ -211,7 +211,7 @@ Status spread_once(NodeRoom& room) {
     weight[n] = static_cast<double>(room.capacity_bytes(n));
     weight_sum += weight[n];
   }
-  for (ExpertId x : experts_for_packing(room.model())) {
+  for (ExpertIndex x : experts_for_packing(room.model())) {
     // Smooth weighted round-robin (every node gains its weight, the chosen
     // one pays the sum): deterministic and evenly interleaved.
     int best = -1;

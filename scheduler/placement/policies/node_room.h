@@ -29,20 +29,20 @@ class NodeRoom {
   const ModelShape& model() const { return *model_; }
   size_t n_nodes() const { return sets_.size(); }
   int32_t n_experts_total() const { return static_cast<int32_t>(copies_.size()); }
-  bool holds(size_t n, ExpertId x) const { return device_of_[n][x] >= 0; }
+  bool holds(size_t n, ExpertIndex x) const { return device_of_[n][x] >= 0; }
   // n does not hold x yet and one of its devices has room for it.
-  bool fits(size_t n, ExpertId x) const;
+  bool fits(size_t n, ExpertIndex x) const;
   uint64_t free_bytes(size_t n) const { return free_bytes_[n]; }
   size_t n_devices(size_t n) const { return device_free_[n].size(); }
   uint64_t device_free(size_t n, size_t g) const { return device_free_[n][g]; }
   // Device of n holding x, -1 if none.
-  int32_t device_of(size_t n, ExpertId x) const { return device_of_[n][x]; }
+  int32_t device_of(size_t n, ExpertIndex x) const { return device_of_[n][x]; }
   uint64_t capacity_bytes(size_t n) const { return capacity_bytes_[n]; }
-  int32_t copies(ExpertId x) const { return copies_[x]; }
+  int32_t copies(ExpertIndex x) const { return copies_[x]; }
 
-  void take(size_t n, ExpertId x);               // on the best-fitting device
-  void take_on(size_t n, size_t g, ExpertId x);  // on device g (caller checked room)
-  void drop(size_t n, ExpertId x);
+  void take(size_t n, ExpertIndex x);               // on the best-fitting device
+  void take_on(size_t n, size_t g, ExpertIndex x);  // on device g (caller checked room)
+  void drop(size_t n, ExpertIndex x);
 
   const NodeSets& sets() const { return sets_; }
   NodeSets release() { return std::move(sets_); }
@@ -63,7 +63,7 @@ class NodeRoom {
 std::vector<double> global_counts(const Problem& problem);
 
 // Experts ordered by global count descending, ties by lower id.
-std::vector<ExpertId> experts_by_global_count(const Problem& problem);
+std::vector<ExpertIndex> experts_by_global_count(const Problem& problem);
 
 // Fallback for a first copy of x that no node has room for (fragmentation
 // with unequal expert sizes): takes the tightest device anywhere that fits;
@@ -71,7 +71,7 @@ std::vector<ExpertId> experts_by_global_count(const Problem& problem);
 // the fewest must go; else moves one expert from some device to another
 // device that has room (on any node that lacks it) so that x fits there.
 // resource_exhausted if none works.
-Status take_somewhere(NodeRoom& room, ExpertId x);
+Status take_somewhere(NodeRoom& room, ExpertIndex x);
 
 // Last resort when fragmentation (unequal sizes) defeats a policy: one copy
 // of every expert where one_copy_packing (validate.h) puts it, which always
@@ -82,7 +82,7 @@ Result<Placement> fragmentation_fallback(const Problem& problem, const Capacity&
 
 // Experts in flat-id order, or by descending size (ties: id) when sizes differ,
 // the order that packs best.
-std::vector<ExpertId> experts_for_packing(const ModelShape& model);
+std::vector<ExpertIndex> experts_for_packing(const ModelShape& model);
 
 // Gives every expert one copy, in flat-id order (largest first when sizes
 // differ), to the nodes in a smooth weighted round-robin with weights

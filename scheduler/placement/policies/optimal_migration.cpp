@@ -41,7 +41,7 @@ Result<Placement> place_optimal_migration(const Problem& problem) {
     const double speed = slot_total > 0 ? slot_speed / slot_total : plain_speed;
     const std::vector<double>& f = problem.activations.counts[n];
     weight[n].resize(model.n_experts_total());
-    for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+    for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
       double w = f[x] * scale * node.remote_penalty_s;
       if (problem.current && !held[n][x]) w -= static_cast<double>(model.expert_bytes(x)) / speed;
       weight[n][x] = w;

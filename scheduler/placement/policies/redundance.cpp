@@ -12,12 +12,12 @@ namespace dancemoe::placement {
 Result<Placement> place_redundance(const Problem& problem) {
   const Capacity capacity = compute_capacity(problem.cluster, problem.model);
   NodeRoom room(problem, capacity);
-  const std::vector<ExpertId> order = experts_by_global_count(problem);
+  const std::vector<ExpertIndex> order = experts_by_global_count(problem);
   if (!spread_once(room).is_ok()) {
     return fragmentation_fallback(problem, capacity, NodeSets(room.n_nodes(), order), "redundance");
   }
   for (size_t n = 0; n < room.n_nodes(); ++n) {
-    for (ExpertId x : order) {
+    for (ExpertIndex x : order) {
       if (room.free_bytes(n) < problem.model.min_expert_bytes()) break;
       if (room.fits(n, x)) room.take(n, x);
     }

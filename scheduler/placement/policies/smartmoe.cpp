@@ -18,7 +18,7 @@ Result<Placement> place_smartmoe(const Problem& problem) {
   const std::vector<double> total = global_counts(problem);
   const auto& f = problem.activations.counts;
   std::vector<double> load(room.n_nodes(), 0.0);
-  for (ExpertId x : experts_by_global_count(problem)) {
+  for (ExpertIndex x : experts_by_global_count(problem)) {
     int best = -1;
     double best_ratio = 0.0, best_used = 0.0;
     for (size_t n = 0; n < room.n_nodes(); ++n) {

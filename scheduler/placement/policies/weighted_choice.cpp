@@ -15,16 +15,16 @@ Result<NodeChoice> heuristic_unequal(const Problem& problem, const Capacity& cap
   const ModelShape& model = problem.model;
   const auto& w = *choice.weight;
   NodeRoom room(problem, capacity);
-  auto density = [&](size_t n, ExpertId x) {
+  auto density = [&](size_t n, ExpertIndex x) {
     return w[n][x] / static_cast<double>(model.expert_bytes(x));
   };
-  std::vector<ExpertId> order;
+  std::vector<ExpertIndex> order;
   for (size_t n = 0; n < room.n_nodes(); ++n) {
     order.clear();
-    for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+    for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
       if (w[n][x] >= 0) order.push_back(x);
     }
-    std::sort(order.begin(), order.end(), [&](ExpertId a, ExpertId b) {
+    std::sort(order.begin(), order.end(), [&](ExpertIndex a, ExpertIndex b) {
       const double da = density(n, a), db = density(n, b);
       if (da != db) return da > db;
       if (choice.prefer != nullptr && (*choice.prefer)[n][a] != (*choice.prefer)[n][b]) {
@@ -35,41 +35,41 @@ Result<NodeChoice> heuristic_unequal(const Problem& problem, const Capacity& cap
       }
       return a < b;
     });
-    for (ExpertId x : order) {
+    for (ExpertIndex x : order) {
       if (room.fits(n, x)) room.take(n, x);
     }
   }
-  std::vector<ExpertId> uncovered;
+  std::vector<ExpertIndex> uncovered;
   std::vector<double> best_weight(model.n_experts_total(),
                                   -std::numeric_limits<double>::infinity());
-  for (ExpertId x = 0; x < model.n_experts_total(); ++x) {
+  for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {
     if (room.copies(x) > 0) continue;
     uncovered.push_back(x);
     for (size_t n = 0; n < room.n_nodes(); ++n) best_weight[x] = std::max(best_weight[x], w[n][x]);
   }
   std::stable_sort(uncovered.begin(), uncovered.end(),
-                   [&](ExpertId a, ExpertId b) { return best_weight[a] > best_weight[b]; });
-  for (ExpertId x : uncovered) {
+                   [&](ExpertIndex a, ExpertIndex b) { return best_weight[a] > best_weight[b]; });
+  for (ExpertIndex x : uncovered) {
     // Cheapest room for x: on one device of one node, free bytes first, then
     // that device's replicas of least weight per byte.
     const uint64_t need = model.expert_bytes(x);
     double best_cost = std::numeric_limits<double>::infinity();
     int best = -1;
-    std::vector<ExpertId> best_drop;
+    std::vector<ExpertIndex> best_drop;
     for (size_t n = 0; n < room.n_nodes(); ++n) {
       if (room.holds(n, x)) continue;
       for (size_t g = 0; g < room.n_devices(n); ++g) {
-        std::vector<ExpertId> replicas;
-        for (ExpertId y : room.sets()[n]) {
+        std::vector<ExpertIndex> replicas;
+        for (ExpertIndex y : room.sets()[n]) {
           if (room.copies(y) >= 2 && room.device_of(n, y) == static_cast<int32_t>(g)) {
             replicas.push_back(y);
           }
         }
         std::sort(replicas.begin(), replicas.end(),
-                  [&](ExpertId a, ExpertId b) { return density(n, a) < density(n, b); });
+                  [&](ExpertIndex a, ExpertIndex b) { return density(n, a) < density(n, b); });
         uint64_t free = room.device_free(n, g);
         double cost = -w[n][x];
-        std::vector<ExpertId> drop;
+        std::vector<ExpertIndex> drop;
         for (size_t i = 0; i < replicas.size() && free < need; ++i) {
           free += model.expert_bytes(replicas[i]);
           cost += w[n][replicas[i]];
@@ -88,7 +88,7 @@ Result<NodeChoice> heuristic_unequal(const Problem& problem, const Capacity& cap
                                 std::to_string(need) +
                                 " bytes) on one device without uncovering another expert");
     }
-    for (ExpertId y : best_drop) room.drop(best, y);
+    for (ExpertIndex y : best_drop) room.drop(best, y);
     room.take(best, x);
   }
   NodeChoice out;
@@ -117,10 +117,10 @@ Result<Placement> place_by_weight(const Problem& problem, const WeightedChoice& 
     // Fragmentation defeated the repair: keep each node's preferences.
     NodeSets wanted(problem.cluster.nodes.size());
     for (size_t n = 0; n < wanted.size(); ++n) {
-      for (ExpertId x = 0; x < problem.model.n_experts_total(); ++x) {
+      for (ExpertIndex x = 0; x < problem.model.n_experts_total(); ++x) {
         if ((*choice.weight)[n][x] >= 0) wanted[n].push_back(x);
       }
-      std::stable_sort(wanted[n].begin(), wanted[n].end(), [&](ExpertId a, ExpertId b) {
+      std::stable_sort(wanted[n].begin(), wanted[n].end(), [&](ExpertIndex a, ExpertIndex b) {
         return (*choice.weight)[n][a] / static_cast<double>(problem.model.expert_bytes(a)) >
                (*choice.weight)[n][b] / static_cast<double>(problem.model.expert_bytes(b));
       });

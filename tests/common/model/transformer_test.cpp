@@ -102,7 +102,7 @@ TEST_CASE("transformer: a missing expert, a full context and a bad token are cle
   testing::write_model(tiny("qwen3_moe"), dir.path());
   LocalModelOptions options;
   options.precision = ComputePrecision::kF32;
-  options.experts = std::vector<ExpertKey>{{0, 0}, {0, 1}};  // almost nothing resident
+  options.experts = std::vector<ExpertRef>{{0, 0}, {0, 1}};  // almost nothing resident
   auto partial = LocalModel::open(dir.path(), options);
   REQUIRE(partial.is_ok());
   Transformer& tf = (*partial)->transformer();
@@ -140,7 +140,7 @@ TEST_CASE("transformer: a node with only the experts it needs still computes the
 
   LocalModelOptions options;
   options.precision = ComputePrecision::kF32;
-  options.experts = std::vector<ExpertKey>{};
+  options.experts = std::vector<ExpertRef>{};
   for (const auto& [key, _] : used) options.experts->push_back({key.first, key.second});
   auto subset = LocalModel::open(dir.path(), options);
   REQUIRE(subset.is_ok());

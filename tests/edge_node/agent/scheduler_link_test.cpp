@@ -71,7 +71,7 @@ class ProtocolPeer {
 
 struct Fixture {
   Fixture()
-      : store(*model.checkpoint), table(RoutingTable::empty(model.config())), log(model.config()) {
+      : store(*model.checkpoint), table(HolderTable::empty(model.config())), log(model.config()) {
     MigrationOptions m;
     m.node_id = "a";
     migration = std::make_unique<MigrationExecutor>(*model.checkpoint, store, table, log, context,
@@ -111,7 +111,7 @@ struct Fixture {
   testing::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
-  RoutingTableHandle table;
+  HolderTableHandle table;
   ActivationLog log;
   std::unique_ptr<MigrationExecutor> migration;
   std::unique_ptr<SchedulerLink> link;
@@ -191,7 +191,7 @@ TEST_CASE(
   const ClusterPlacement v1 = testing::make_placement(
       1, {{"a", "tcp://127.0.0.1:1", {0, 1}}, {"b", "tcp://127.0.0.1:2", {2, 3, 4, 5, 6, 7}}},
       f.model.moe_layers());
-  scheduler.send(placement_to_proto(v1));
+  scheduler.send(v1);
   auto ready = scheduler.expect<proto::Ready>(5s);
   REQUIRE(ready);
   CHECK(ready->second.version == 1);
@@ -204,8 +204,8 @@ TEST_CASE(
   CHECK(f.table.get()->version() == 1);
   CHECK(f.store.n_resident() == static_cast<int64_t>(2 * f.model.moe_layers().size()));
 
-  proto::PlacementPrepare bad = placement_to_proto(
-      testing::make_placement(2, {{"a", "tcp://127.0.0.1:1", {0}}}, f.model.moe_layers()));
+  proto::PlacementPrepare bad =
+      (testing::make_placement(2, {{"a", "tcp://127.0.0.1:1", {0}}}, f.model.moe_layers()));
   bad.nodes[0].devices[0].experts.push_back({1, 0});  // a dense layer
   scheduler.send(bad);
   auto abort = scheduler.expect<proto::Abort>(5s);

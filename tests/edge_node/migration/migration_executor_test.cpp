@@ -35,7 +35,7 @@ struct Done {
 
 struct Fixture {
   explicit Fixture(MigrationOptions options = {})
-      : store(*model.checkpoint), table(RoutingTable::empty(model.config())), log(model.config()) {
+      : store(*model.checkpoint), table(HolderTable::empty(model.config())), log(model.config()) {
     options.node_id = "a";
     migration = std::make_unique<MigrationExecutor>(*model.checkpoint, store, table, log, context,
                                                     options, [] { return false; });
@@ -43,7 +43,7 @@ struct Fixture {
   testing::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
-  RoutingTableHandle table;
+  HolderTableHandle table;
   ActivationLog log;
   std::unique_ptr<MigrationExecutor> migration;
 };

@@ -51,7 +51,7 @@ struct Node {
         store(*model.checkpoint),
         pool(2),
         computer(pool, ComputePrecision::kF32),
-        table(*RoutingTable::build(placement, "a", model.config())),
+        table(*HolderTable::build(placement, "a", model.config())),
         peers(context, PeerPoolOptions{}),
         log(model.config()) {
     for (int32_t l : model.moe_layers()) {
@@ -67,7 +67,7 @@ struct Node {
   ExpertStore store;
   ThreadPool pool;
   ExpertComputer computer;
-  RoutingTableHandle table;
+  HolderTableHandle table;
   PeerPool peers;
   ActivationLog log;
   std::unique_ptr<OffloadCache> offload;

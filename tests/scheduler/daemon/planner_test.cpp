@@ -130,7 +130,7 @@ TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's ex
   REQUIRE(plan->problem.current.has_value());
   const auto& current = *plan->problem.current;
   CHECK(current.experts[0][0] ==
-        std::vector<placement::ExpertId>{model.flat(0, 0), model.flat(2, 1)});
+        std::vector<placement::ExpertIndex>{model.flat(0, 0), model.flat(2, 1)});
   CHECK(current.experts[1][0].empty());
   Membership membership;
   membership.attach(a.record, {}, "ra", 0, 0);

@@ -25,7 +25,7 @@ double cost_after_window_without_remote(bool history_latency) {
   REQUIRE(h.service().committed_version() == 1);
 
   h.clock().advance_ms(1000);
-  const std::vector<proto::ExpertRef> all = {{0, 0}, {0, 1}, {2, 2}, {2, 3}, {3, 4}, {3, 5}};
+  const std::vector<ExpertRef> all = {{0, 0}, {0, 1}, {2, 2}, {2, 3}, {3, 4}, {3, 5}};
   h.send("a", report_of(1000, all, 100, /*window_start_ms=*/10'000));  // local calls only
   h.heartbeat_and_advance({"a", "b"}, 2000);
   auto d = h.query("round");

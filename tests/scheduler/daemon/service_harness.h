@@ -178,15 +178,14 @@ class Harness {
 
 // A report of `tokens` tokens in which every listed (layer, expert) was
 // picked `count` times.
-inline proto::ActivationReport report_of(uint64_t tokens,
-                                         const std::vector<proto::ExpertRef>& experts,
+inline proto::ActivationReport report_of(uint64_t tokens, const std::vector<ExpertRef>& experts,
                                          uint32_t count, uint64_t window_start_ms = 1000) {
   proto::ActivationReport r;
   r.window_start_ms = window_start_ms;
   r.window_end_ms = window_start_ms + 1000;
   r.tokens = tokens;
   r.requests = 1;
-  for (const proto::ExpertRef& x : experts) r.counts.push_back({x.layer, x.expert, count});
+  for (const ExpertRef& x : experts) r.counts.push_back({x.layer, x.expert, count});
   r.local_calls = 10;
   r.local_mean_latency_us = 100.0;
   r.local_p99_latency_us = 150.0;

@@ -10,8 +10,6 @@
 namespace dancemoe::scheduler::test {
 namespace {
 
-using proto::ExpertRef;
-
 // Registers a and b (16 slots each for 24 experts) and commits the cold start.
 void cold_start_two(Harness& h, double load_bytes_per_s = 1e9) {
   h.register_node("a", 16000, load_bytes_per_s);

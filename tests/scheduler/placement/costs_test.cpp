@@ -18,7 +18,7 @@ Problem gate_problem() {
   return p;
 }
 
-Placement two_node(std::vector<ExpertId> a, std::vector<ExpertId> b) {
+Placement two_node(std::vector<ExpertIndex> a, std::vector<ExpertIndex> b) {
   Placement p;
   p.experts = {{std::move(a)}, {std::move(b)}};
   return p;

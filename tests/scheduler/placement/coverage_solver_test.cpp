@@ -60,7 +60,7 @@ double solve(const Instance& in) {
   double objective = 0.0;
   for (size_t n = 0; n < in.w.size(); ++n) {
     CHECK(static_cast<int64_t>(solution->sets[n].size()) <= in.slots[n]);
-    for (ExpertId x : solution->sets[n]) {
+    for (ExpertIndex x : solution->sets[n]) {
       covered[x] = 1;
       objective += in.w[n][x];
     }
@@ -149,8 +149,8 @@ TEST_CASE("coverage solver: without deficits the per-node top choice is returned
   Result<CoverageSolution> r = solve_coverage(instance);
   REQUIRE(r.is_ok());
   CHECK(r->n_deficits == 0);
-  CHECK(r->sets[0] == std::vector<ExpertId>{0, 1});
-  CHECK(r->sets[1] == std::vector<ExpertId>{2, 3});
+  CHECK(r->sets[0] == std::vector<ExpertIndex>{0, 1});
+  CHECK(r->sets[1] == std::vector<ExpertIndex>{2, 3});
   CHECK(r->objective == 18.0);
 }
 

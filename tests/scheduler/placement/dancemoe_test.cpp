@@ -61,8 +61,8 @@ TEST_CASE("dancemoe: Algorithm 2 top-N then coverage repair, worked by hand") {
   const Problem p = worked_example();
   Result<Placement> r = solve("dancemoe", p);
   REQUIRE(r.is_ok());
-  CHECK(node_set(*r, 0) == std::vector<ExpertId>{0, 1, 6, 7});
-  CHECK(node_set(*r, 1) == std::vector<ExpertId>{2, 3, 4, 5});
+  CHECK(node_set(*r, 0) == std::vector<ExpertIndex>{0, 1, 6, 7});
+  CHECK(node_set(*r, 1) == std::vector<ExpertIndex>{2, 3, 4, 5});
   // Remote: a misses layer 1's 4, 5 (2); b misses 0, 1 (2) and 6, 7 (2).
   CHECK(proxy_cost_activations(p, *r) == 6);
   // Here every expert has one copy, and this is also the optimum.

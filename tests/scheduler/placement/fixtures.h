@@ -36,8 +36,8 @@ inline Problem small_problem(int32_t layers, int32_t experts,
   return p;
 }
 
-inline std::vector<ExpertId> node_set(const Placement& placement, size_t n) {
-  std::vector<ExpertId> all;
+inline std::vector<ExpertIndex> node_set(const Placement& placement, size_t n) {
+  std::vector<ExpertIndex> all;
   for (const auto& device : placement.experts[n])
     all.insert(all.end(), device.begin(), device.end());
   std::sort(all.begin(), all.end());

@@ -98,14 +98,14 @@ TEST_CASE("optimal: keeps the current placement's experts among equally good cho
   p.current = current;
   Result<Placement> r = solve("optimal", p);
   REQUIRE(r.is_ok());
-  CHECK(testing::node_set(*r, 0) == std::vector<ExpertId>{0, 1, 2});
-  CHECK(testing::node_set(*r, 1) == std::vector<ExpertId>{1, 2, 3});
+  CHECK(testing::node_set(*r, 0) == std::vector<ExpertIndex>{0, 1, 2});
+  CHECK(testing::node_set(*r, 1) == std::vector<ExpertIndex>{1, 2, 3});
   CHECK(migration_s(p, current, *r) == 0.0);
   // Without the current placement, the tie goes to the globally hotter one.
   p.current.reset();
   Result<Placement> fresh = solve("optimal", p);
   REQUIRE(fresh.is_ok());
-  CHECK(testing::node_set(*fresh, 0) == std::vector<ExpertId>{0, 1, 3});
+  CHECK(testing::node_set(*fresh, 0) == std::vector<ExpertIndex>{0, 1, 3});
 }
 
 }  // namespace

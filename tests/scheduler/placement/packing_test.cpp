@@ -10,7 +10,7 @@ namespace {
 
 double device_load(const Problem& p, const Placement& pl, size_t n, size_t g) {
   double load = 0;
-  for (ExpertId x : pl.experts[n][g]) load += p.activations.counts[n][x];
+  for (ExpertIndex x : pl.experts[n][g]) load += p.activations.counts[n][x];
   return load;
 }
 
@@ -21,8 +21,8 @@ TEST_CASE("placement packing: balances activation load across a node's devices")
   const Capacity cap = compute_capacity(p.cluster, p.model);
   Result<Placement> r = pack_onto_devices(p, cap, {{0, 1, 2, 3, 4, 5}}, "test");
   REQUIRE(r.is_ok());
-  CHECK(r->experts[0][0] == std::vector<ExpertId>{0, 3, 4});
-  CHECK(r->experts[0][1] == std::vector<ExpertId>{1, 2, 5});
+  CHECK(r->experts[0][0] == std::vector<ExpertIndex>{0, 3, 4});
+  CHECK(r->experts[0][1] == std::vector<ExpertIndex>{1, 2, 5});
   CHECK(device_load(p, *r, 0, 0) == 14);
   CHECK(device_load(p, *r, 0, 1) == 16);
   CHECK(r->method == "test");
@@ -47,8 +47,8 @@ TEST_CASE("placement packing: experts a node keeps stay on their current device"
   const Capacity cap = compute_capacity(p.cluster, p.model);
   Result<Placement> r = pack_onto_devices(p, cap, {{0, 1, 2, 3, 4, 5}}, "test");
   REQUIRE(r.is_ok());
-  CHECK(r->experts[0][0] == std::vector<ExpertId>{1, 2, 5});
-  CHECK(r->experts[0][1] == std::vector<ExpertId>{0, 3, 4});
+  CHECK(r->experts[0][0] == std::vector<ExpertIndex>{1, 2, 5});
+  CHECK(r->experts[0][1] == std::vector<ExpertIndex>{0, 3, 4});
 }
 
 TEST_CASE("placement packing: a set larger than the node's slots is a policy bug") {
@@ -68,7 +68,7 @@ TEST_CASE("placement packing: unequal sizes drop a replica that fragmentation le
   const Capacity cap = compute_capacity(p.cluster, p.model);
   Result<Placement> r = pack_onto_devices(p, cap, {{0, 1, 2}, {2}}, "test");
   REQUIRE(r.is_ok());
-  CHECK(testing::node_set(*r, 0) == std::vector<ExpertId>{0, 1});  // replica of 2 dropped
+  CHECK(testing::node_set(*r, 0) == std::vector<ExpertIndex>{0, 1});  // replica of 2 dropped
   CHECK(check_placement(p, *r).is_ok());
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("placement packing: unequal sizes move a sole copy to another node") {
   const Capacity cap = compute_capacity(p.cluster, p.model);
   Result<Placement> r = pack_onto_devices(p, cap, {{0, 1, 2}, {}}, "test");
   REQUIRE(r.is_ok());
-  CHECK(testing::node_set(*r, 1) == std::vector<ExpertId>{2});
+  CHECK(testing::node_set(*r, 1) == std::vector<ExpertIndex>{2});
   CHECK(check_placement(p, *r).is_ok());
 }
 

@@ -153,14 +153,14 @@ TEST_CASE("placement policies: baselines behave as documented on a hand example"
   CHECK(set("uniform", 0).size() + set("uniform", 1).size() == 4);
   // redundance: the uniform copies (a: 0, 2; b: 1, 3), then the spare slot
   // by global popularity (0: 55, 3: 30, 2: 20, 1: 10).
-  CHECK(set("redundance", 0) == std::vector<ExpertId>{0, 2, 3});
-  CHECK(set("redundance", 1) == std::vector<ExpertId>{0, 1, 3});
+  CHECK(set("redundance", 0) == std::vector<ExpertIndex>{0, 2, 3});
+  CHECK(set("redundance", 1) == std::vector<ExpertIndex>{0, 1, 3});
   // smartmoe: one copy each, heaviest first onto the least-loaded node.
   CHECK(set("smartmoe", 0).size() + set("smartmoe", 1).size() == 4);
   // optimal: each node keeps what it uses; a's free slot goes to the
   // globally hotter of its zero-count experts (3 over 2).
-  CHECK(set("optimal", 0) == std::vector<ExpertId>{0, 1, 3});
-  CHECK(set("optimal", 1) == std::vector<ExpertId>{0, 2, 3});
+  CHECK(set("optimal", 0) == std::vector<ExpertIndex>{0, 1, 3});
+  CHECK(set("optimal", 1) == std::vector<ExpertIndex>{0, 2, 3});
   Result<Placement> opt = solve("optimal", p);
   CHECK(proxy_cost_activations(p, *opt) == 0);
 }

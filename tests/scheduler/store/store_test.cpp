@@ -208,7 +208,7 @@ TEST_CASE("store: placements, decisions and migrations survive a reopen -- versi
   CHECK(c.committed_ms == 200);
   REQUIRE(c.nodes.size() == 2);
   CHECK(c.nodes[0].devices.size() == 2);
-  CHECK(c.nodes[0].devices[0].experts == std::vector<proto::ExpertRef>{{0, 1}, {2, 3}});
+  CHECK(c.nodes[0].devices[0].experts == std::vector<ExpertRef>{{0, 1}, {2, 3}});
   CHECK(c.nodes[1].node_id == "thin");
   CHECK(c.nodes[1].devices.empty());
   CHECK(*s.max_placement_version() == 2);

@@ -1,4 +1,4 @@
-#include "edge_node/routing/routing_table.h"
+#include "edge_node/holders/holder_table.h"
 
 #include <doctest/doctest.h>
 
@@ -12,9 +12,9 @@ TEST_CASE("routing table: local experts, remote holders by peer index, and cover
   ClusterPlacement p = testing::make_placement(
       4, {{"b", "tcp://b:1", {0, 1, 2}}, {"a", "tcp://a:1", {2, 3}}, {"c", "tcp://c:1", {3, 4, 5}}},
       layers);
-  auto table = RoutingTable::build(p, "b", model.config());
+  auto table = HolderTable::build(p, "b", model.config());
   REQUIRE(table.is_ok());
-  const RoutingTable& t = **table;
+  const HolderTable& t = **table;
   CHECK(t.version() == 4);
   REQUIRE(t.peers().size() == 2);
   CHECK(t.peers()[0].node_id == "a");  // sorted, self left out
@@ -37,13 +37,13 @@ TEST_CASE("routing table: local experts, remote holders by peer index, and cover
 TEST_CASE(
     "routing table: the empty table holds nothing and a node absent from the placement none") {
   testing::TinyModel model;
-  auto empty = RoutingTable::empty(model.config());
+  auto empty = HolderTable::empty(model.config());
   CHECK(empty->version() == 0);
   CHECK(empty->peers().empty());
   CHECK(empty->local_experts().empty());
   ClusterPlacement p = testing::make_placement(1, {{"a", "tcp://a:1", {0, 1, 2, 3, 4, 5, 6, 7}}},
                                                model.moe_layers());
-  auto thin = RoutingTable::build(p, "thin-client", model.config());
+  auto thin = HolderTable::build(p, "thin-client", model.config());
   REQUIRE(thin.is_ok());
   CHECK((*thin)->local_experts().empty());
   CHECK((*thin)->covers_all());

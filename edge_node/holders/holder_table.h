@@ -1,11 +1,11 @@
-// RoutingTable: one placement seen from one node -- for every (layer,
+// HolderTable: one placement seen from one node -- for every (layer,
 // expert), whether this node holds it and which peers do. The executor
 // consults it for every MoE layer; migration replaces it atomically on
-// commit (RoutingTableHandle), so a forward pass uses one consistent table
+// commit (HolderTableHandle), so a forward pass uses one consistent table
 // per layer while the next layer may already see the new one.
 //
-// Immutable after build(); shared as shared_ptr<const RoutingTable>, so
-// reads need no lock. RoutingTableHandle is thread-safe.
+// Immutable after build(); shared as shared_ptr<const HolderTable>, so
+// reads need no lock. HolderTableHandle is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@
 
 #include "common/base/status.h"
 #include "common/model/model_config.h"
-#include "edge_node/routing/cluster_placement.h"
+#include "common/placement/cluster_placement.h"
 
 namespace dancemoe::node {
 
@@ -26,14 +26,14 @@ struct PeerInfo {
   std::string expert_endpoint;
 };
 
-class RoutingTable {
+class HolderTable {
  public:
   // `self_id` may be absent from the placement (a node with no experts).
-  static Result<std::shared_ptr<const RoutingTable>> build(const ClusterPlacement& placement,
-                                                           const std::string& self_id,
-                                                           const ModelConfig& config);
+  static Result<std::shared_ptr<const HolderTable>> build(const ClusterPlacement& placement,
+                                                          const std::string& self_id,
+                                                          const ModelConfig& config);
   // A table with no placement: nothing local, no peers (a node before its first placement).
-  static std::shared_ptr<const RoutingTable> empty(const ModelConfig& config);
+  static std::shared_ptr<const HolderTable> empty(const ModelConfig& config);
 
   uint64_t version() const { return placement_.version; }
   const ClusterPlacement& placement() const { return placement_; }
@@ -48,13 +48,13 @@ class RoutingTable {
   const std::vector<PeerInfo>& peers() const { return peers_; }
   int32_t peer_index(const std::string& node_id) const;  // -1 if absent
 
-  std::vector<ExpertKey> local_experts() const;
+  std::vector<ExpertRef> local_experts() const;
   // True when some node holds every expert of every MoE layer.
   bool covers_all() const { return uncovered_ == 0; }
   int64_t n_uncovered() const { return uncovered_; }
 
  private:
-  RoutingTable() = default;
+  HolderTable() = default;
   size_t index(int64_t layer, int64_t expert) const {
     return static_cast<size_t>(layer * n_experts_ + expert);
   }
@@ -70,22 +70,21 @@ class RoutingTable {
 };
 
 // The table in force. set() is the atomic switch of a commit.
-class RoutingTableHandle {
+class HolderTableHandle {
  public:
-  explicit RoutingTableHandle(std::shared_ptr<const RoutingTable> table)
-      : table_(std::move(table)) {}
-  std::shared_ptr<const RoutingTable> get() const {
+  explicit HolderTableHandle(std::shared_ptr<const HolderTable> table) : table_(std::move(table)) {}
+  std::shared_ptr<const HolderTable> get() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return table_;
   }
-  void set(std::shared_ptr<const RoutingTable> table) {
+  void set(std::shared_ptr<const HolderTable> table) {
     std::lock_guard<std::mutex> lock(mutex_);
     table_ = std::move(table);
   }
 
  private:
   mutable std::mutex mutex_;
-  std::shared_ptr<const RoutingTable> table_;
+  std::shared_ptr<const HolderTable> table_;
 };
 
 }  // namespace dancemoe::node

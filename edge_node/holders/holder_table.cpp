@@ -1,25 +1,30 @@
-#include "edge_node/routing/routing_table.h"
+#include "edge_node/holders/holder_table.h"
+
+#include <algorithm>
 
 namespace dancemoe::node {
 
-Result<std::shared_ptr<const RoutingTable>> RoutingTable::build(const ClusterPlacement& placement,
-                                                                const std::string& self_id,
-                                                                const ModelConfig& config) {
-  DMOE_RETURN_IF_ERROR(check_placement(placement, config, "placement"));
-  std::shared_ptr<RoutingTable> t(new RoutingTable());
+Result<std::shared_ptr<const HolderTable>> HolderTable::build(const ClusterPlacement& placement,
+                                                              const std::string& self_id,
+                                                              const ModelConfig& config) {
+  DMOE_RETURN_IF_ERROR(check_against_model(placement, config, "placement"));
+  std::shared_ptr<HolderTable> t(new HolderTable());
   t->placement_ = placement;
+  // Peers are numbered in node-id order, whatever order the placement lists.
+  std::sort(t->placement_.nodes.begin(), t->placement_.nodes.end(),
+            [](const NodePlacement& a, const NodePlacement& b) { return a.node_id < b.node_id; });
   t->n_layers_ = config.n_layers;
   t->n_experts_ = config.n_experts;
   const size_t n_slots = static_cast<size_t>(config.n_layers * config.n_experts);
   t->local_.assign(n_slots, 0);
   std::vector<std::vector<int32_t>> holders(n_slots);
-  for (const NodeAssignment& node : placement.nodes) {  // sorted by node id
+  for (const NodePlacement& node : t->placement_.nodes) {
     int32_t peer = -1;
     if (node.node_id != self_id) {
       peer = static_cast<int32_t>(t->peers_.size());
       t->peers_.push_back({node.node_id, node.expert_endpoint});
     }
-    for (ExpertKey k : node.experts()) {
+    for (ExpertRef k : node.experts()) {
       const size_t i = t->index(k.layer, k.expert);
       if (peer < 0) {
         t->local_[i] = 1;
@@ -40,23 +45,23 @@ Result<std::shared_ptr<const RoutingTable>> RoutingTable::build(const ClusterPla
       if (!t->local_[i] && holders[i].empty()) ++t->uncovered_;
     }
   }
-  return std::shared_ptr<const RoutingTable>(std::move(t));
+  return std::shared_ptr<const HolderTable>(std::move(t));
 }
 
-std::shared_ptr<const RoutingTable> RoutingTable::empty(const ModelConfig& config) {
-  Result<std::shared_ptr<const RoutingTable>> t = build(ClusterPlacement{}, "", config);
-  return *t;  // an empty placement always passes check_placement
+std::shared_ptr<const HolderTable> HolderTable::empty(const ModelConfig& config) {
+  Result<std::shared_ptr<const HolderTable>> t = build(ClusterPlacement{}, "", config);
+  return *t;  // an empty placement always passes check_against_model
 }
 
-int32_t RoutingTable::peer_index(const std::string& node_id) const {
+int32_t HolderTable::peer_index(const std::string& node_id) const {
   for (size_t i = 0; i < peers_.size(); ++i) {
     if (peers_[i].node_id == node_id) return static_cast<int32_t>(i);
   }
   return -1;
 }
 
-std::vector<ExpertKey> RoutingTable::local_experts() const {
-  std::vector<ExpertKey> keys;
+std::vector<ExpertRef> HolderTable::local_experts() const {
+  std::vector<ExpertRef> keys;
   for (int64_t l = 0; l < n_layers_; ++l) {
     for (int64_t e = 0; e < n_experts_; ++e) {
       if (local_[index(l, e)]) keys.push_back({static_cast<int32_t>(l), static_cast<int32_t>(e)});

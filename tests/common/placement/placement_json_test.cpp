@@ -1,15 +1,41 @@
-#include "edge_node/routing/cluster_placement.h"
+#include "common/placement/placement_json.h"
 
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <tuple>
 
-#include "tests/edge_node/node_test_support.h"
+#include "tests/support/paths.h"
 
-namespace dancemoe::node {
+namespace dancemoe {
 namespace {
 
 using nlohmann::json;
+
+// Layers 0, 2 and 3 are MoE layers of 8 experts; layer 1 is dense.
+ModelConfig four_layers() {
+  ModelConfig config;
+  config.n_layers = 4;
+  config.n_experts = 8;
+  config.layer_is_moe = {true, false, true, true};
+  return config;
+}
+
+// One device "cpu0" per node holding `experts` of every layer in `layers`.
+ClusterPlacement make_placement(
+    uint64_t version,
+    const std::vector<std::tuple<std::string, std::string, std::vector<int32_t>>>& nodes,
+    const std::vector<int32_t>& layers) {
+  ClusterPlacement p{version, {}};
+  for (const auto& [id, endpoint, experts] : nodes) {
+    NodePlacement n{id, endpoint, {{"cpu0", {}}}};
+    for (int32_t l : layers) {
+      for (int32_t e : experts) n.devices[0].experts.push_back({l, e});
+    }
+    p.nodes.push_back(std::move(n));
+  }
+  return p;
+}
 
 Status parse_error(const std::string& text) {
   Result<ClusterPlacement> p = placement_from_json(json::parse(text), "p.json");
@@ -33,10 +59,10 @@ TEST_CASE("placement file: the nodes form is read, sorted by node id, experts de
   CHECK(p->nodes[0].node_id == "a");
   CHECK(p->nodes[0].devices.size() == 2);
   CHECK(p->nodes[1].expert_endpoint == "tcp://127.0.0.1:2");
-  const std::vector<ExpertKey> b = p->nodes[1].experts();
+  const std::vector<ExpertRef> b = p->nodes[1].experts();
   REQUIRE(b.size() == 2);
-  CHECK(b[0] == ExpertKey{0, 1});
-  CHECK(b[1] == ExpertKey{2, 0});
+  CHECK(b[0] == ExpertRef{0, 1});
+  CHECK(b[1] == ExpertRef{2, 0});
   CHECK(p->find("a") == &p->nodes[0]);
   CHECK(p->find("z") == nullptr);
 }
@@ -56,7 +82,7 @@ TEST_CASE("placement file: the output of placement solve plus endpoints is accep
 TEST_CASE("placement file: errors name the file, the JSON path and what was expected") {
   CHECK(parse_error(R"({"nodes": {"a": {"devices": {}}}})").message() ==
         "p.json: nodes.a.expert_endpoint: expected a ZeroMQ endpoint string such as "
-        "\"tcp://127.0.0.1:5551\"");
+        "\"tcp://127.0.0.1:5551\", got nothing (the field is missing)");
   Status pair = parse_error(
       R"({"nodes": {"a": {"expert_endpoint": "tcp://x:1", "devices": {"cpu0": [[0, -1]]}}}})");
   CHECK(pair.message().find("nodes.a.devices.cpu0[0]") != std::string::npos);
@@ -64,7 +90,8 @@ TEST_CASE("placement file: errors name the file, the JSON path and what was expe
   CHECK(parse_error(R"({"nodes": {}, "placement": {}})").message().find("exactly one of") !=
         std::string::npos);
   CHECK(parse_error(R"({"placement": {"a": {"cpu0": []}}, "endpoints": {}})").message() ==
-        "p.json: endpoints.a: missing expert endpoint for node 'a'");
+        "p.json: endpoints.a: expected a ZeroMQ endpoint string such as "
+        "\"tcp://127.0.0.1:5551\", got nothing (the field is missing)");
   CHECK(parse_error(R"({"version": 0, "nodes": {}})").message().find("version") !=
         std::string::npos);
   CHECK(parse_error("[1, 2]").code() == StatusCode::kInvalidArgument);
@@ -76,37 +103,34 @@ TEST_CASE("placement file: an unreadable or non-JSON file is a clear error") {
   std::ofstream(dir.path() / "bad.json") << "{not json";
   Result<ClusterPlacement> bad = read_placement_file(dir.path() / "bad.json");
   REQUIRE_FALSE(bad.is_ok());
-  CHECK(bad.status().message().find("not valid JSON") != std::string::npos);
+  CHECK(bad.status().message().find("malformed JSON") != std::string::npos);
 }
 
 TEST_CASE("placement: checked against the model -- dense layers and out-of-range experts refused") {
-  testing::TinyModel model;
-  const ModelConfig& config = model.config();
-  ClusterPlacement p = testing::make_placement(1, {{"a", "tcp://x:1", {0, 1}}}, {0});
-  CHECK(check_placement(p, config, "p").is_ok());
-  p.nodes[0].devices[0].experts.push_back({1, 0});  // layer 1 of the tiny model is dense
-  Status dense = check_placement(p, config, "p");
+  const ModelConfig config = four_layers();
+  ClusterPlacement p = make_placement(1, {{"a", "tcp://x:1", {0, 1}}}, {0});
+  CHECK(check_against_model(p, config, "p").is_ok());
+  p.nodes[0].devices[0].experts.push_back({1, 0});  // layer 1 is dense
+  Status dense = check_against_model(p, config, "p");
   CHECK(dense.message().find("dense layer") != std::string::npos);
   p.nodes[0].devices[0].experts.back() = {0, static_cast<int32_t>(config.n_experts)};
-  CHECK(check_placement(p, config, "p").message().find("expert out of range") != std::string::npos);
+  CHECK(check_against_model(p, config, "p").message().find("expert out of range") !=
+        std::string::npos);
   p.nodes[0].devices[0].experts.back() = {static_cast<int32_t>(config.n_layers), 0};
-  CHECK(check_placement(p, config, "p").message().find("layer out of range") != std::string::npos);
-  ClusterPlacement twice = testing::make_placement(1, {{"a", "e", {0}}, {"a", "e", {1}}}, {0});
-  CHECK(check_placement(twice, config, "p").message().find("more than once") != std::string::npos);
+  CHECK(check_against_model(p, config, "p").message().find("layer out of range") !=
+        std::string::npos);
+  ClusterPlacement twice = make_placement(1, {{"a", "e", {0}}, {"a", "e", {1}}}, {0});
+  CHECK(check_against_model(twice, config, "p").message().find("more than once") !=
+        std::string::npos);
 }
 
-TEST_CASE("placement: protocol and JSON forms round-trip") {
+TEST_CASE("placement: the JSON form round-trips") {
   ClusterPlacement p =
-      testing::make_placement(7, {{"a", "tcp://x:1", {0, 3}}, {"b", "tcp://x:2", {1}}}, {0, 2});
-  const ClusterPlacement back = placement_from_proto(placement_to_proto(p));
-  CHECK(back.version == 7);
-  REQUIRE(back.nodes.size() == 2);
-  CHECK(back.nodes[0].experts() == p.nodes[0].experts());
-  CHECK(back.nodes[1].expert_endpoint == "tcp://x:2");
+      make_placement(7, {{"a", "tcp://x:1", {0, 3}}, {"b", "tcp://x:2", {1}}}, {0, 2});
   Result<ClusterPlacement> from_json = placement_from_json(placement_to_json(p), "j");
   REQUIRE(from_json.is_ok());
   CHECK(from_json->nodes[1].experts() == p.nodes[1].experts());
   CHECK(from_json->version == 7);
 }
 
-}  // namespace dancemoe::node
+}  // namespace dancemoe
