@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/base/file_util.h"
+
 namespace dancemoe {
 namespace {
 
@@ -261,6 +263,11 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
     return invalid_argument(source + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
                             e.what());
   }
+}
+
+Result<nlohmann::json> read_json_file(const std::filesystem::path& path, uint64_t max_bytes) {
+  DMOE_ASSIGN_OR_RETURN(std::string text, read_file(path, max_bytes));
+  return parse_json_document(text, path.string());
 }
 
 }  // namespace dancemoe

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -114,5 +115,8 @@ std::string json_quote(std::string_view text);
 // Parses `text` as JSON; a syntax error names `source`, the byte offset and
 // the parser's message.
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source);
+// Reads and parses a JSON file of at most `max_bytes`; errors name the path.
+Result<nlohmann::json> read_json_file(const std::filesystem::path& path,
+                                      uint64_t max_bytes = uint64_t{64} << 20);
 
 }  // namespace dancemoe

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "common/base/file_util.h"
 #include "common/base/json_field.h"
 
 namespace dancemoe {
@@ -133,9 +132,7 @@ Result<ClusterPlacement> placement_from_json(const nlohmann::json& json, const s
 
 Result<ClusterPlacement> read_placement_file(const std::filesystem::path& path,
                                              Endpoints endpoints) {
-  // A placement of the largest real models is well under a megabyte.
-  DMOE_ASSIGN_OR_RETURN(std::string text, read_file(path, uint64_t{64} << 20));
-  DMOE_ASSIGN_OR_RETURN(nlohmann::json json, parse_json_document(text, path.string()));
+  DMOE_ASSIGN_OR_RETURN(nlohmann::json json, read_json_file(path));
   return placement_from_json(json, path.string(), endpoints);
 }
 

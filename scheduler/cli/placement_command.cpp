@@ -5,9 +5,10 @@
 //   dancemoe placement solve --input FILE.json --policy NAME [--current PLACEMENT.json]
 //       Solves one placement problem (format: scheduler/placement/json_io.h)
 //       and prints one JSON object on stdout:
-//         {"policy": ..., "method": ..., "placement": {"a": {"gpu0": [[layer, expert], ...]}},
-//          "proxy_cost": ..., "proxy_cost_s": ..., "local_hit_ratio": ..., "solve_ms": ...,
-//          "gate": {"cost_current_s": ..., "cost_new_s": ..., "migration_s": ...,
+//         {"version": 1, "nodes": {"a": {"devices": {"gpu0": [[layer, expert], ...]}}},
+//          "policy": ..., "method": ..., "proxy_cost": ..., "proxy_cost_s": ..., "local_hit_ratio":
+//          ..., "solve_ms": ..., "gate": {"cost_current_s": ..., "cost_new_s": ..., "migration_s":
+//          ...,
 //                   "adopt": true|false}}            (gate only with --current)
 //       proxy_cost counts remote activations (the paper's Eq. 2); proxy_cost_s
 //       is C(P) in seconds over horizon_s; solve_ms covers validation, the
@@ -16,6 +17,9 @@
 //       device) and the gate compares it with the new one. A current
 //       placement that leaves an expert uncovered is adopted regardless
 //       (coverage repair).
+//       The placement is in the cluster's one JSON form
+//       (common/placement/placement_json.h), so the whole object is accepted
+//       as --current and by `dancemoe-node --placement` once endpoints are added.
 //       Errors go to stderr and name the file and field; exit code 2 for bad
 //       or infeasible input, 1 for an internal failure.
 //   dancemoe placement policies
@@ -27,8 +31,11 @@
 #include <sstream>
 #include <string>
 
+#include "common/base/json_field.h"
+#include "common/placement/placement_json.h"
 #include "scheduler/cli/command_registry.h"
 #include "scheduler/cli/placement_cluster.h"
+#include "scheduler/placement/cluster_form.h"
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/json_io.h"
 #include "scheduler/placement/policy.h"
@@ -52,18 +59,6 @@ int fail(const std::string& message, int code) {
 
 int exit_code_for(const Status& status) { return status.code() == StatusCode::kInternal ? 1 : 2; }
 
-Result<nlohmann::json> read_json_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return invalid_argument(path + ": cannot open the file for reading");
-  std::stringstream text;
-  text << file.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    return invalid_argument(path + ": not valid JSON: " + e.what());
-  }
-}
-
 int run_solve(const SolveOptions& options) {
   if (placement::find_policy(options.policy) == nullptr) {
     return fail("--policy: unknown placement policy '" + options.policy +
@@ -75,9 +70,9 @@ int run_solve(const SolveOptions& options) {
   Result<Problem> problem = placement::problem_from_json(*input);
   if (!problem.is_ok()) return fail(options.input + ": " + problem.status().message(), 2);
   if (!options.current.empty()) {
-    Result<nlohmann::json> current_json = read_json_file(options.current);
-    if (!current_json.is_ok()) return fail(current_json.status().message(), 2);
-    Result<Placement> current = placement::placement_from_json(*current_json, *problem);
+    Result<ClusterPlacement> read = read_placement_file(options.current, Endpoints::kOptional);
+    if (!read.is_ok()) return fail(read.status().message(), 2);
+    Result<Placement> current = placement::from_cluster_placement(*problem, *read);
     if (!current.is_ok()) return fail(options.current + ": " + current.status().message(), 2);
     problem->current = std::move(*current);
   }
@@ -92,10 +87,11 @@ int run_solve(const SolveOptions& options) {
   }
 
   const placement::PlacementCosts costs = placement::evaluate_costs(*problem, *solved);
-  nlohmann::ordered_json out;
+  // The placement in its one JSON form, the solve's figures beside it.
+  nlohmann::ordered_json out =
+      placement_to_json(placement::to_cluster_placement(*problem, *solved));
   out["policy"] = options.policy;
   out["method"] = solved->method;
-  out["placement"] = placement::placement_to_json(*problem, *solved);
   out["proxy_cost"] = costs.proxy_cost;
   out["proxy_cost_s"] = costs.proxy_cost_s;
   out["local_hit_ratio"] = costs.local_hit_ratio;

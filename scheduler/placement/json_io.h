@@ -1,4 +1,4 @@
-// JSON form of placement problems and placements, as used by
+// JSON form of placement problems, as used by
 // `dancemoe placement solve` (scheduler/cli/placement_command.cpp) and the
 // simulator's configs. Other tools depend on this format; add fields, never
 // rename them.
@@ -16,11 +16,8 @@
 // the seconds cost. Every node needs its activations (zeros for a node that
 // saw nothing), one list per layer with one count per expert.
 //
-// Placement: {"a": {"gpu0": [[layer, expert], ...], ...}, ...}; every node
-// and device of the problem appears (possibly with an empty list). When
-// reading, an object with a "placement" member (the output of
-// `dancemoe placement solve`) is accepted too, nodes or devices left out hold
-// nothing, and unknown ids are errors.
+// Placements travel in the cluster's one JSON form
+// (common/placement/placement_json.h), converted by cluster_form.h.
 //
 // Errors are invalid_argument naming the JSON path ("nodes[1].devices[0].
 // expert_budget_bytes") and what was expected. Pure functions; thread-safe.
@@ -34,9 +31,5 @@
 namespace dancemoe::placement {
 
 Result<Problem> problem_from_json(const nlohmann::json& json);
-
-Result<Placement> placement_from_json(const nlohmann::json& json, const Problem& problem);
-
-nlohmann::ordered_json placement_to_json(const Problem& problem, const Placement& placement);
 
 }  // namespace dancemoe::placement

@@ -71,13 +71,13 @@ TEST_CASE("cli placement solve: prints one JSON object in the documented format"
   CHECK(out.contains("solve_ms"));
   CHECK_FALSE(out.contains("gate"));
   // Every node and device appears; every expert is covered; devices fit.
-  const auto& placement = out["placement"];
-  CHECK(placement["a"]["gpu0"].size() == 4);
-  CHECK(placement["b"]["gpu0"].size() == 2);
-  CHECK(placement["b"]["gpu1"].size() == 2);
+  const auto& nodes = out["nodes"];
+  CHECK(nodes["a"]["devices"]["gpu0"].size() == 4);
+  CHECK(nodes["b"]["devices"]["gpu0"].size() == 2);
+  CHECK(nodes["b"]["devices"]["gpu1"].size() == 2);
   std::set<std::pair<int, int>> covered;
-  for (const auto& [node, devices] : placement.items()) {
-    for (const auto& [device, list] : devices.items()) {
+  for (const auto& [node, placed] : nodes.items()) {
+    for (const auto& [device, list] : placed["devices"].items()) {
       for (const auto& pair : list) covered.insert({pair[0].get<int>(), pair[1].get<int>()});
     }
   }
@@ -149,7 +149,7 @@ TEST_CASE("cli placement solve: bad input names the field and exits with 2") {
   run = run_cli(dir, "placement solve --input '" + (dir.path() / "broken.json").string() +
                          "' --policy optimal");
   CHECK(run.exit_code == 2);
-  CHECK(run.err.find("not valid JSON") != std::string::npos);
+  CHECK(run.err.find("malformed JSON") != std::string::npos);
 }
 
 TEST_CASE("cli placement solve: infeasible memory says how much is missing") {
@@ -166,7 +166,7 @@ TEST_CASE("cli placement solve: infeasible memory says how much is missing") {
 TEST_CASE("cli placement solve: a current placement naming an unknown device is refused") {
   testing::TempDir dir("cli-placement");
   const std::string input = write(dir, "in.json", problem_json());
-  const auto current = nlohmann::json::parse(R"({"a": {"gpu7": [[0, 0]]}})");
+  const auto current = nlohmann::json::parse(R"({"placement": {"a": {"gpu7": [[0, 0]]}}})");
   const Run run = run_cli(dir, "placement solve --input " + input + " --policy optimal --current " +
                                    write(dir, "cur.json", current));
   CHECK(run.exit_code == 2);

@@ -2,8 +2,6 @@
 
 #include <doctest/doctest.h>
 
-#include "scheduler/placement/policy.h"
-
 namespace dancemoe::placement {
 namespace {
 
@@ -46,24 +44,6 @@ TEST_CASE("placement json: errors name the path and the expectation") {
   j = minimal();
   j["horizon_s"] = 0;
   CHECK(problem_from_json(j).status().message().find("horizon_s") != std::string::npos);
-}
-
-TEST_CASE("placement json: a placement survives a round trip") {
-  Result<Problem> p = problem_from_json(minimal());
-  REQUIRE(p.is_ok());
-  Result<Placement> solved = solve("optimal", *p);
-  REQUIRE(solved.is_ok());
-  const auto text = placement_to_json(*p, *solved);
-  Result<Placement> back = placement_from_json(nlohmann::json::parse(text.dump()), *p);
-  REQUIRE(back.is_ok());
-  CHECK(back->experts == solved->experts);
-  // Also inside a solve output object.
-  nlohmann::json wrapped = {{"placement", nlohmann::json::parse(text.dump())}};
-  CHECK(placement_from_json(wrapped, *p)->experts == solved->experts);
-  // An expert out of range is named.
-  auto bad = nlohmann::json::parse(R"({"a": {"g": [[1, 3]]}})");
-  CHECK(placement_from_json(bad, *p).status().message() ==
-        "placement.a.g[0]: no expert 3 in layer 1 of the model");
 }
 
 }  // namespace
