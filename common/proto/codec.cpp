@@ -249,8 +249,249 @@ class Decoder {
   Result<Body> body(const w::Envelope& e) const;
 
  private:
+  // One per message with fields to check; body() dispatches on the type.
+  Result<Body> decode_register(const w::Envelope& e) const;
+  Result<Body> decode_register_reply(const w::Envelope& e) const;
+  Result<Body> decode_heartbeat(const w::Envelope& e) const;
+  Result<Body> decode_activation_report(const w::Envelope& e) const;
+  Result<Body> decode_placement_prepare(const w::Envelope& e) const;
+  Result<Body> decode_abort(const w::Envelope& e) const;
+  Result<Body> decode_status_request(const w::Envelope& e) const;
+  Result<Body> decode_status_reply(const w::Envelope& e) const;
+  Result<Body> decode_expert_call(const w::Envelope& e) const;
+  Result<Body> decode_expert_result(const w::Envelope& e) const;
+  Result<Body> decode_expert_weights_request(const w::Envelope& e) const;
+  Result<Body> decode_expert_weights_chunk(const w::Envelope& e) const;
+  Result<Body> decode_error(const w::Envelope& e) const;
+
   const DecodeLimits& limits_;
 };
+
+Result<Body> Decoder::decode_register(const w::Envelope& e) const {
+  const w::Register* m = e.body_as_Register();
+  Register r;
+  DMOE_RETURN_IF_ERROR(string(m->node_id(), "Register.node_id", &r.node_id));
+  DMOE_RETURN_IF_ERROR(string(m->model_id(), "Register.model_id", &r.model_id));
+  DMOE_RETURN_IF_ERROR(list_size(m->devices(), "Register.devices"));
+  if (m->devices()) {
+    for (const w::DeviceInfo* d : *m->devices()) {
+      DeviceInfo info;
+      DMOE_RETURN_IF_ERROR(string(d->name(), "Register.devices.name", &info.name));
+      info.expert_budget_bytes = d->expert_budget_bytes();
+      info.load_bytes_per_s = d->load_bytes_per_s();
+      DMOE_RETURN_IF_ERROR(
+          non_negative(info.load_bytes_per_s, "Register.devices.load_bytes_per_s"));
+      r.devices.push_back(std::move(info));
+    }
+  }
+  r.host_memory_bytes = m->host_memory_bytes();
+  DMOE_RETURN_IF_ERROR(
+      string(m->expert_endpoint(), "Register.expert_endpoint", &r.expert_endpoint));
+  DMOE_RETURN_IF_ERROR(string(m->http_endpoint(), "Register.http_endpoint", &r.http_endpoint));
+  DMOE_RETURN_IF_ERROR(refs(m->resident(), "Register.resident", &r.resident));
+  DMOE_RETURN_IF_ERROR(list_size(m->resident_devices(), "Register.resident_devices"));
+  if (m->resident_devices()) {
+    r.resident_devices.assign(m->resident_devices()->begin(), m->resident_devices()->end());
+  }
+  if (!r.resident_devices.empty() && r.resident_devices.size() != r.resident.size()) {
+    return invalid_argument("Register.resident_devices has " +
+                            std::to_string(r.resident_devices.size()) + " entries for " +
+                            std::to_string(r.resident.size()) + " resident experts");
+  }
+  r.placement_version = m->placement_version();
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_register_reply(const w::Envelope& e) const {
+  const w::RegisterReply* m = e.body_as_RegisterReply();
+  RegisterReply r;
+  r.accepted = m->accepted();
+  DMOE_RETURN_IF_ERROR(string(m->reason(), "RegisterReply.reason", &r.reason));
+  r.heartbeat_interval_ms = m->heartbeat_interval_ms();
+  r.report_interval_ms = m->report_interval_ms();
+  r.placement_version = m->placement_version();
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_heartbeat(const w::Envelope& e) const {
+  const w::Heartbeat* m = e.body_as_Heartbeat();
+  return Body(Heartbeat{m->placement_version(), m->requests_in_flight()});
+}
+
+Result<Body> Decoder::decode_activation_report(const w::Envelope& e) const {
+  const w::ActivationReport* m = e.body_as_ActivationReport();
+  ActivationReport r;
+  r.window_start_ms = m->window_start_ms();
+  r.window_end_ms = m->window_end_ms();
+  if (r.window_end_ms < r.window_start_ms) {
+    return invalid_argument("ActivationReport window ends before it starts");
+  }
+  r.tokens = m->tokens();
+  r.requests = m->requests();
+  DMOE_RETURN_IF_ERROR(list_size(m->counts(), "ActivationReport.counts"));
+  if (m->counts()) {
+    r.counts.reserve(m->counts()->size());
+    for (const w::ExpertCount* c : *m->counts()) {
+      r.counts.push_back({c->layer(), c->expert(), c->count()});
+    }
+  }
+  r.local_calls = m->local_calls();
+  r.local_mean_latency_us = m->local_mean_latency_us();
+  r.local_p99_latency_us = m->local_p99_latency_us();
+  DMOE_RETURN_IF_ERROR(
+      non_negative(r.local_mean_latency_us, "ActivationReport.local_mean_latency_us"));
+  DMOE_RETURN_IF_ERROR(
+      non_negative(r.local_p99_latency_us, "ActivationReport.local_p99_latency_us"));
+  DMOE_RETURN_IF_ERROR(list_size(m->remote(), "ActivationReport.remote"));
+  if (m->remote()) {
+    for (const w::PeerCallStats* p : *m->remote()) {
+      PeerCallStats s;
+      DMOE_RETURN_IF_ERROR(string(p->peer(), "ActivationReport.remote.peer", &s.peer));
+      s.calls = p->calls();
+      s.mean_latency_us = p->mean_latency_us();
+      s.p99_latency_us = p->p99_latency_us();
+      DMOE_RETURN_IF_ERROR(
+          non_negative(s.mean_latency_us, "ActivationReport.remote.mean_latency_us"));
+      DMOE_RETURN_IF_ERROR(
+          non_negative(s.p99_latency_us, "ActivationReport.remote.p99_latency_us"));
+      s.bytes = p->bytes();
+      s.failures = p->failures();
+      r.remote.push_back(std::move(s));
+    }
+  }
+  r.placement_version = m->placement_version();
+  r.local_hits = m->local_hits();
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_placement_prepare(const w::Envelope& e) const {
+  const w::PlacementPrepare* m = e.body_as_PlacementPrepare();
+  PlacementPrepare p;
+  p.version = m->version();
+  DMOE_RETURN_IF_ERROR(list_size(m->nodes(), "PlacementPrepare.nodes"));
+  if (m->nodes()) {
+    for (const w::NodePlacement* n : *m->nodes()) {
+      NodePlacement node;
+      DMOE_RETURN_IF_ERROR(string(n->node_id(), "PlacementPrepare.nodes.node_id", &node.node_id));
+      DMOE_RETURN_IF_ERROR(string(n->expert_endpoint(), "PlacementPrepare.nodes.expert_endpoint",
+                                  &node.expert_endpoint));
+      DMOE_RETURN_IF_ERROR(list_size(n->devices(), "PlacementPrepare.nodes.devices"));
+      if (n->devices()) {
+        for (const w::DevicePlacement* d : *n->devices()) {
+          DevicePlacement device;
+          DMOE_RETURN_IF_ERROR(
+              string(d->device(), "PlacementPrepare.devices.device", &device.device));
+          DMOE_RETURN_IF_ERROR(
+              refs(d->experts(), "PlacementPrepare.devices.experts", &device.experts));
+          node.devices.push_back(std::move(device));
+        }
+      }
+      p.nodes.push_back(std::move(node));
+    }
+  }
+  return Body(std::move(p));
+}
+
+Result<Body> Decoder::decode_abort(const w::Envelope& e) const {
+  Abort a;
+  a.version = e.body_as_Abort()->version();
+  DMOE_RETURN_IF_ERROR(string(e.body_as_Abort()->reason(), "Abort.reason", &a.reason));
+  return Body(std::move(a));
+}
+
+Result<Body> Decoder::decode_status_request(const w::Envelope& e) const {
+  StatusRequest r;
+  DMOE_RETURN_IF_ERROR(string(e.body_as_StatusRequest()->what(), "StatusRequest.what", &r.what));
+  DMOE_RETURN_IF_ERROR(string(e.body_as_StatusRequest()->arguments_json(),
+                              "StatusRequest.arguments_json", &r.arguments_json,
+                              limits_.max_json_bytes));
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_status_reply(const w::Envelope& e) const {
+  StatusReply r;
+  DMOE_RETURN_IF_ERROR(
+      string(e.body_as_StatusReply()->json(), "StatusReply.json", &r.json, limits_.max_json_bytes));
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_expert_call(const w::Envelope& e) const {
+  const w::ExpertCall* m = e.body_as_ExpertCall();
+  ExpertCall c;
+  c.call_id = m->call_id();
+  c.layer = m->layer();
+  c.n_tokens = m->n_tokens();
+  c.hidden = m->hidden();
+  DMOE_RETURN_IF_ERROR(tokens_and_hidden(c.n_tokens, c.hidden, "ExpertCall"));
+  DMOE_ASSIGN_OR_RETURN(c.dtype, dtype(m->dtype(), "ExpertCall.dtype"));
+  DMOE_RETURN_IF_ERROR(list_size(m->assignments(), "ExpertCall.assignments"));
+  if (m->assignments() == nullptr || m->assignments()->size() == 0) {
+    return invalid_argument("ExpertCall has no assignments");
+  }
+  c.assignments.reserve(m->assignments()->size());
+  for (const w::Assignment* a : *m->assignments()) {
+    if (a->token() >= c.n_tokens) {
+      return invalid_argument("ExpertCall assignment names token " + std::to_string(a->token()) +
+                              " of a call with " + std::to_string(c.n_tokens) + " tokens");
+    }
+    if (!std::isfinite(a->weight())) {
+      return invalid_argument("ExpertCall assignment weight is not finite");
+    }
+    c.assignments.push_back({a->token(), a->expert(), a->weight()});
+  }
+  c.placement_version = m->placement_version();
+  return Body(std::move(c));
+}
+
+Result<Body> Decoder::decode_expert_result(const w::Envelope& e) const {
+  const w::ExpertResult* m = e.body_as_ExpertResult();
+  ExpertResult r;
+  r.call_id = m->call_id();
+  r.n_tokens = m->n_tokens();
+  r.hidden = m->hidden();
+  DMOE_RETURN_IF_ERROR(tokens_and_hidden(r.n_tokens, r.hidden, "ExpertResult"));
+  DMOE_ASSIGN_OR_RETURN(r.dtype, dtype(m->dtype(), "ExpertResult.dtype"));
+  r.compute_us = m->compute_us();
+  return Body(std::move(r));
+}
+
+Result<Body> Decoder::decode_expert_weights_request(const w::Envelope& e) const {
+  const w::ExpertWeightsRequest* m = e.body_as_ExpertWeightsRequest();
+  if (m->max_bytes() == 0) return invalid_argument("ExpertWeightsRequest.max_bytes is 0");
+  return Body(ExpertWeightsRequest{m->layer(), m->expert(), m->offset(), m->max_bytes()});
+}
+
+Result<Body> Decoder::decode_expert_weights_chunk(const w::Envelope& e) const {
+  const w::ExpertWeightsChunk* m = e.body_as_ExpertWeightsChunk();
+  ExpertWeightsChunk c;
+  c.layer = m->layer();
+  c.expert = m->expert();
+  c.offset = m->offset();
+  c.length = m->length();
+  c.total_bytes = m->total_bytes();
+  if (c.offset > c.total_bytes || c.length > c.total_bytes - c.offset) {
+    return invalid_argument("ExpertWeightsChunk [" + std::to_string(c.offset) + ", +" +
+                            std::to_string(c.length) + ") runs past the expert's " +
+                            std::to_string(c.total_bytes) + " bytes");
+  }
+  if (m->sha256() == nullptr || m->sha256()->size() != 32) {
+    return invalid_argument("ExpertWeightsChunk.sha256 must be 32 bytes");
+  }
+  std::copy(m->sha256()->begin(), m->sha256()->end(), c.sha256.begin());
+  return Body(std::move(c));
+}
+
+Result<Body> Decoder::decode_error(const w::Envelope& e) const {
+  const w::Error* m = e.body_as_Error();
+  Error err;
+  const uint16_t code = static_cast<uint16_t>(m->code());
+  err.code = code <= static_cast<uint16_t>(StatusCode::kInternal) && code != 0
+                 ? static_cast<StatusCode>(code)
+                 : StatusCode::kInternal;
+  DMOE_RETURN_IF_ERROR(string(m->message(), "Error.message", &err.message));
+  err.in_reply_to = m->in_reply_to();
+  return Body(std::move(err));
+}
 
 Result<Body> Decoder::body(const w::Envelope& e) const {
   // The verifier accepts a union type without its value (the value field is
@@ -260,229 +501,38 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
                             std::to_string(static_cast<int>(e.body_type())) + " but has no body");
   }
   switch (e.body_type()) {
-    case w::Body::Register: {
-      const w::Register* m = e.body_as_Register();
-      Register r;
-      DMOE_RETURN_IF_ERROR(string(m->node_id(), "Register.node_id", &r.node_id));
-      DMOE_RETURN_IF_ERROR(string(m->model_id(), "Register.model_id", &r.model_id));
-      DMOE_RETURN_IF_ERROR(list_size(m->devices(), "Register.devices"));
-      if (m->devices()) {
-        for (const w::DeviceInfo* d : *m->devices()) {
-          DeviceInfo info;
-          DMOE_RETURN_IF_ERROR(string(d->name(), "Register.devices.name", &info.name));
-          info.expert_budget_bytes = d->expert_budget_bytes();
-          info.load_bytes_per_s = d->load_bytes_per_s();
-          DMOE_RETURN_IF_ERROR(
-              non_negative(info.load_bytes_per_s, "Register.devices.load_bytes_per_s"));
-          r.devices.push_back(std::move(info));
-        }
-      }
-      r.host_memory_bytes = m->host_memory_bytes();
-      DMOE_RETURN_IF_ERROR(
-          string(m->expert_endpoint(), "Register.expert_endpoint", &r.expert_endpoint));
-      DMOE_RETURN_IF_ERROR(string(m->http_endpoint(), "Register.http_endpoint", &r.http_endpoint));
-      DMOE_RETURN_IF_ERROR(refs(m->resident(), "Register.resident", &r.resident));
-      DMOE_RETURN_IF_ERROR(list_size(m->resident_devices(), "Register.resident_devices"));
-      if (m->resident_devices()) {
-        r.resident_devices.assign(m->resident_devices()->begin(), m->resident_devices()->end());
-      }
-      if (!r.resident_devices.empty() && r.resident_devices.size() != r.resident.size()) {
-        return invalid_argument("Register.resident_devices has " +
-                                std::to_string(r.resident_devices.size()) + " entries for " +
-                                std::to_string(r.resident.size()) + " resident experts");
-      }
-      r.placement_version = m->placement_version();
-      return Body(std::move(r));
-    }
-    case w::Body::RegisterReply: {
-      const w::RegisterReply* m = e.body_as_RegisterReply();
-      RegisterReply r;
-      r.accepted = m->accepted();
-      DMOE_RETURN_IF_ERROR(string(m->reason(), "RegisterReply.reason", &r.reason));
-      r.heartbeat_interval_ms = m->heartbeat_interval_ms();
-      r.report_interval_ms = m->report_interval_ms();
-      r.placement_version = m->placement_version();
-      return Body(std::move(r));
-    }
-    case w::Body::Heartbeat: {
-      const w::Heartbeat* m = e.body_as_Heartbeat();
-      return Body(Heartbeat{m->placement_version(), m->requests_in_flight()});
-    }
-    case w::Body::ActivationReport: {
-      const w::ActivationReport* m = e.body_as_ActivationReport();
-      ActivationReport r;
-      r.window_start_ms = m->window_start_ms();
-      r.window_end_ms = m->window_end_ms();
-      if (r.window_end_ms < r.window_start_ms) {
-        return invalid_argument("ActivationReport window ends before it starts");
-      }
-      r.tokens = m->tokens();
-      r.requests = m->requests();
-      DMOE_RETURN_IF_ERROR(list_size(m->counts(), "ActivationReport.counts"));
-      if (m->counts()) {
-        r.counts.reserve(m->counts()->size());
-        for (const w::ExpertCount* c : *m->counts()) {
-          r.counts.push_back({c->layer(), c->expert(), c->count()});
-        }
-      }
-      r.local_calls = m->local_calls();
-      r.local_mean_latency_us = m->local_mean_latency_us();
-      r.local_p99_latency_us = m->local_p99_latency_us();
-      DMOE_RETURN_IF_ERROR(
-          non_negative(r.local_mean_latency_us, "ActivationReport.local_mean_latency_us"));
-      DMOE_RETURN_IF_ERROR(
-          non_negative(r.local_p99_latency_us, "ActivationReport.local_p99_latency_us"));
-      DMOE_RETURN_IF_ERROR(list_size(m->remote(), "ActivationReport.remote"));
-      if (m->remote()) {
-        for (const w::PeerCallStats* p : *m->remote()) {
-          PeerCallStats s;
-          DMOE_RETURN_IF_ERROR(string(p->peer(), "ActivationReport.remote.peer", &s.peer));
-          s.calls = p->calls();
-          s.mean_latency_us = p->mean_latency_us();
-          s.p99_latency_us = p->p99_latency_us();
-          DMOE_RETURN_IF_ERROR(
-              non_negative(s.mean_latency_us, "ActivationReport.remote.mean_latency_us"));
-          DMOE_RETURN_IF_ERROR(
-              non_negative(s.p99_latency_us, "ActivationReport.remote.p99_latency_us"));
-          s.bytes = p->bytes();
-          s.failures = p->failures();
-          r.remote.push_back(std::move(s));
-        }
-      }
-      r.placement_version = m->placement_version();
-      r.local_hits = m->local_hits();
-      return Body(std::move(r));
-    }
+    case w::Body::Register:
+      return decode_register(e);
+    case w::Body::RegisterReply:
+      return decode_register_reply(e);
+    case w::Body::Heartbeat:
+      return decode_heartbeat(e);
+    case w::Body::ActivationReport:
+      return decode_activation_report(e);
     case w::Body::Ack:
       return Body(Ack{e.body_as_Ack()->sequence()});
-    case w::Body::PlacementPrepare: {
-      const w::PlacementPrepare* m = e.body_as_PlacementPrepare();
-      PlacementPrepare p;
-      p.version = m->version();
-      DMOE_RETURN_IF_ERROR(list_size(m->nodes(), "PlacementPrepare.nodes"));
-      if (m->nodes()) {
-        for (const w::NodePlacement* n : *m->nodes()) {
-          NodePlacement node;
-          DMOE_RETURN_IF_ERROR(
-              string(n->node_id(), "PlacementPrepare.nodes.node_id", &node.node_id));
-          DMOE_RETURN_IF_ERROR(string(n->expert_endpoint(),
-                                      "PlacementPrepare.nodes.expert_endpoint",
-                                      &node.expert_endpoint));
-          DMOE_RETURN_IF_ERROR(list_size(n->devices(), "PlacementPrepare.nodes.devices"));
-          if (n->devices()) {
-            for (const w::DevicePlacement* d : *n->devices()) {
-              DevicePlacement device;
-              DMOE_RETURN_IF_ERROR(
-                  string(d->device(), "PlacementPrepare.devices.device", &device.device));
-              DMOE_RETURN_IF_ERROR(
-                  refs(d->experts(), "PlacementPrepare.devices.experts", &device.experts));
-              node.devices.push_back(std::move(device));
-            }
-          }
-          p.nodes.push_back(std::move(node));
-        }
-      }
-      return Body(std::move(p));
-    }
+    case w::Body::PlacementPrepare:
+      return decode_placement_prepare(e);
     case w::Body::Ready:
       return Body(Ready{e.body_as_Ready()->version()});
     case w::Body::Commit:
       return Body(Commit{e.body_as_Commit()->version()});
-    case w::Body::Abort: {
-      Abort a;
-      a.version = e.body_as_Abort()->version();
-      DMOE_RETURN_IF_ERROR(string(e.body_as_Abort()->reason(), "Abort.reason", &a.reason));
-      return Body(std::move(a));
-    }
-    case w::Body::StatusRequest: {
-      StatusRequest r;
-      DMOE_RETURN_IF_ERROR(
-          string(e.body_as_StatusRequest()->what(), "StatusRequest.what", &r.what));
-      DMOE_RETURN_IF_ERROR(string(e.body_as_StatusRequest()->arguments_json(),
-                                  "StatusRequest.arguments_json", &r.arguments_json,
-                                  limits_.max_json_bytes));
-      return Body(std::move(r));
-    }
-    case w::Body::StatusReply: {
-      StatusReply r;
-      DMOE_RETURN_IF_ERROR(string(e.body_as_StatusReply()->json(), "StatusReply.json", &r.json,
-                                  limits_.max_json_bytes));
-      return Body(std::move(r));
-    }
-    case w::Body::ExpertCall: {
-      const w::ExpertCall* m = e.body_as_ExpertCall();
-      ExpertCall c;
-      c.call_id = m->call_id();
-      c.layer = m->layer();
-      c.n_tokens = m->n_tokens();
-      c.hidden = m->hidden();
-      DMOE_RETURN_IF_ERROR(tokens_and_hidden(c.n_tokens, c.hidden, "ExpertCall"));
-      DMOE_ASSIGN_OR_RETURN(c.dtype, dtype(m->dtype(), "ExpertCall.dtype"));
-      DMOE_RETURN_IF_ERROR(list_size(m->assignments(), "ExpertCall.assignments"));
-      if (m->assignments() == nullptr || m->assignments()->size() == 0) {
-        return invalid_argument("ExpertCall has no assignments");
-      }
-      c.assignments.reserve(m->assignments()->size());
-      for (const w::Assignment* a : *m->assignments()) {
-        if (a->token() >= c.n_tokens) {
-          return invalid_argument("ExpertCall assignment names token " +
-                                  std::to_string(a->token()) + " of a call with " +
-                                  std::to_string(c.n_tokens) + " tokens");
-        }
-        if (!std::isfinite(a->weight())) {
-          return invalid_argument("ExpertCall assignment weight is not finite");
-        }
-        c.assignments.push_back({a->token(), a->expert(), a->weight()});
-      }
-      c.placement_version = m->placement_version();
-      return Body(std::move(c));
-    }
-    case w::Body::ExpertResult: {
-      const w::ExpertResult* m = e.body_as_ExpertResult();
-      ExpertResult r;
-      r.call_id = m->call_id();
-      r.n_tokens = m->n_tokens();
-      r.hidden = m->hidden();
-      DMOE_RETURN_IF_ERROR(tokens_and_hidden(r.n_tokens, r.hidden, "ExpertResult"));
-      DMOE_ASSIGN_OR_RETURN(r.dtype, dtype(m->dtype(), "ExpertResult.dtype"));
-      r.compute_us = m->compute_us();
-      return Body(std::move(r));
-    }
-    case w::Body::ExpertWeightsRequest: {
-      const w::ExpertWeightsRequest* m = e.body_as_ExpertWeightsRequest();
-      if (m->max_bytes() == 0) return invalid_argument("ExpertWeightsRequest.max_bytes is 0");
-      return Body(ExpertWeightsRequest{m->layer(), m->expert(), m->offset(), m->max_bytes()});
-    }
-    case w::Body::ExpertWeightsChunk: {
-      const w::ExpertWeightsChunk* m = e.body_as_ExpertWeightsChunk();
-      ExpertWeightsChunk c;
-      c.layer = m->layer();
-      c.expert = m->expert();
-      c.offset = m->offset();
-      c.length = m->length();
-      c.total_bytes = m->total_bytes();
-      if (c.offset > c.total_bytes || c.length > c.total_bytes - c.offset) {
-        return invalid_argument("ExpertWeightsChunk [" + std::to_string(c.offset) + ", +" +
-                                std::to_string(c.length) + ") runs past the expert's " +
-                                std::to_string(c.total_bytes) + " bytes");
-      }
-      if (m->sha256() == nullptr || m->sha256()->size() != 32) {
-        return invalid_argument("ExpertWeightsChunk.sha256 must be 32 bytes");
-      }
-      std::copy(m->sha256()->begin(), m->sha256()->end(), c.sha256.begin());
-      return Body(std::move(c));
-    }
-    case w::Body::Error: {
-      const w::Error* m = e.body_as_Error();
-      Error err;
-      const uint16_t code = static_cast<uint16_t>(m->code());
-      err.code = code <= static_cast<uint16_t>(StatusCode::kInternal) && code != 0
-                     ? static_cast<StatusCode>(code)
-                     : StatusCode::kInternal;
-      DMOE_RETURN_IF_ERROR(string(m->message(), "Error.message", &err.message));
-      err.in_reply_to = m->in_reply_to();
-      return Body(std::move(err));
-    }
+    case w::Body::Abort:
+      return decode_abort(e);
+    case w::Body::StatusRequest:
+      return decode_status_request(e);
+    case w::Body::StatusReply:
+      return decode_status_reply(e);
+    case w::Body::ExpertCall:
+      return decode_expert_call(e);
+    case w::Body::ExpertResult:
+      return decode_expert_result(e);
+    case w::Body::ExpertWeightsRequest:
+      return decode_expert_weights_request(e);
+    case w::Body::ExpertWeightsChunk:
+      return decode_expert_weights_chunk(e);
+    case w::Body::Error:
+      return decode_error(e);
     case w::Body::NONE:
       break;
   }

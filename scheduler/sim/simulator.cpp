@@ -56,12 +56,20 @@ struct Transfer {
   uint64_t bytes_left = 0;
 };
 
-class Engine {
+// One run of the event-driven simulation: the cluster, its queue of events
+// and the statistics it gathers. Single-threaded; one run() per object.
+class ClusterSimulation {
  public:
-  Engine(const SimConfig& config, const Workload& workload, std::string policy);
+  ClusterSimulation(const SimConfig& config, const Workload& workload, std::string policy);
   Status run(SimResult* out);
 
  private:
+  // The steps of run().
+  Status place_initially();
+  void schedule_arrivals_and_rounds();
+  void handle(const Event& e);
+  void summarize();
+
   void push(double t, Kind kind, int32_t a) { queue_.push(Event{t, seq_++, kind, a}); }
   void apply(const Placement& placement);
   placement::Problem problem_now(double now) const;
@@ -119,7 +127,8 @@ class Engine {
   SimResult* out_ = nullptr;
 };
 
-Engine::Engine(const SimConfig& config, const Workload& workload, std::string policy)
+ClusterSimulation::ClusterSimulation(const SimConfig& config, const Workload& workload,
+                                     std::string policy)
     : config_(config),
       workload_(workload),
       policy_(std::move(policy)),
@@ -168,7 +177,7 @@ Engine::Engine(const SimConfig& config, const Workload& workload, std::string po
   messages_.assign(n_nodes_, 0);
 }
 
-void Engine::apply(const Placement& placement) {
+void ClusterSimulation::apply(const Placement& placement) {
   active_ = placement;
   const size_t n_total = static_cast<size_t>(n_layers_) * n_experts_;
   device_of_.assign(n_nodes_, std::vector<int8_t>(n_total, -1));
@@ -183,7 +192,7 @@ void Engine::apply(const Placement& placement) {
   }
 }
 
-placement::Problem Engine::problem_now(double now) const {
+placement::Problem ClusterSimulation::problem_now(double now) const {
   placement::Problem p = base_;
   p.activations.counts = window_counts_;
   p.activations.window_s = std::max(now - window_start_, 1e-9);
@@ -199,20 +208,20 @@ placement::Problem Engine::problem_now(double now) const {
   return p;
 }
 
-double Engine::device_time(int32_t node, int32_t device, int32_t n_experts) const {
+double ClusterSimulation::device_time(int32_t node, int32_t device, int32_t n_experts) const {
   const SimDevice& d = config_.nodes[node].devices[device];
   return n_experts * (d.expert_a_s + d.expert_b_s * 1.0);  // decode: one token per call
 }
 
 // Queues `bytes` on the link from -> to; returns the arrival time.
-double Engine::send(int32_t from, int32_t to, uint64_t bytes, double now) {
+double ClusterSimulation::send(int32_t from, int32_t to, uint64_t bytes, double now) {
   double& busy = link_busy_[static_cast<size_t>(from) * n_nodes_ + to];
   const double start = std::max(now, busy);
   busy = start + static_cast<double>(bytes) / config_.link.bandwidth_bytes_per_s;
   return busy + config_.link.rtt_s / 2.0;
 }
 
-size_t Engine::bucket(double t) {
+size_t ClusterSimulation::bucket(double t) {
   const size_t b = static_cast<size_t>(t / config_.timeline_bucket_s);
   if (b >= bucket_total_.size()) {
     bucket_local_.resize(b + 1, 0);
@@ -224,7 +233,7 @@ size_t Engine::bucket(double t) {
 }
 
 // Dense compute of the current (token, layer) on the node's device 0.
-void Engine::start_layer(int32_t r, double now) {
+void ClusterSimulation::start_layer(int32_t r, double now) {
   const int32_t n = workload_.requests()[r].node;
   double& busy = device_busy_[n][0];
   const double start = std::max(now, busy);
@@ -232,7 +241,7 @@ void Engine::start_layer(int32_t r, double now) {
   push(busy, Kind::kDenseDone, r);
 }
 
-void Engine::dispatch(int32_t r, double now) {
+void ClusterSimulation::dispatch(int32_t r, double now) {
   const SimRequest& request = workload_.requests()[r];
   Active& a = active_requests_[r];
   const int32_t n = request.node;
@@ -315,7 +324,7 @@ void Engine::dispatch(int32_t r, double now) {
   }
 }
 
-void Engine::run_call(int32_t c, double now) {
+void ClusterSimulation::run_call(int32_t c, double now) {
   const Call& call = calls_[c];
   const int32_t m = call.dest;
   std::vector<int32_t> per_device(config_.nodes[m].devices.size(), 0);
@@ -333,7 +342,7 @@ void Engine::run_call(int32_t c, double now) {
   push(done, Kind::kRemoteDone, c);
 }
 
-void Engine::finish_part(int32_t r, double now) {
+void ClusterSimulation::finish_part(int32_t r, double now) {
   Active& a = active_requests_[r];
   if (--a.pending > 0) return;
   if (++a.layer < n_layers_) {
@@ -354,7 +363,7 @@ void Engine::finish_part(int32_t r, double now) {
   out_->end_s = std::max(out_->end_s, now);
 }
 
-void Engine::replace(double now) {
+void ClusterSimulation::replace(double now) {
   if (migrating_) return;  // the previous re-placement is still loading
   double observed = 0.0;
   for (const auto& row : window_counts_) {
@@ -424,7 +433,7 @@ void Engine::replace(double now) {
 
 // Sends the next migration chunk on `link` if the link is idle, then waits
 // out the throttle gap; inference messages queued meanwhile go first.
-void Engine::link_try(int32_t link, double now) {
+void ClusterSimulation::link_try(int32_t link, double now) {
   std::vector<int32_t>& queue = link_queue_[link];
   if (queue.empty()) return;
   double& busy = link_busy_[link];
@@ -447,7 +456,7 @@ void Engine::link_try(int32_t link, double now) {
   }
 }
 
-void Engine::commit(double now) {
+void ClusterSimulation::commit(double now) {
   apply(pending_);
   migrating_ = false;
   ++out_->migrations;
@@ -463,19 +472,35 @@ void Engine::commit(double now) {
   std::fill(local_n_.begin(), local_n_.end(), 0);
 }
 
-Status Engine::run(SimResult* out) {
+Status ClusterSimulation::run(SimResult* out) {
   out_ = out;
   out->policy = policy_;
-  // Initial placement from the profile (a profiling run before serving).
+  DMOE_RETURN_IF_ERROR(place_initially());
+  schedule_arrivals_and_rounds();
+  while (!queue_.empty()) {
+    const Event e = queue_.top();
+    queue_.pop();
+    ++out->events;
+    handle(e);
+  }
+  summarize();
+  return Status::ok();
+}
+
+// The initial placement comes from the profile (a profiling run before serving).
+Status ClusterSimulation::place_initially() {
   placement::Problem initial = base_;
   initial.activations.counts = workload_.profile();
   initial.activations.window_s = 1.0;
   initial.horizon_s = config_.placement.period_s > 0 ? config_.placement.period_s : 300.0;
   DMOE_ASSIGN_OR_RETURN(Placement first, placement::solve(policy_, initial));
-  out->method = first.method;
-  out->initial_local_hit_ratio = placement::local_hit_ratio(initial, first);
+  out_->method = first.method;
+  out_->initial_local_hit_ratio = placement::local_hit_ratio(initial, first);
   apply(first);
+  return Status::ok();
+}
 
+void ClusterSimulation::schedule_arrivals_and_rounds() {
   for (int32_t r = 0; r < static_cast<int32_t>(workload_.requests().size()); ++r) {
     push(workload_.requests()[r].arrival_s, Kind::kArrival, r);
   }
@@ -485,65 +510,65 @@ Status Engine::run(SimResult* out) {
       push(t, Kind::kReplace, 0);
     }
   }
-  while (!queue_.empty()) {
-    const Event e = queue_.top();
-    queue_.pop();
-    ++out->events;
-    switch (e.kind) {
-      case Kind::kArrival:
-        start_layer(e.a, e.t);
-        break;
-      case Kind::kDenseDone:
-        dispatch(e.a, e.t);
-        break;
-      case Kind::kLocalDone: {
-        const int32_t n = workload_.requests()[e.a].node;
-        local_sum_[n] += e.t - active_requests_[e.a].routed_s;
-        ++local_n_[n];
-        finish_part(e.a, e.t);
-        break;
-      }
-      case Kind::kRemoteArrive:
-        run_call(e.a, e.t);
-        break;
-      case Kind::kRemoteDone: {
-        const Call& call = calls_[e.a];
-        const int32_t origin = workload_.requests()[call.request].node;
-        push(send(call.dest, origin, config_.model.hidden_bytes_per_token, e.t), Kind::kReplyArrive,
-             e.a);
-        break;
-      }
-      case Kind::kReplyArrive: {
-        const Call& call = calls_[e.a];
-        const int32_t r = call.request;
-        const int32_t origin = workload_.requests()[r].node;
-        remote_sum_[origin] += e.t - call.sent_s;
-        ++remote_n_[origin];
-        free_calls_.push_back(e.a);
-        finish_part(r, e.t);
-        break;
-      }
-      case Kind::kReplace:
-        replace(e.t);
-        break;
-      case Kind::kLinkTry:
-        link_try(e.a, e.t);
-        break;
-      case Kind::kChunkArrive: {
-        const Transfer& t = transfers_[e.a];
-        push(e.t + static_cast<double>(t.bytes) /
-                       config_.nodes[t.dest].devices[t.device].load_bytes_per_s,
-             Kind::kLoadDone, e.a);
-        break;
-      }
-      case Kind::kLoadDone:
-        if (--transfers_left_ == 0) commit(e.t);
-        break;
-    }
-  }
+}
 
-  // Summaries.
-  auto summarize = [](std::vector<double> values, LatencyStats* s) {
+void ClusterSimulation::handle(const Event& e) {
+  switch (e.kind) {
+    case Kind::kArrival:
+      start_layer(e.a, e.t);
+      break;
+    case Kind::kDenseDone:
+      dispatch(e.a, e.t);
+      break;
+    case Kind::kLocalDone: {
+      const int32_t n = workload_.requests()[e.a].node;
+      local_sum_[n] += e.t - active_requests_[e.a].routed_s;
+      ++local_n_[n];
+      finish_part(e.a, e.t);
+      break;
+    }
+    case Kind::kRemoteArrive:
+      run_call(e.a, e.t);
+      break;
+    case Kind::kRemoteDone: {
+      const Call& call = calls_[e.a];
+      const int32_t origin = workload_.requests()[call.request].node;
+      push(send(call.dest, origin, config_.model.hidden_bytes_per_token, e.t), Kind::kReplyArrive,
+           e.a);
+      break;
+    }
+    case Kind::kReplyArrive: {
+      const Call& call = calls_[e.a];
+      const int32_t r = call.request;
+      const int32_t origin = workload_.requests()[r].node;
+      remote_sum_[origin] += e.t - call.sent_s;
+      ++remote_n_[origin];
+      free_calls_.push_back(e.a);
+      finish_part(r, e.t);
+      break;
+    }
+    case Kind::kReplace:
+      replace(e.t);
+      break;
+    case Kind::kLinkTry:
+      link_try(e.a, e.t);
+      break;
+    case Kind::kChunkArrive: {
+      const Transfer& t = transfers_[e.a];
+      push(e.t + static_cast<double>(t.bytes) /
+                     config_.nodes[t.dest].devices[t.device].load_bytes_per_s,
+           Kind::kLoadDone, e.a);
+      break;
+    }
+    case Kind::kLoadDone:
+      if (--transfers_left_ == 0) commit(e.t);
+      break;
+  }
+}
+
+// Per-node and overall latency statistics, and the timeline.
+void ClusterSimulation::summarize() {
+  auto latency_stats = [](std::vector<double> values, LatencyStats* s) {
     s->requests = static_cast<int64_t>(values.size());
     if (values.empty()) return;
     double sum = 0.0;
@@ -556,22 +581,22 @@ Status Engine::run(SimResult* out) {
   std::vector<double> all;
   for (int32_t n = 0; n < n_nodes_; ++n) {
     LatencyStats s;
-    summarize(latencies_[n], &s);
+    latency_stats(latencies_[n], &s);
     s.local_activations = local_acts_[n];
     s.total_activations = total_acts_[n];
     s.steps = steps_[n];
     s.local_steps = local_steps_[n];
     s.remote_messages = messages_[n];
-    out->node_ids.push_back(config_.nodes[n].id);
-    out->nodes.push_back(s);
+    out_->node_ids.push_back(config_.nodes[n].id);
+    out_->nodes.push_back(s);
     all.insert(all.end(), latencies_[n].begin(), latencies_[n].end());
-    out->overall.local_activations += local_acts_[n];
-    out->overall.total_activations += total_acts_[n];
-    out->overall.steps += steps_[n];
-    out->overall.local_steps += local_steps_[n];
-    out->overall.remote_messages += messages_[n];
+    out_->overall.local_activations += local_acts_[n];
+    out_->overall.total_activations += total_acts_[n];
+    out_->overall.steps += steps_[n];
+    out_->overall.local_steps += local_steps_[n];
+    out_->overall.remote_messages += messages_[n];
   }
-  summarize(std::move(all), &out->overall);
+  latency_stats(std::move(all), &out_->overall);
   for (size_t b = 0; b < bucket_total_.size(); ++b) {
     TimelinePoint p;
     p.t_s = b * config_.timeline_bucket_s;
@@ -579,9 +604,8 @@ Status Engine::run(SimResult* out) {
         bucket_total_[b] > 0 ? static_cast<double>(bucket_local_[b]) / bucket_total_[b] : 0.0;
     p.completed = bucket_done_[b];
     p.mean_latency_s = bucket_done_[b] > 0 ? bucket_latency_[b] / bucket_done_[b] : 0.0;
-    out->timeline.push_back(p);
+    out_->timeline.push_back(p);
   }
-  return Status::ok();
 }
 
 // A workload made by hand (Workload::from_requests) must fit the config.
@@ -627,8 +651,8 @@ Result<SimResult> simulate(const SimConfig& config, const Workload& workload,
   }
   DMOE_RETURN_IF_ERROR(check_workload(config, workload));
   SimResult result;
-  Engine engine(config, workload, policy);
-  DMOE_RETURN_IF_ERROR(engine.run(&result));
+  ClusterSimulation simulation(config, workload, policy);
+  DMOE_RETURN_IF_ERROR(simulation.run(&result));
   return result;
 }
 
