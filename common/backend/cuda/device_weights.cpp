@@ -89,7 +89,87 @@ class Uploader {
   std::vector<uint16_t> staging_;
 };
 
+struct LayerOffsets {
+  uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
+  uint64_t gate, up, down, table;
+};
+
 }  // namespace
+
+struct DeviceWeights::DenseLayout {
+  Layout layout;
+  std::vector<std::pair<const kernels::WeightView*, uint64_t>> matrices;
+  std::vector<std::tuple<const float*, int64_t, uint64_t>> vectors;
+  std::vector<LayerOffsets> offsets;  // per layer
+  uint64_t embed_at = 0;
+  uint64_t lm_head_at = 0;  // embed_at when the embeddings are tied
+  uint64_t final_norm_at = 0;
+};
+
+// Lays out the dense part: one allocation, every tensor at an aligned offset.
+DeviceWeights::DenseLayout DeviceWeights::lay_out_dense(const ModelConfig& c,
+                                                        const DenseWeights& dense) {
+  DenseLayout out;
+  Layout& layout = out.layout;
+  auto& matrices = out.matrices;
+  auto& vectors = out.vectors;
+  out.embed_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
+  matrices.push_back({&dense.embed(), out.embed_at});
+  const bool tied = dense.lm_head().data == dense.embed().data;
+  out.lm_head_at = out.embed_at;
+  if (!tied) {
+    out.lm_head_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
+    matrices.push_back({&dense.lm_head(), out.lm_head_at});
+  }
+  out.final_norm_at = layout.add(vector_bytes(c.hidden_size));
+  vectors.emplace_back(dense.final_norm(), c.hidden_size, out.final_norm_at);
+  out.offsets.resize(static_cast<size_t>(c.n_layers));
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& lw = dense.layer(l);
+    const AttentionWeights& aw = lw.attention;
+    LayerOffsets& o = out.offsets[static_cast<size_t>(l)];
+    o.input_norm = layout.add(vector_bytes(c.hidden_size));
+    vectors.emplace_back(lw.input_norm, c.hidden_size, o.input_norm);
+    o.post_norm = layout.add(vector_bytes(c.hidden_size));
+    vectors.emplace_back(lw.post_attention_norm, c.hidden_size, o.post_norm);
+    o.q = layout.add(matrix_bytes(c.q_dim(), c.hidden_size));
+    matrices.push_back({&aw.q, o.q});
+    o.k = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    matrices.push_back({&aw.k, o.k});
+    o.v = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
+    matrices.push_back({&aw.v, o.v});
+    o.o = layout.add(matrix_bytes(c.hidden_size, c.q_dim()));
+    matrices.push_back({&aw.o, o.o});
+    if (c.attention_bias) {
+      o.q_bias = layout.add(vector_bytes(c.q_dim()));
+      vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
+      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
+      vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
+      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+      vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
+      vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
+      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
+      vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
+    }
+    if (lw.is_moe) {
+      o.router = layout.add(matrix_bytes(c.n_experts, c.hidden_size));
+      matrices.push_back({&lw.router, o.router});
+    } else {
+      o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      matrices.push_back({&lw.dense_gate, o.gate});
+      o.up = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
+      matrices.push_back({&lw.dense_up, o.up});
+      o.down = layout.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
+      matrices.push_back({&lw.dense_down, o.down});
+      o.table = layout.add(3 * sizeof(void*));
+    }
+  }
+
+  return out;
+}
 
 uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
   Layout l;
@@ -128,108 +208,24 @@ uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
   return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
 }
 
-Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadPlan& plan) {
+Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& layout,
+                                   uint64_t total_bytes) {
   const ModelConfig& c = *plan.config;
   const DenseWeights& dense = *plan.dense;
-  std::shared_ptr<DeviceWeights> w(new DeviceWeights());
-  w->devices_ = plan.devices;
-  w->dense_device_ = plan.dense_device;
-  w->n_layers_ = c.n_layers;
-  w->n_experts_ = c.n_experts;
-  w->layers_.resize(static_cast<size_t>(c.n_layers));
-  const int n_devices = static_cast<int>(plan.devices.size());
   CudaDevice& dense_dev = *plan.devices[static_cast<size_t>(plan.dense_device)];
-
-  // Dense part: lay out, allocate once, copy.
-  Layout layout;
-  std::vector<std::pair<const kernels::WeightView*, uint64_t>> matrices;
-  std::vector<std::tuple<const float*, int64_t, uint64_t>> vectors;
-  std::vector<std::pair<size_t, uint64_t>> dense_tables;  // (layer, offset)
-  const uint64_t embed_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
-  matrices.push_back({&dense.embed(), embed_at});
-  const bool tied = dense.lm_head().data == dense.embed().data;
-  uint64_t lm_head_at = embed_at;
-  if (!tied) {
-    lm_head_at = layout.add(matrix_bytes(c.vocab_size, c.hidden_size));
-    matrices.push_back({&dense.lm_head(), lm_head_at});
-  }
-  const uint64_t final_norm_at = layout.add(vector_bytes(c.hidden_size));
-  vectors.emplace_back(dense.final_norm(), c.hidden_size, final_norm_at);
-  struct LayerOffsets {
-    uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
-    uint64_t gate, up, down, table;
-  };
-  std::vector<LayerOffsets> offsets(static_cast<size_t>(c.n_layers));
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const LayerWeights& lw = dense.layer(l);
-    const AttentionWeights& aw = lw.attention;
-    LayerOffsets& o = offsets[static_cast<size_t>(l)];
-    o.input_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.input_norm, c.hidden_size, o.input_norm);
-    o.post_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.post_attention_norm, c.hidden_size, o.post_norm);
-    o.q = layout.add(matrix_bytes(c.q_dim(), c.hidden_size));
-    matrices.push_back({&aw.q, o.q});
-    o.k = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    matrices.push_back({&aw.k, o.k});
-    o.v = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    matrices.push_back({&aw.v, o.v});
-    o.o = layout.add(matrix_bytes(c.hidden_size, c.q_dim()));
-    matrices.push_back({&aw.o, o.o});
-    if (c.attention_bias) {
-      o.q_bias = layout.add(vector_bytes(c.q_dim()));
-      vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
-      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
-      vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
-      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
-      vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
-      vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
-      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
-      vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
-    }
-    if (lw.is_moe) {
-      o.router = layout.add(matrix_bytes(c.n_experts, c.hidden_size));
-      matrices.push_back({&lw.router, o.router});
-    } else {
-      o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      matrices.push_back({&lw.dense_gate, o.gate});
-      o.up = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      matrices.push_back({&lw.dense_up, o.up});
-      o.down = layout.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
-      matrices.push_back({&lw.dense_down, o.down});
-      o.table = layout.add(3 * sizeof(void*));
-      dense_tables.push_back({static_cast<size_t>(l), o.table});
-    }
-  }
-
-  // Expert placement per device, and the pointer tables.
-  std::vector<std::vector<size_t>> on_device(static_cast<size_t>(n_devices));
-  for (size_t i = 0; i < plan.resident.size(); ++i) {
-    on_device[static_cast<size_t>(plan.expert_device[i])].push_back(i);
-  }
-  const uint64_t one_expert = expert_bytes(c);
-  const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
-                               static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
-                               sizeof(void*);
-  uint64_t total = layout.size();
-  for (int d = 0; d < n_devices; ++d)
-    total += on_device[static_cast<size_t>(d)].size() * one_expert;
-
-  DMOE_ASSIGN_OR_RETURN(DeviceMemory dense_mem, dense_dev.allocate(layout.size(), "dense weights"));
+  DMOE_ASSIGN_OR_RETURN(DeviceMemory dense_mem,
+                        dense_dev.allocate(layout.layout.size(), "dense weights"));
   auto* base = dense_mem.as<uint8_t>();
   auto at = [&](uint64_t offset) { return base + offset; };
-  Uploader dense_up(dense_dev, total, plan.progress);
-  for (const auto& [view, offset] : matrices)
+  Uploader dense_up(dense_dev, total_bytes, plan.progress);
+  for (const auto& [view, offset] : layout.matrices)
     DMOE_RETURN_IF_ERROR(dense_up.matrix(*view, at(offset)));
-  for (const auto& [src, n, offset] : vectors)
+  for (const auto& [src, n, offset] : layout.vectors)
     DMOE_RETURN_IF_ERROR(dense_up.vector(src, n, at(offset)));
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const LayerOffsets& o = offsets[static_cast<size_t>(l)];
+    const LayerOffsets& o = layout.offsets[static_cast<size_t>(l)];
     const LayerWeights& lw = dense.layer(l);
-    DeviceLayer& dl = w->layers_[static_cast<size_t>(l)];
+    DeviceLayer& dl = layers_[static_cast<size_t>(l)];
     dl.input_norm = reinterpret_cast<const float*>(at(o.input_norm));
     dl.post_attention_norm = reinterpret_cast<const float*>(at(o.post_norm));
     dl.attention.q = reinterpret_cast<const uint16_t*>(at(o.q));
@@ -258,14 +254,25 @@ Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadP
       dl.dense_down = t + 2;
     }
   }
-  w->embed_ = reinterpret_cast<const uint16_t*>(at(embed_at));
-  w->lm_head_ = reinterpret_cast<const uint16_t*>(at(lm_head_at));
-  w->final_norm_ = reinterpret_cast<const float*>(at(final_norm_at));
-  w->memory_.push_back(std::move(dense_mem));
+  embed_ = reinterpret_cast<const uint16_t*>(at(layout.embed_at));
+  lm_head_ = reinterpret_cast<const uint16_t*>(at(layout.lm_head_at));
+  final_norm_ = reinterpret_cast<const float*>(at(layout.final_norm_at));
+  memory_.push_back(std::move(dense_mem));
 
-  // Experts, one allocation per device, plus that device's pointer tables.
-  w->tables_.resize(static_cast<size_t>(n_devices));
-  w->experts_on_.assign(static_cast<size_t>(n_devices), 0);
+  return Status::ok();
+}
+
+Status DeviceWeights::upload_experts(const UploadPlan& plan,
+                                     const std::vector<std::vector<size_t>>& on_device,
+                                     uint64_t total_bytes) {
+  const ModelConfig& c = *plan.config;
+  const int n_devices = static_cast<int>(plan.devices.size());
+  const uint64_t one_expert = expert_bytes(c);
+  const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
+                               static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
+                               sizeof(void*);
+  tables_.resize(static_cast<size_t>(n_devices));
+  experts_on_.assign(static_cast<size_t>(n_devices), 0);
   const int64_t E = std::max<int64_t>(c.n_experts, 1);
   for (int d = 0; d < n_devices; ++d) {
     CudaDevice& dev = *plan.devices[static_cast<size_t>(d)];
@@ -276,7 +283,7 @@ Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadP
         dev.allocate(bytes, "expert weights (" + std::to_string(mine.size()) + " experts)"));
     auto* eb = mem.as<uint8_t>();
     std::vector<const uint16_t*> table(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
-    Uploader up(dev, total, plan.progress);
+    Uploader up(dev, total_bytes, plan.progress);
     const uint64_t part = one_expert / 3;
     for (size_t j = 0; j < mine.size(); ++j) {
       const ExpertRef key = plan.resident[mine[j]];
@@ -297,19 +304,41 @@ Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadP
       on.inter = ew->gate.rows;
       on.host_up = ew->up.data;
       on.host_down = ew->down.data;
-      w->by_host_gate_[ew->gate.data] = on;
+      by_host_gate_[ew->gate.data] = on;
       const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
       table[row + static_cast<size_t>(key.expert)] = on.gate;
       table[row + static_cast<size_t>(E + key.expert)] = on.up;
       table[row + static_cast<size_t>(2 * E + key.expert)] = on.down;
-      w->pinned_host_.push_back(std::move(ew));
+      pinned_host_.push_back(std::move(ew));
     }
     uint8_t* table_dst = eb + mine.size() * one_expert;
     DMOE_RETURN_IF_ERROR(up.copy(table_dst, table.data(), table.size() * sizeof(void*)));
-    w->tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
-    w->experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
-    w->memory_.push_back(std::move(mem));
+    tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
+    memory_.push_back(std::move(mem));
   }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadPlan& plan) {
+  const ModelConfig& c = *plan.config;
+  std::shared_ptr<DeviceWeights> w(new DeviceWeights());
+  w->devices_ = plan.devices;
+  w->dense_device_ = plan.dense_device;
+  w->n_layers_ = c.n_layers;
+  w->n_experts_ = c.n_experts;
+  w->layers_.resize(static_cast<size_t>(c.n_layers));
+  const DenseLayout layout = lay_out_dense(c, *plan.dense);
+  std::vector<std::vector<size_t>> on_device(plan.devices.size());
+  for (size_t i = 0; i < plan.resident.size(); ++i) {
+    on_device[static_cast<size_t>(plan.expert_device[i])].push_back(i);
+  }
+  uint64_t total_bytes = layout.layout.size();
+  for (const std::vector<size_t>& experts : on_device) {
+    total_bytes += experts.size() * expert_bytes(c);
+  }
+  DMOE_RETURN_IF_ERROR(w->upload_dense(plan, layout, total_bytes));
+  DMOE_RETURN_IF_ERROR(w->upload_experts(plan, on_device, total_bytes));
   return std::shared_ptr<const DeviceWeights>(std::move(w));
 }
 

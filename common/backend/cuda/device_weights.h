@@ -101,7 +101,16 @@ class DeviceWeights {
   const ExpertOnDevice* find_expert(const void* host_gate) const;
 
  private:
+  struct DenseLayout;  // where each dense tensor goes (device_weights.cpp)
+
   DeviceWeights() = default;
+  static DenseLayout lay_out_dense(const ModelConfig& config, const DenseWeights& dense);
+  // The steps of upload(): the dense part in one allocation on the dense
+  // device, then each device's experts and pointer tables in one allocation.
+  // `total_bytes` is what the progress callback counts towards.
+  Status upload_dense(const UploadPlan& plan, const DenseLayout& layout, uint64_t total_bytes);
+  Status upload_experts(const UploadPlan& plan, const std::vector<std::vector<size_t>>& on_device,
+                        uint64_t total_bytes);
 
   std::vector<std::shared_ptr<CudaDevice>> devices_;
   int dense_device_ = 0;
