@@ -55,6 +55,9 @@ class DenseWeights {
   uint64_t n_bytes() const { return matrices_.size() + vectors_.size(); }
 
  private:
+  struct LoadPlan;  // dense_weights.cpp
+  // Lists every dense tensor and where it goes; sets up layers_.
+  LoadPlan plan_load(const Checkpoint& checkpoint);
   DenseWeights() = default;
 
   HostBuffer matrices_;
