@@ -54,6 +54,123 @@ std::string strip_cr(std::string line) {
   return line;
 }
 
+// Column positions of a trace header (either naming of the origin and
+// request columns), with top_k checked to be e0..e{k-1}.
+struct Columns {
+  int origin, request, token, layer, e0;
+  int32_t top_k;
+  size_t n_fields;
+};
+
+Result<Columns> read_header(const std::filesystem::path& path, const std::string& header_line) {
+  const std::vector<std::string_view> header = split(header_line);
+  Columns c{find_column(header, {"origin_node", "domain"}),
+            find_column(header, {"request_id", "sequence_id"}),
+            find_column(header, {"token_index"}),
+            find_column(header, {"layer"}),
+            find_column(header, {"e0"}),
+            0,
+            header.size()};
+  if (c.origin < 0 || c.request < 0 || c.token < 0 || c.layer < 0 || c.e0 < 0) {
+    return invalid_argument(where(path, 1) +
+                            ": header must name origin_node (or domain), request_id (or "
+                            "sequence_id), token_index, layer, e0..e{k-1}");
+  }
+  c.top_k = static_cast<int32_t>(header.size()) - c.e0;
+  for (int32_t j = 0; j < c.top_k; ++j) {
+    // Built with append: GCC 12 at -O3 warns falsely (-Wrestrict) on "e" + string.
+    std::string name(1, 'e');
+    name.append(std::to_string(j));
+    if (header[c.e0 + j] != name) {
+      return invalid_argument(where(path, 1) + ": expected column e" + std::to_string(j) +
+                              " after e0, found '" + std::string(header[c.e0 + j]) + "'");
+    }
+  }
+  return c;
+}
+
+struct Row {
+  int32_t origin;
+  int64_t request;
+  int64_t token;
+  int64_t layer;
+  std::vector<int16_t> experts;
+};
+
+// One data line; new origins are appended to trace->origins, and the trace's
+// max_expert and n_layers grow with what the row names.
+Result<Row> read_row(const std::string& line, const Columns& c, const std::string& at,
+                     RoutingTrace* trace) {
+  const std::vector<std::string_view> fields = split(line);
+  if (fields.size() != c.n_fields) {
+    return invalid_argument(at + ": expected " + std::to_string(c.n_fields) + " fields, found " +
+                            std::to_string(fields.size()));
+  }
+  Row row;
+  const std::string origin(fields[c.origin]);
+  if (origin.empty()) return invalid_argument(at + ": empty origin");
+  int32_t o = trace->origin_index(origin);
+  if (o < 0) {
+    o = static_cast<int32_t>(trace->origins.size());
+    trace->origins.push_back(origin);
+  }
+  row.origin = o;
+  if (!parse_int(fields[c.request], &row.request) || !parse_int(fields[c.token], &row.token) ||
+      !parse_int(fields[c.layer], &row.layer) || row.token < 0 || row.layer < 0 ||
+      row.layer > 100000 || row.token > 10'000'000) {
+    return invalid_argument(at + ": request_id, token_index and layer must be integers >= 0");
+  }
+  for (int32_t j = 0; j < c.top_k; ++j) {
+    int64_t e = 0;
+    if (!parse_int(fields[c.e0 + j], &e) || e < 0 || e > 32767) {
+      return invalid_argument(at + ": e" + std::to_string(j) +
+                              " must be an expert id in 0..32767, got '" +
+                              std::string(fields[c.e0 + j]) + "'");
+    }
+    row.experts.push_back(static_cast<int16_t>(e));
+    trace->max_expert = std::max<int32_t>(trace->max_expert, static_cast<int32_t>(e));
+  }
+  trace->n_layers = std::max<int32_t>(trace->n_layers, static_cast<int32_t>(row.layer) + 1);
+  return row;
+}
+
+// Rows sorted by (origin, request, token, layer) become requests; each must
+// hold every layer of every token once.
+Status group_requests(const std::filesystem::path& path, const std::vector<Row>& rows,
+                      RoutingTrace* trace) {
+  size_t i = 0;
+  while (i < rows.size()) {
+    TraceRequest request;
+    request.origin = rows[i].origin;
+    request.id = rows[i].request;
+    size_t j = i;
+    while (j < rows.size() && rows[j].origin == request.origin && rows[j].request == request.id) {
+      ++j;
+    }
+    const std::string which = path.string() + ": request " + std::to_string(request.id) +
+                              " of origin '" + trace->origins[request.origin] + "'";
+    const int64_t n_rows = static_cast<int64_t>(j - i);
+    if (n_rows % trace->n_layers != 0) {
+      return invalid_argument(which + " has " + std::to_string(n_rows) +
+                              " rows, not a multiple of the " + std::to_string(trace->n_layers) +
+                              " layers");
+    }
+    request.n_tokens = static_cast<int32_t>(n_rows / trace->n_layers);
+    for (size_t r = i; r < j; ++r) {
+      const int64_t k = static_cast<int64_t>(r - i);
+      if (rows[r].token != k / trace->n_layers || rows[r].layer != k % trace->n_layers) {
+        return invalid_argument(which + " lacks token " + std::to_string(k / trace->n_layers) +
+                                " layer " + std::to_string(k % trace->n_layers) +
+                                " (or has it twice)");
+      }
+      request.experts.insert(request.experts.end(), rows[r].experts.begin(), rows[r].experts.end());
+    }
+    trace->requests.push_back(std::move(request));
+    i = j;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 int32_t RoutingTrace::origin_index(const std::string& id) const {
@@ -71,73 +188,16 @@ Result<RoutingTrace> read_routing_trace(const std::filesystem::path& path) {
   if (!file) return not_found(path.string() + ": cannot open the trace file");
   std::string line;
   if (!std::getline(file, line)) return invalid_argument(path.string() + ": empty file");
-  const std::string header_line = strip_cr(line);  // the views below point into it
-  const std::vector<std::string_view> header = split(header_line);
-  const int c_origin = find_column(header, {"origin_node", "domain"});
-  const int c_request = find_column(header, {"request_id", "sequence_id"});
-  const int c_token = find_column(header, {"token_index"});
-  const int c_layer = find_column(header, {"layer"});
-  const int c_e0 = find_column(header, {"e0"});
-  if (c_origin < 0 || c_request < 0 || c_token < 0 || c_layer < 0 || c_e0 < 0) {
-    return invalid_argument(where(path, 1) +
-                            ": header must name origin_node (or domain), request_id (or "
-                            "sequence_id), token_index, layer, e0..e{k-1}");
-  }
+  DMOE_ASSIGN_OR_RETURN(const Columns columns, read_header(path, strip_cr(line)));
   RoutingTrace trace;
-  trace.top_k = static_cast<int32_t>(header.size()) - c_e0;
-  for (int32_t j = 0; j < trace.top_k; ++j) {
-    // Built with append: GCC 12 at -O3 warns falsely (-Wrestrict) on "e" + string.
-    std::string name(1, 'e');
-    name.append(std::to_string(j));
-    if (header[c_e0 + j] != name) {
-      return invalid_argument(where(path, 1) + ": expected column e" + std::to_string(j) +
-                              " after e0, found '" + std::string(header[c_e0 + j]) + "'");
-    }
-  }
-  struct Row {
-    int32_t origin;
-    int64_t request;
-    int64_t token;
-    int64_t layer;
-    std::vector<int16_t> experts;
-  };
+  trace.top_k = columns.top_k;
   std::vector<Row> rows;
   int64_t line_no = 1;
   while (std::getline(file, line)) {
     ++line_no;
     line = strip_cr(line);
     if (line.empty()) continue;
-    const std::vector<std::string_view> fields = split(line);
-    if (fields.size() != header.size()) {
-      return invalid_argument(where(path, line_no) + ": expected " + std::to_string(header.size()) +
-                              " fields, found " + std::to_string(fields.size()));
-    }
-    Row row;
-    const std::string origin(fields[c_origin]);
-    if (origin.empty()) return invalid_argument(where(path, line_no) + ": empty origin");
-    int32_t o = trace.origin_index(origin);
-    if (o < 0) {
-      o = static_cast<int32_t>(trace.origins.size());
-      trace.origins.push_back(origin);
-    }
-    row.origin = o;
-    if (!parse_int(fields[c_request], &row.request) || !parse_int(fields[c_token], &row.token) ||
-        !parse_int(fields[c_layer], &row.layer) || row.token < 0 || row.layer < 0 ||
-        row.layer > 100000 || row.token > 10'000'000) {
-      return invalid_argument(where(path, line_no) +
-                              ": request_id, token_index and layer must be integers >= 0");
-    }
-    for (int32_t j = 0; j < trace.top_k; ++j) {
-      int64_t e = 0;
-      if (!parse_int(fields[c_e0 + j], &e) || e < 0 || e > 32767) {
-        return invalid_argument(where(path, line_no) + ": e" + std::to_string(j) +
-                                " must be an expert id in 0..32767, got '" +
-                                std::string(fields[c_e0 + j]) + "'");
-      }
-      row.experts.push_back(static_cast<int16_t>(e));
-      trace.max_expert = std::max<int32_t>(trace.max_expert, static_cast<int32_t>(e));
-    }
-    trace.n_layers = std::max<int32_t>(trace.n_layers, static_cast<int32_t>(row.layer) + 1);
+    DMOE_ASSIGN_OR_RETURN(Row row, read_row(line, columns, where(path, line_no), &trace));
     rows.push_back(std::move(row));
   }
   if (rows.empty()) return invalid_argument(path.string() + ": no data rows");
@@ -145,36 +205,7 @@ Result<RoutingTrace> read_routing_trace(const std::filesystem::path& path) {
     return std::tie(a.origin, a.request, a.token, a.layer) <
            std::tie(b.origin, b.request, b.token, b.layer);
   });
-  size_t i = 0;
-  while (i < rows.size()) {
-    TraceRequest request;
-    request.origin = rows[i].origin;
-    request.id = rows[i].request;
-    size_t j = i;
-    while (j < rows.size() && rows[j].origin == request.origin && rows[j].request == request.id) {
-      ++j;
-    }
-    const int64_t n_rows = static_cast<int64_t>(j - i);
-    if (n_rows % trace.n_layers != 0) {
-      return invalid_argument(path.string() + ": request " + std::to_string(request.id) +
-                              " of origin '" + trace.origins[request.origin] + "' has " +
-                              std::to_string(n_rows) + " rows, not a multiple of the " +
-                              std::to_string(trace.n_layers) + " layers");
-    }
-    request.n_tokens = static_cast<int32_t>(n_rows / trace.n_layers);
-    for (size_t r = i; r < j; ++r) {
-      const int64_t k = static_cast<int64_t>(r - i);
-      if (rows[r].token != k / trace.n_layers || rows[r].layer != k % trace.n_layers) {
-        return invalid_argument(path.string() + ": request " + std::to_string(request.id) +
-                                " of origin '" + trace.origins[request.origin] + "' lacks token " +
-                                std::to_string(k / trace.n_layers) + " layer " +
-                                std::to_string(k % trace.n_layers) + " (or has it twice)");
-      }
-      request.experts.insert(request.experts.end(), rows[r].experts.begin(), rows[r].experts.end());
-    }
-    trace.requests.push_back(std::move(request));
-    i = j;
-  }
+  DMOE_RETURN_IF_ERROR(group_requests(path, rows, &trace));
   return trace;
 }
 
