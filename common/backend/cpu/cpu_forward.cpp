@@ -114,6 +114,15 @@ Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
 }
 
 Status CpuForward::attention(int64_t layer, KvCache& cache) {
+  project_qkv(layer);
+  position_and_cache(layer, cache);
+  attend(layer, cache);
+  project_out(layer);
+  return Status::ok();
+}
+
+// q, k, v of every token from the normalised hidden state.
+void CpuForward::project_qkv(int64_t layer) {
   const int64_t n = n_;
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const LayerWeights& lw = weights_.layer(layer);
@@ -121,9 +130,6 @@ Status CpuForward::attention(int64_t layer, KvCache& cache) {
   const int64_t hidden = config_.hidden_size;
   const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
-  const int64_t head_dim = config_.head_dim;
-  const int64_t pos0 = cache.n_past();
-
   for (int64_t t = 0; t < n; ++t) {
     k.rmsnorm(h_.data() + t * hidden, lw.input_norm, hidden, config_.rms_norm_eps, xn_.row(t));
   }
@@ -143,11 +149,20 @@ Status CpuForward::attention(int64_t layer, KvCache& cache) {
     const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks, kRowAlign);
     matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end);
   });
+}
 
+// Biases, q/k norms and rotary positions, then k and v into the cache.
+void CpuForward::position_and_cache(int64_t layer, KvCache& cache) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const AttentionWeights& aw = weights_.layer(layer).attention;
+  const int64_t q_dim = config_.q_dim();
+  const int64_t kv_dim = config_.kv_dim();
+  const int64_t head_dim = config_.head_dim;
+  const int64_t pos0 = cache.n_past();
   float* k_cache = cache.keys(layer);
   float* v_cache = cache.values(layer);
   const int64_t half = head_dim / 2;
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = 0; t < n_; ++t) {
     float* q = q_.data() + t * q_dim;
     float* kk = k_.data() + t * kv_dim;
     float* v = v_.data() + t * kv_dim;
@@ -172,17 +187,27 @@ Status CpuForward::attention(int64_t layer, KvCache& cache) {
     std::memcpy(k_cache + (pos0 + t) * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
     std::memcpy(v_cache + (pos0 + t) * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
   }
+}
 
-  // Causal attention: token t sees cached positions [0, pos0 + t]. Work
-  // items are (token, query head); chunk boundaries fall on KV-head groups
-  // so a kernel can share each cached key among the heads that read it.
+// Causal attention: token t sees cached positions [0, pos0 + t]. Work items
+// are (token, query head); chunk boundaries fall on KV-head groups so a
+// kernel can share each cached key among the heads that read it.
+void CpuForward::attend(int64_t layer, KvCache& cache) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const int64_t n = n_;
+  const int64_t q_dim = config_.q_dim();
+  const int64_t kv_dim = config_.kv_dim();
+  const int64_t head_dim = config_.head_dim;
+  const int64_t pos0 = cache.n_past();
+  const float* k_cache = cache.keys(layer);
+  const float* v_cache = cache.values(layer);
   const int64_t n_heads = config_.n_heads;
   const int64_t group = n_heads / config_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   const int64_t n_items = n * n_heads;
   // Short contexts are cheaper on one thread than a pool round trip.
   const int64_t n_attention_chunks =
-      n * (pos0 + n) * n_heads >= 4096 ? chunk_count(n_items / group, 2, n_threads) : 1;
+      n * (pos0 + n) * n_heads >= 4096 ? chunk_count(n_items / group, 2, pool_.size()) : 1;
   pool_.parallel_for(n_attention_chunks, [&](int64_t chunk, int thread_idx) {
     const Range r = split_range(n_items, chunk, n_attention_chunks, group);
     float* scratch = attention_scratch_[static_cast<size_t>(thread_idx)].data();
@@ -208,9 +233,16 @@ Status CpuForward::attention(int64_t layer, KvCache& cache) {
     }
   });
   attn_.round_to_bf16(k, n);
+}
 
+// The output projection, added into the residual stream h_.
+void CpuForward::project_out(int64_t layer) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const AttentionWeights& aw = weights_.layer(layer).attention;
+  const int64_t n = n_;
+  const int64_t hidden = config_.hidden_size;
   const ActivationsView a = attn_.view();
-  const int64_t n_o_chunks = chunk_count(hidden, rows_per_chunk(aw.o), n_threads);
+  const int64_t n_o_chunks = chunk_count(hidden, rows_per_chunk(aw.o), pool_.size());
   pool_.parallel_for(n_o_chunks, [&](int64_t chunk, int) {
     const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
     matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
@@ -219,7 +251,6 @@ Status CpuForward::attention(int64_t layer, KvCache& cache) {
              r.end - r.begin);
     }
   });
-  return Status::ok();
 }
 
 Status CpuForward::dense_mlp(int64_t layer) {

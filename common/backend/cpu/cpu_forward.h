@@ -43,6 +43,11 @@ class CpuForward final : public ForwardEngine {
  private:
   void prepare(int64_t n_tokens, int64_t capacity);
   void rope_tables(int64_t pos0, int64_t n_tokens);
+  // The steps of attention().
+  void project_qkv(int64_t layer);
+  void position_and_cache(int64_t layer, KvCache& cache);
+  void attend(int64_t layer, KvCache& cache);
+  void project_out(int64_t layer);
 
   const ModelConfig& config_;
   const DenseWeights& weights_;
