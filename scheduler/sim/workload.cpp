@@ -119,54 +119,39 @@ Result<TracePools> load_trace(const SimConfig& config) {
   return pools;
 }
 
-}  // namespace
-
-Workload Workload::from_requests(std::vector<SimRequest> requests,
-                                 std::vector<std::vector<double>> profile) {
-  Workload w;
-  w.requests_ = std::move(requests);
-  std::stable_sort(
-      w.requests_.begin(), w.requests_.end(), [](const SimRequest& a, const SimRequest& b) {
-        return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.node < b.node;
-      });
-  for (const SimRequest& r : w.requests_) w.total_tokens_ += r.n_tokens;
-  w.profile_ = std::move(profile);
-  return w;
+// Every task a node or a shift names must be an origin of the trace with
+// requests left to replay after calibration.
+Status check_trace_origins(const SimConfig& config, const TracePools& pools) {
+  auto check = [&](const std::string& mixture, const std::string& where) -> Status {
+    for (const std::string& task : task_components(mixture)) {
+      const int32_t o = pools.trace.origin_index(task);
+      if (o < 0) {
+        return invalid_argument(where + ": task '" + task + "' is not an origin of the trace " +
+                                config.trace.path.string());
+      }
+      if (pools.replay[o].empty()) {
+        return invalid_argument(where + ": origin '" + task +
+                                "' has no requests left to replay after calibration");
+      }
+    }
+    return Status::ok();
+  };
+  for (const SimNode& node : config.nodes) {
+    DMOE_RETURN_IF_ERROR(check(node.task, "node '" + node.id + "'"));
+  }
+  for (const WorkloadShift& shift : config.shifts) {
+    DMOE_RETURN_IF_ERROR(check(shift.task, "shift of node '" + shift.node + "'"));
+  }
+  return Status::ok();
 }
 
-Result<Workload> Workload::create(const SimConfig& config) {
-  DMOE_RETURN_IF_ERROR(validate_sim_config(config));
+// Poisson arrivals per node; each request replays a trace request of its
+// task or draws synthetic routings.
+std::vector<SimRequest> generate_requests(const SimConfig& config, const SyntheticRouter& router,
+                                          const TracePools& pools) {
   const SimModel& m = config.model;
   const size_t per_token = static_cast<size_t>(m.n_layers) * m.top_k;
-  Workload w;
-  SyntheticRouter router;
-  TracePools pools;
-  if (config.trace_workload) {
-    DMOE_ASSIGN_OR_RETURN(pools, load_trace(config));
-    auto check_origin = [&](const std::string& mixture, const std::string& where) -> Status {
-      for (const std::string& task : task_components(mixture)) {
-        const int32_t o = pools.trace.origin_index(task);
-        if (o < 0) {
-          return invalid_argument(where + ": task '" + task + "' is not an origin of the trace " +
-                                  config.trace.path.string());
-        }
-        if (pools.replay[o].empty()) {
-          return invalid_argument(where + ": origin '" + task +
-                                  "' has no requests left to replay after calibration");
-        }
-      }
-      return Status::ok();
-    };
-    for (const SimNode& node : config.nodes) {
-      DMOE_RETURN_IF_ERROR(check_origin(node.task, "node '" + node.id + "'"));
-    }
-    for (const WorkloadShift& shift : config.shifts) {
-      DMOE_RETURN_IF_ERROR(check_origin(shift.task, "shift of node '" + shift.node + "'"));
-    }
-  } else {
-    router = make_router(config);
-  }
-
+  std::vector<SimRequest> requests;
   for (int32_t n = 0; n < static_cast<int32_t>(config.nodes.size()); ++n) {
     const double rate = config.nodes[n].arrival_rate_per_s;
     std::mt19937_64 rng(static_cast<uint64_t>(config.seed) * 1000003u + static_cast<uint64_t>(n));
@@ -200,16 +185,18 @@ Result<Workload> Workload::create(const SimConfig& config) {
           router.route(task_index, m, rng, request.experts.data() + per_token * tok);
         }
       }
-      w.total_tokens_ += request.n_tokens;
-      w.requests_.push_back(std::move(request));
+      requests.push_back(std::move(request));
     }
   }
-  std::stable_sort(
-      w.requests_.begin(), w.requests_.end(), [](const SimRequest& a, const SimRequest& b) {
-        return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.node < b.node;
-      });
+  return requests;
+}
 
-  // The profile of a mixture is the mean of its components' profiles.
+// Per node, the expected counts a profiling run would see; the profile of a
+// mixture is the mean of its components' profiles.
+std::vector<std::vector<double>> profiles(const SimConfig& config, const SyntheticRouter& router,
+                                          const TracePools& pools) {
+  const SimModel& m = config.model;
+  std::vector<std::vector<double>> out;
   for (const SimNode& node : config.nodes) {
     const std::vector<std::string> parts = task_components(node.task);
     std::vector<double> counts(static_cast<size_t>(m.n_layers) * m.n_experts, 0.0);
@@ -224,9 +211,37 @@ Result<Workload> Workload::create(const SimConfig& config) {
         }
       }
     }
-    w.profile_.push_back(std::move(counts));
+    out.push_back(std::move(counts));
   }
+  return out;
+}
+
+}  // namespace
+
+Workload Workload::from_requests(std::vector<SimRequest> requests,
+                                 std::vector<std::vector<double>> profile) {
+  Workload w;
+  w.requests_ = std::move(requests);
+  std::stable_sort(
+      w.requests_.begin(), w.requests_.end(), [](const SimRequest& a, const SimRequest& b) {
+        return a.arrival_s != b.arrival_s ? a.arrival_s < b.arrival_s : a.node < b.node;
+      });
+  for (const SimRequest& r : w.requests_) w.total_tokens_ += r.n_tokens;
+  w.profile_ = std::move(profile);
   return w;
+}
+
+Result<Workload> Workload::create(const SimConfig& config) {
+  DMOE_RETURN_IF_ERROR(validate_sim_config(config));
+  SyntheticRouter router;
+  TracePools pools;
+  if (config.trace_workload) {
+    DMOE_ASSIGN_OR_RETURN(pools, load_trace(config));
+    DMOE_RETURN_IF_ERROR(check_trace_origins(config, pools));
+  } else {
+    router = make_router(config);
+  }
+  return from_requests(generate_requests(config, router, pools), profiles(config, router, pools));
 }
 
 }  // namespace dancemoe::sim
