@@ -13,16 +13,16 @@
 //                                            gate (recorded as "operator")
 //
 // All take --scheduler, --timeout, --cluster-id and --json. The --file
-// format is the JSON of `dancemoe placement --json` (its "nodes" list: id,
-// devices by name, experts as [layer, expert] in model layer numbers), so
-// a placement can be dumped, edited and applied.
+// format is the one JSON form of a placement (common/placement/
+// placement_json.h; experts as [layer, expert] in model layer numbers), which
+// `dancemoe placement --json` prints, so a placement can be dumped, edited
+// and applied.
 #include "scheduler/cli/placement_cluster.h"
 
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "common/placement/placement_json.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/cluster_format.h"
 #include "scheduler/cli/scheduler_client.h"
@@ -39,9 +39,9 @@ std::string format_map(const json& p) {
                     "; " + p.value("method", std::string()) + ")\n";
   std::vector<std::string> ids;
   std::map<std::string, size_t> colour;
-  for (const json& n : p["nodes"]) {
-    colour[n.value("id", std::string())] = ids.size();
-    ids.push_back(n.value("id", std::string()));
+  for (const auto& [id, node] : p["nodes"].items()) {
+    colour[id] = ids.size();
+    ids.push_back(id);
   }
   size_t width = 6;
   for (const std::string& id : ids) width = std::max(width, id.size());
@@ -134,24 +134,6 @@ int run_decision(const std::string& command, const ClusterOptions& options, cons
   return 0;
 }
 
-Result<json> read_placement_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return invalid_argument(path + ": cannot open the placement file for reading");
-  std::stringstream text;
-  text << file.rdbuf();
-  json j = json::parse(text.str(), nullptr, false);
-  if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");
-  if (j.is_object() && j.contains("placement") && j["placement"].is_object()) {
-    j = j["placement"];  // the output of `placement propose --json`
-  }
-  if (!j.is_object() || !j.contains("nodes") || !j["nodes"].is_array()) {
-    return invalid_argument(path +
-                            ": expected {\"nodes\": [...]} as printed by `dancemoe placement "
-                            "--json`");
-  }
-  return json{{"nodes", j["nodes"]}};
-}
-
 struct ShowOptions {
   ClusterOptions cluster;
   int layer = -1;
@@ -211,12 +193,13 @@ void add_cluster_placement_commands(CLI::App* group, int* exit_code) {
     json args = json::object();
     if (!apply->policy.empty()) args["policy"] = apply->policy;
     if (!apply->file.empty()) {
-      Result<json> placement = read_placement_file(apply->file);
+      // Read here so that a bad file is named before anything is sent.
+      Result<ClusterPlacement> placement = read_placement_file(apply->file, Endpoints::kOptional);
       if (!placement.is_ok()) {
         *exit_code = report_failure("placement apply", placement.status());
         return;
       }
-      args["placement"] = *placement;
+      args["placement"] = placement_to_json(*placement);
     }
     *exit_code = run_decision("placement apply", apply->cluster, "apply", args);
   });

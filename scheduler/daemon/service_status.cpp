@@ -10,13 +10,17 @@
 //   propose       {"policy": NAME?}              dry run: candidate, moves, gate
 //   round         {"policy": NAME?}              a gated round now; the decision
 //   apply         {"policy": NAME?} or           operator override: adopted without
-//                 {"placement": {"nodes": ...}}  the gate; the decision
+//                 {"placement": PLACEMENT}       the gate; the decision
+// A placement, in replies and in `apply`, is in its one JSON form
+// (common/placement/placement_json.h); a reply adds what the scheduler knows
+// of it (policy, state, times) and per layer the holders of each expert.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "common/placement/placement_json.h"
 #include "scheduler/daemon/service.h"
 #include "scheduler/placement/policy.h"
 
@@ -24,6 +28,9 @@ namespace dancemoe::scheduler {
 namespace {
 
 using nlohmann::ordered_json;
+
+// The source named in errors about an operator's placement (`placement apply`).
+const std::string kOperatorPlacement = "placement";
 
 ordered_json optional_number(const std::optional<double>& v) {
   return v ? ordered_json(*v) : ordered_json(nullptr);
@@ -287,22 +294,15 @@ Result<ordered_json> SchedulerService::nodes_json() {
 
 ordered_json SchedulerService::placement_json(const store::PlacementRecord& p,
                                               std::optional<int> layer) const {
-  ordered_json nodes = ordered_json::array();
-  // (layer, expert) -> holders, for the map.
+  // The placement in its one JSON form (only `layer` when given), then what
+  // the scheduler knows about it and, per layer, who holds each expert.
+  ClusterPlacement shown{p.version, p.nodes};
   std::map<std::pair<int, int>, std::vector<std::string>> holders;
-  for (const NodePlacement& n : p.nodes) {
-    ordered_json devices = ordered_json::array();
-    for (const DevicePlacement& d : n.devices) {
-      ordered_json experts = ordered_json::array();
-      for (const ExpertRef& r : d.experts) {
-        if (layer && r.layer != *layer) continue;
-        experts.push_back({r.layer, r.expert});
-        holders[{r.layer, r.expert}].push_back(n.node_id);
-      }
-      devices.push_back({{"name", d.device}, {"experts", experts}});
+  for (NodePlacement& n : shown.nodes) {
+    for (DevicePlacement& d : n.devices) {
+      if (layer) std::erase_if(d.experts, [&](const ExpertRef& r) { return r.layer != *layer; });
+      for (const ExpertRef& r : d.experts) holders[{r.layer, r.expert}].push_back(n.node_id);
     }
-    nodes.push_back(
-        {{"id", n.node_id}, {"expert_endpoint", n.expert_endpoint}, {"devices", devices}});
   }
   ordered_json layers = ordered_json::array();
   for (int32_t l : model_.moe_layers) {
@@ -317,16 +317,16 @@ ordered_json SchedulerService::placement_json(const store::PlacementRecord& p,
     }
     layers.push_back({{"layer", l}, {"holders", experts}});
   }
-  return {{"version", p.version},
-          {"policy", p.policy},
-          {"method", p.method},
-          {"trigger", p.trigger},
-          {"state", p.state},
-          {"created_ms", p.created_ms},
-          {"committed_ms", p.committed_ms ? ordered_json(*p.committed_ms) : ordered_json(nullptr)},
-          {"experts_per_layer", model_.n_experts},
-          {"nodes", nodes},
-          {"layers", layers}};
+  ordered_json out = placement_to_json(shown);
+  out["policy"] = p.policy;
+  out["method"] = p.method;
+  out["trigger"] = p.trigger;
+  out["state"] = p.state;
+  out["created_ms"] = p.created_ms;
+  out["committed_ms"] = p.committed_ms ? ordered_json(*p.committed_ms) : ordered_json(nullptr);
+  out["experts_per_layer"] = model_.n_experts;
+  out["layers"] = std::move(layers);
+  return out;
 }
 
 Result<ordered_json> SchedulerService::migrations_json(int limit) {
@@ -392,66 +392,41 @@ Result<ordered_json> SchedulerService::propose_json(const std::string& policy) {
 
 Result<Candidate> SchedulerService::operator_candidate(const PlanProblem& plan,
                                                        const nlohmann::json& json) {
-  const nlohmann::json& nodes = json.contains("nodes") ? json["nodes"] : json;
-  if (!nodes.is_array()) {
-    return invalid_argument(
-        "placement: expected {\"nodes\": [{\"id\": ..., \"devices\": "
-        "[{\"name\": ..., \"experts\": [[layer, expert], ...]}]}]}");
-  }
+  DMOE_ASSIGN_OR_RETURN(const ClusterPlacement wanted,
+                        placement_from_json(json, kOperatorPlacement, Endpoints::kOptional));
   placement::Placement p = placement::empty_placement(plan.problem.cluster);
   p.method = "operator placement";
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const nlohmann::json& n = nodes[i];
-    const std::string where = "placement.nodes[" + std::to_string(i) + "]";
-    if (!n.is_object() || !n.contains("id") || !n["id"].is_string()) {
-      return invalid_argument(where + ".id: expected a node id");
-    }
-    const std::string id = n["id"].get<std::string>();
+  for (const NodePlacement& n : wanted.nodes) {
+    const std::string where = "placement.nodes." + n.node_id;
     const auto node = std::find_if(plan.placed.begin(), plan.placed.end(),
-                                   [&](const Member* m) { return m->id() == id; });
+                                   [&](const Member* m) { return m->id() == n.node_id; });
     if (node == plan.placed.end()) {
-      return invalid_argument(where + ": node '" + id +
+      return invalid_argument(where + ": node '" + n.node_id +
                               "' is not an up node with memory for experts");
     }
     const size_t n_idx = node - plan.placed.begin();
     const auto& devices = plan.problem.cluster.nodes[n_idx].devices;
-    if (!n.contains("devices")) continue;
-    if (!n["devices"].is_array()) return invalid_argument(where + ".devices: expected a list");
-    for (size_t j = 0; j < n["devices"].size(); ++j) {
-      const nlohmann::json& d = n["devices"][j];
-      const std::string dwhere = where + ".devices[" + std::to_string(j) + "]";
-      if (!d.is_object() || !d.contains("name") || !d["name"].is_string()) {
-        return invalid_argument(dwhere + ".name: expected a device name");
-      }
-      const std::string name = d["name"].get<std::string>();
-      const auto device = std::find_if(devices.begin(), devices.end(),
-                                       [&](const placement::Device& g) { return g.id == name; });
+    for (const DevicePlacement& d : n.devices) {
+      const auto device =
+          std::find_if(devices.begin(), devices.end(),
+                       [&](const placement::Device& g) { return g.id == d.device; });
       if (device == devices.end()) {
-        return invalid_argument(dwhere + ": node '" + id + "' has no device '" + name + "'");
+        return invalid_argument(where + ".devices." + d.device + ": node '" + n.node_id +
+                                "' has no device '" + d.device + "'");
       }
       std::vector<placement::ExpertIndex>& list = p.experts[n_idx][device - devices.begin()];
-      const nlohmann::json empty = nlohmann::json::array();
-      const nlohmann::json& experts = d.contains("experts") ? d["experts"] : empty;
-      if (!experts.is_array()) return invalid_argument(dwhere + ".experts: expected a list");
-      for (const nlohmann::json& e : experts) {
-        if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
-            !e[1].is_number_unsigned()) {
-          return invalid_argument(dwhere + ".experts: expected [layer, expert] pairs");
-        }
-        const uint64_t layer = e[0].get<uint64_t>();
-        const uint64_t expert = e[1].get<uint64_t>();
+      for (const ExpertRef& r : d.experts) {
+        // Placements name absolute layers; the solvers' indices cover MoE layers only.
         const int32_t x =
-            layer > 65535 || expert > 65535
-                ? -1
-                : model_.flat(static_cast<uint32_t>(layer), static_cast<uint32_t>(expert));
+            model_.flat(static_cast<uint32_t>(r.layer), static_cast<uint32_t>(r.expert));
         if (x < 0) {
-          return invalid_argument(dwhere + ": layer " + std::to_string(layer) + " expert " +
-                                  std::to_string(expert) + " is not an expert of the model");
+          return invalid_argument(where + ".devices." + d.device + ": layer " +
+                                  std::to_string(r.layer) + " expert " + std::to_string(r.expert) +
+                                  " is not an expert of the model");
         }
         list.push_back(x);
       }
       std::sort(list.begin(), list.end());
-      list.erase(std::unique(list.begin(), list.end()), list.end());
     }
   }
   return evaluate_candidate(plan, std::move(p));

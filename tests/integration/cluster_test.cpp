@@ -142,7 +142,7 @@ double scheduler_hit_ratio(const json& status, const std::string& id) {
 // An operator placement: a [0, E/2), b [E/4, 3E/4), c [E/2, E), shifted per
 // layer -- every expert on one or two nodes, no node with all of them.
 json half_placement(const AttachedCluster& c) {
-  json nodes = json::array();
+  json nodes = json::object();
   const int32_t e = c.n_experts;
   const std::map<std::string, int32_t> first = {{"a", 0}, {"b", e / 4}, {"c", e / 2}};
   for (const std::string& id : kNodes) {
@@ -150,7 +150,7 @@ json half_placement(const AttachedCluster& c) {
     for (int32_t l : c.layers) {
       for (int32_t x = 0; x < e / 2; ++x) experts.push_back({l, (first.at(id) + x + 3 * l) % e});
     }
-    nodes.push_back({{"id", id}, {"devices", {{{"name", "cpu0"}, {"experts", experts}}}}});
+    nodes[id] = {{"devices", {{"cpu0", experts}}}};
   }
   return {{"nodes", nodes}};
 }

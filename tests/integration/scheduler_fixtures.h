@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/placement_experts.h"
 #include "tests/support/protocol_peer.h"
 #include "tests/support/scheduler_process.h"
 
@@ -77,20 +78,6 @@ inline proto::ActivationReport tiny_report(const std::vector<ExpertRef>& experts
   r.local_p99_latency_us = 200.0;
   r.remote.push_back({"peer-x", 100, 2100.0, 4000.0, 100 * 8192, 0});
   return r;
-}
-
-// The experts `node` holds in a placement JSON (status query "placement").
-inline std::vector<ExpertRef> experts_of(const nlohmann::json& placement, const std::string& node) {
-  std::vector<ExpertRef> out;
-  for (const auto& n : placement["nodes"]) {
-    if (n["id"] != node) continue;
-    for (const auto& d : n["devices"]) {
-      for (const auto& e : d["experts"]) {
-        out.push_back({e[0].get<uint16_t>(), e[1].get<uint16_t>()});
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace dancemoe::testing

@@ -6,9 +6,12 @@
 #include <doctest/doctest.h>
 
 #include "tests/scheduler/daemon/service_harness.h"
+#include "tests/support/placement_experts.h"
 
 namespace dancemoe::scheduler::test {
 namespace {
+
+using testing::experts_of;
 
 // Registers a and b (16 slots each for 24 experts) and commits the cold start.
 void cold_start_two(Harness& h, double load_bytes_per_s = 1e9) {
@@ -21,18 +24,6 @@ void cold_start_two(Harness& h, double load_bytes_per_s = 1e9) {
   REQUIRE(find_body<proto::Commit>(commits, "r-a") != nullptr);
   REQUIRE(find_body<proto::Commit>(commits, "r-b") != nullptr);
   REQUIRE(h.service().committed_version() == 1);
-}
-
-std::vector<ExpertRef> experts_of(const nlohmann::json& placement, const std::string& node) {
-  std::vector<ExpertRef> out;
-  for (const auto& n : placement["nodes"]) {
-    if (n["id"] != node) continue;
-    for (const auto& d : n["devices"]) {
-      for (const auto& e : d["experts"])
-        out.push_back({e[0].get<uint16_t>(), e[1].get<uint16_t>()});
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -405,12 +396,9 @@ TEST_CASE("service: an operator placement is applied without the gate and record
   auto placement = h.query("placement");
   REQUIRE(placement.is_ok());
   // Swap the two nodes' sets: pointless, and the gate would never allow it.
-  nlohmann::json swapped = {{"nodes", nlohmann::json::array()}};
-  for (const auto& n : (*placement)["nodes"]) {
-    nlohmann::json node = n;
-    node["id"] = n["id"] == "a" ? "b" : "a";
-    swapped["nodes"].push_back(node);
-  }
+  nlohmann::json swapped = {{"nodes", nlohmann::json::object()}};
+  swapped["nodes"]["a"] = (*placement)["nodes"]["b"];
+  swapped["nodes"]["b"] = (*placement)["nodes"]["a"];
   auto d = h.query("apply", {{"placement", swapped}});
   REQUIRE(d.is_ok());
   CHECK((*d)["outcome"] == "adopted");
@@ -419,7 +407,8 @@ TEST_CASE("service: an operator placement is applied without the gate and record
   CHECK((*d)["migration_s"].get<double>() > 1000.0);
   // A placement that drops an expert is refused, naming it.
   nlohmann::json partial = swapped;
-  partial["nodes"][0]["devices"][0]["experts"].erase(0);
+  nlohmann::json& a_devices = partial["nodes"]["a"]["devices"];
+  a_devices[a_devices.begin().key()].erase(0);
   h.send("a", proto::Abort{2, "operator test"});
   auto bad = h.query("apply", {{"placement", partial}});
   REQUIRE(bad.is_ok());
