@@ -71,11 +71,6 @@ std::vector<Outgoing> SchedulerService::take_outbox() {
   return out;
 }
 
-uint64_t SchedulerService::counter(const std::string& name) const {
-  const auto it = counters_.find(name);
-  return it == counters_.end() ? 0 : it->second;
-}
-
 void SchedulerService::send(const std::string& routing_id, proto::Body body) {
   proto::Envelope env;
   env.cluster_id = options_.cluster_id;
@@ -92,22 +87,22 @@ void SchedulerService::send_to_node(const std::string& node_id, proto::Body body
 }
 
 void SchedulerService::reject(const std::string& routing_id, uint64_t sequence,
-                              const Status& status, const std::string& counter) {
-  count("rejected_total");
-  count("rejected_" + counter + "_total");
-  spdlog::debug("rejected a message ({}): {}", counter, status.to_string());
+                              const Status& status, Rejection why) {
+  counters_.reject(why);
+  spdlog::debug("rejected a message ({}): {}", rejection_name(why), status.to_string());
   if (routing_id.empty()) return;
   send(routing_id, proto::Error{status.code(), status.message(), sequence});
 }
 
 void SchedulerService::handle(const net::ReceivedMessage& message) {
-  count("messages_total");
+  ++counters_.messages;
   if (!message.envelope.is_ok()) {
     const Status& status = message.envelope.status();
     // A receive interrupted by a signal has no sender and is not a message.
     if (message.routing_id.empty()) return;
     reject(message.routing_id, message.sequence, status,
-           status.code() == StatusCode::kVersionMismatch ? "version_mismatch" : "undecodable");
+           status.code() == StatusCode::kVersionMismatch ? Rejection::kVersionMismatch
+                                                         : Rejection::kUndecodable);
     return;
   }
   const proto::Envelope& env = *message.envelope;
@@ -119,7 +114,7 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     reject(message.routing_id, env.sequence,
            failed_precondition("cluster id '" + env.cluster_id + "' (" + env.sender + ") != '" +
                                options_.cluster_id + "' (scheduler)"),
-           "wrong_cluster");
+           Rejection::kWrongCluster);
     return;
   }
   if (const auto* reg = std::get_if<proto::Register>(&env.body)) {
@@ -139,7 +134,7 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     reject(message.routing_id, env.sequence,
            invalid_argument("the scheduler does not accept " +
                             std::string(proto::body_name(env.body)) + " messages"),
-           "unexpected_type");
+           Rejection::kUnexpectedType);
     return;
   }
   Member* member = membership_.by_routing(message.routing_id);
@@ -148,21 +143,21 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
            // not_found is what tells a node to register again (docs/node/README.md).
            not_found(std::string(proto::body_name(env.body)) + " from '" + env.sender +
                      "', which is not registered (or was marked down): send Register"),
-           "unregistered");
+           Rejection::kUnregistered);
     return;
   }
   if (env.sender != member->id()) {
     reject(message.routing_id, env.sequence,
            failed_precondition("sender '" + env.sender + "' does not match node '" + member->id() +
                                "' registered on this connection"),
-           "wrong_sender");
+           Rejection::kWrongSender);
     return;
   }
   membership_.touch(*member, clock_->steady_ms());
   if (const auto* hb = std::get_if<proto::Heartbeat>(&env.body)) {
     member->heartbeat_version = hb->placement_version;
     member->requests_in_flight = hb->requests_in_flight;
-    count("heartbeats_total");
+    ++counters_.heartbeats;
     send(message.routing_id, proto::Ack{env.sequence});
   } else if (const auto* report = std::get_if<proto::ActivationReport>(&env.body)) {
     on_report(*member, env, *report);
@@ -174,16 +169,15 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     // A node acknowledges a Commit or an Abort: the node's heartbeats carry
     // the version it serves, so there is nothing to wait for; it is counted
     // so an operator can see the nodes confirming.
-    count("node_acks_total");
+    ++counters_.node_acks;
   }
 }
 
 void SchedulerService::on_register(const std::string& routing_id, const proto::Envelope& env,
                                    const proto::Register& reg) {
-  auto refuse = [&](const std::string& reason, const std::string& counter_name) {
-    count("register_refused_total");
-    count("rejected_total");
-    count("rejected_" + counter_name + "_total");
+  auto refuse = [&](const std::string& reason, Rejection why) {
+    ++counters_.register_refused;
+    counters_.reject(why);
     spdlog::warn("refused registration of '{}': {}", reg.node_id, reason);
     proto::RegisterReply reply;
     reply.accepted = false;
@@ -193,12 +187,12 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   if (reg.model_id != model_.model_id) {
     refuse("model id " + reg.model_id + " (node " + reg.node_id + ") != " + model_.model_id +
                " (scheduler)",
-           "model_mismatch");
+           Rejection::kModelMismatch);
     return;
   }
   const Status valid = check_register(reg, env.sender, model_, options_.limits);
   if (!valid.is_ok()) {
-    refuse(valid.message(), "invalid_register");
+    refuse(valid.message(), Rejection::kInvalidRegister);
     return;
   }
   const int64_t now = clock_->steady_ms();
@@ -218,7 +212,7 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   }
   const Status saved = store_->save_node(record);
   if (!saved.is_ok()) {
-    count("store_errors_total");
+    ++counters_.store_errors;
     spdlog::error("cannot store node '{}': {}", reg.node_id, saved.to_string());
     send(routing_id, proto::Error{StatusCode::kUnavailable,
                                   "the scheduler cannot store the registration: " + saved.message(),
@@ -227,7 +221,7 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   }
   Member& member = membership_.attach(record, sorted_refs(reg.resident), routing_id, now, wall);
   last_join_ms_ = now;
-  count("registrations_total");
+  ++counters_.registrations;
   spdlog::info("node '{}' registered ({} device(s), serving version {}, endpoint {})", reg.node_id,
                reg.devices.size(), reg.placement_version, reg.expert_endpoint);
 
@@ -253,13 +247,13 @@ void SchedulerService::on_report(Member& member, const proto::Envelope& env,
   Result<store::ReportRecord> record =
       check_report(report, member.id(), env.sequence, clock_->wall_ms(), model_, options_.limits);
   if (!record.is_ok()) {
-    reject(member.routing_id, env.sequence, record.status(), "invalid_report");
+    reject(member.routing_id, env.sequence, record.status(), Rejection::kInvalidReport);
     return;
   }
   Result<store::InsertOutcome> outcome = store_->insert_report(*record);
   if (!outcome.is_ok()) {
     // Not acknowledged: the node keeps the report and resends it.
-    count("store_errors_total");
+    ++counters_.store_errors;
     spdlog::error("cannot store a report of '{}': {}", member.id(), outcome.status().to_string());
     send(member.routing_id,
          proto::Error{StatusCode::kUnavailable, "report not stored: " + outcome.status().message(),
@@ -268,14 +262,14 @@ void SchedulerService::on_report(Member& member, const proto::Envelope& env,
   }
   switch (*outcome) {
     case store::InsertOutcome::kStored:
-      count("reports_stored_total");
-      count("count_entries_stored_total", record->counts.size());
+      ++counters_.reports_stored;
+      counters_.count_entries_stored += record->counts.size();
       break;
     case store::InsertOutcome::kDuplicate:
-      count("reports_duplicate_total");
+      ++counters_.reports_duplicate;
       break;
     case store::InsertOutcome::kStale:
-      count("reports_stale_total");
+      ++counters_.reports_stale;
       break;
   }
   send(member.routing_id, proto::Ack{env.sequence});
@@ -292,7 +286,7 @@ void SchedulerService::on_ready(Member& member, const proto::Envelope& env,
   const auto resync = resyncs_.find(member.id());
   if (resync != resyncs_.end() && resync->second.version == ready.version) {
     resyncs_.erase(resync);
-    count("resyncs_completed_total");
+    ++counters_.resyncs_completed;
     send(member.routing_id, proto::Commit{ready.version});
     return;
   }
@@ -300,7 +294,7 @@ void SchedulerService::on_ready(Member& member, const proto::Envelope& env,
          failed_precondition("Ready for version " + std::to_string(ready.version) +
                              ", but no migration to that version is in progress for '" +
                              member.id() + "'"),
-         "stale_ready");
+         Rejection::kStaleReady);
 }
 
 void SchedulerService::on_abort(Member& member, const proto::Abort& abort) {
@@ -314,10 +308,10 @@ void SchedulerService::on_abort(Member& member, const proto::Abort& abort) {
     spdlog::warn("node '{}' could not re-synchronise to version {}: {}", member.id(), abort.version,
                  abort.reason);
     resyncs_.erase(resync);
-    count("resyncs_failed_total");
+    ++counters_.resyncs_failed;
     return;
   }
-  count("stale_aborts_total");
+  ++counters_.stale_aborts;
 }
 
 bool SchedulerService::needs_resync(const Member& member) const {
@@ -335,7 +329,7 @@ bool SchedulerService::needs_resync(const Member& member) const {
 
 void SchedulerService::start_resync(Member& member) {
   resyncs_[member.id()] = {committed_->version, clock_->steady_ms() + options_.prepare_timeout_ms};
-  count("resyncs_started_total");
+  ++counters_.resyncs_started;
   spdlog::info("re-synchronising node '{}' to committed version {}", member.id(),
                committed_->version);
   send(member.routing_id, proto::PlacementPrepare{committed_->version, committed_->nodes});

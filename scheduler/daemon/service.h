@@ -16,7 +16,7 @@
 //
 // Bad input never stops it: every rejected message gets an Error reply (or
 // a RegisterReply saying why) and increments a counter shown by
-// `dancemoe status`.
+// `dancemoe status` (service_counters.h).
 //
 // Threading: one thread calls everything (the service loop owns the socket
 // and the store; see control_server.h). Not thread-safe.
@@ -39,6 +39,7 @@
 #include "scheduler/daemon/migration.h"
 #include "scheduler/daemon/model_info.h"
 #include "scheduler/daemon/planner.h"
+#include "scheduler/daemon/service_counters.h"
 #include "scheduler/store/retention.h"
 #include "scheduler/store/store.h"
 
@@ -88,12 +89,12 @@ class SchedulerService {
   const Membership& membership() const { return membership_; }
   uint64_t committed_version() const { return committed_ ? committed_->version : 0; }
   const std::optional<Migration>& migration() const { return migration_; }
-  uint64_t counter(const std::string& name) const;
+  const ServiceCounters& counters() const { return counters_; }
 
  private:
   // Messages.
   void reject(const std::string& routing_id, uint64_t sequence, const Status& status,
-              const std::string& counter);
+              Rejection why);
   void send(const std::string& routing_id, proto::Body body);
   void send_to_node(const std::string& node_id, proto::Body body);
   void on_register(const std::string& routing_id, const proto::Envelope& env,
@@ -103,7 +104,6 @@ class SchedulerService {
   void on_abort(Member& member, const proto::Abort& abort);
   void on_status(const std::string& routing_id, const proto::Envelope& env,
                  const proto::StatusRequest& request);
-  void count(const std::string& name, uint64_t n = 1) { counters_[name] += n; }
 
   // Rounds and migrations.
   struct RoundRequest {
@@ -148,7 +148,7 @@ class SchedulerService {
   std::map<std::string, Resync> resyncs_;
   std::vector<uint64_t> abandoned_versions_;  // aborted at start; told to re-registering nodes
   std::vector<Outgoing> outbox_;
-  std::map<std::string, uint64_t> counters_;
+  ServiceCounters counters_;
   uint64_t next_sequence_ = 1;
   int64_t started_ms_ = 0;
   int64_t next_round_ms_ = 0;

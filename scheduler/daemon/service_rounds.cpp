@@ -28,7 +28,7 @@ void SchedulerService::tick() {
     if (now >= it->second.deadline_ms) {
       spdlog::warn("node '{}' did not re-synchronise to version {} in time", it->first,
                    it->second.version);
-      count("resyncs_failed_total");
+      ++counters_.resyncs_failed;
       it = resyncs_.erase(it);
     } else {
       ++it;
@@ -69,7 +69,7 @@ int64_t SchedulerService::next_wakeup_ms() const {
 
 void SchedulerService::on_nodes_down(const std::vector<std::string>& nodes) {
   for (const std::string& node : nodes) {
-    count("nodes_down_total");
+    ++counters_.nodes_down;
     resyncs_.erase(node);
     spdlog::warn("node '{}' missed {} heartbeats: marked down", node, options_.heartbeat_misses);
     if (migration_ && migration_->is_participant(node)) {
@@ -105,7 +105,7 @@ void SchedulerService::run_retention() {
     Result<store::RetentionStats> stats =
         store::Retention::apply(*store_, options_.retention, clock_->wall_ms());
     if (!stats.is_ok()) {
-      count("store_errors_total");
+      ++counters_.store_errors;
       spdlog::error("retention failed: {}", stats.status().to_string());
       return;
     }
@@ -159,32 +159,33 @@ store::DecisionRecord SchedulerService::run_round(const RoundRequest& request) {
   d.trigger = request.trigger;
   d.policy = request.policy.empty() ? options_.planner.policy : request.policy;
   d.from_version = committed_version();
-  auto finish = [&](const std::string& outcome, const std::string& message) {
-    d.outcome = outcome;
+  auto finish = [&](RoundOutcome outcome, const std::string& message) {
+    d.outcome = std::string(round_outcome_name(outcome));
     d.message = message;
     const Status stored = store_->record_decision(&d);
     if (!stored.is_ok()) {
-      count("store_errors_total");
+      ++counters_.store_errors;
       spdlog::error("cannot record a placement decision: {}", stored.to_string());
     }
-    count("rounds_" + outcome + "_total");
-    spdlog::info("placement round ({}): {}{}", d.trigger, outcome,
+    counters_.round(outcome);
+    spdlog::info("placement round ({}): {}{}", d.trigger, d.outcome,
                  message.empty() ? "" : ": " + message);
     return d;
   };
   if (migration_) {
-    return finish("skipped", "a migration to version " + std::to_string(migration_->version()) +
-                                 " is in progress");
+    return finish(
+        RoundOutcome::kSkipped,
+        "a migration to version " + std::to_string(migration_->version()) + " is in progress");
   }
   Result<PlanProblem> plan = gather_problem();
-  if (!plan.is_ok()) return finish("error", plan.status().message());
+  if (!plan.is_ok()) return finish(RoundOutcome::kError, plan.status().message());
   if (request.policy.empty()) d.policy = plan->policy;  // uniform on a cold start
   d.window_s = plan->problem.activations.window_s;
   d.n_nodes = static_cast<int64_t>(plan->placed.size() + plan->routing_only.size());
   Result<Candidate> candidate = request.operator_placement != nullptr
                                     ? operator_candidate(*plan, *request.operator_placement)
                                     : solve_candidate(*plan, request.policy);
-  if (!candidate.is_ok()) return finish("error", candidate.status().message());
+  if (!candidate.is_ok()) return finish(RoundOutcome::kError, candidate.status().message());
   const placement::GateDecision& gate = candidate->gate;
   d.cost_current_s = gate.cost_current_s;
   d.cost_new_s = gate.cost_new_s;
@@ -193,21 +194,22 @@ store::DecisionRecord SchedulerService::run_round(const RoundRequest& request) {
   d.local_hit_ratio_current = candidate->costs_current.local_hit_ratio;
   d.local_hit_ratio_new = candidate->costs_new.local_hit_ratio;
   if (!request.force && !gate.adopt) {
-    return finish("rejected", fmt::format("C(P') + T_mig = {:.3f} + {:.3f} s is not below "
-                                          "C(P) = {:.3f} s",
-                                          gate.cost_new_s, gate.migration_s, gate.cost_current_s));
+    return finish(RoundOutcome::kRejected,
+                  fmt::format("C(P') + T_mig = {:.3f} + {:.3f} s is not below "
+                              "C(P) = {:.3f} s",
+                              gate.cost_new_s, gate.migration_s, gate.cost_current_s));
   }
-  d.outcome = "adopted";
+  d.outcome = std::string(round_outcome_name(RoundOutcome::kAdopted));
   d.message = request.force ? "operator override: gate not applied"
               : gate.coverage_repair
                   ? (committed_ ? "coverage repair: gate bypassed" : plan->note + "; gate bypassed")
                   : "C(P') + T_mig < C(P)";
   const Status started = start_migration(&d, *plan, *candidate, d.policy);
   if (!started.is_ok()) {
-    count("store_errors_total");
-    return finish("error", "cannot start the migration: " + started.message());
+    ++counters_.store_errors;
+    return finish(RoundOutcome::kError, "cannot start the migration: " + started.message());
   }
-  count("rounds_adopted_total");
+  counters_.round(RoundOutcome::kAdopted);
   spdlog::info(
       "placement round ({}): adopted version {} ({}); C(P)={:.3f} s C(P')={:.3f} s "
       "T_mig={:.3f} s",
@@ -249,7 +251,7 @@ Status SchedulerService::start_migration(store::DecisionRecord* decision, const 
     resyncs_.erase(node);  // superseded by the migration
     send_to_node(node, prepare);
   }
-  count("migrations_started_total");
+  ++counters_.migrations_started;
   return Status::ok();
 }
 
@@ -259,7 +261,7 @@ void SchedulerService::commit_migration() {
   const Status stored = store_->commit_placement(version, migration_->record().id, wall);
   if (!stored.is_ok()) {
     // Not committed durably: do not tell the nodes to switch.
-    count("store_errors_total");
+    ++counters_.store_errors;
     spdlog::error("cannot commit version {}: {}", version, stored.to_string());
     abort_migration("the scheduler could not record the commit: " + stored.message());
     return;
@@ -271,7 +273,7 @@ void SchedulerService::commit_migration() {
   migration_.reset();
   committed_ = std::move(placement);
   for (const std::string& node : participants) send_to_node(node, proto::Commit{version});
-  count("migrations_committed_total");
+  ++counters_.migrations_committed;
   retry_after_ms_ = 0;
   spdlog::info("placement version {} committed on {} node(s)", version, participants.size());
   // Nodes that joined while it was prepared learn it now.
@@ -301,14 +303,14 @@ void SchedulerService::abort_migration(const std::string& reason) {
   const Status stored =
       store_->abort_placement(version, migration_->record().id, reason, clock_->wall_ms());
   if (!stored.is_ok()) {
-    count("store_errors_total");
+    ++counters_.store_errors;
     spdlog::error("cannot record the abort of version {}: {}", version, stored.to_string());
   }
   const std::set<std::string> participants = migration_->participants();
   const std::string trigger = migration_->record().trigger;
   migration_.reset();
   for (const std::string& node : participants) send_to_node(node, proto::Abort{version, reason});
-  count("migrations_aborted_total");
+  ++counters_.migrations_aborted;
   // Do not retry a repair or a cold start in a tight loop.
   if (trigger == "coverage_repair" || trigger == "cold_start") {
     retry_after_ms_ = clock_->steady_ms() + options_.down_after_ms();

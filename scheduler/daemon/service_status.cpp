@@ -73,14 +73,14 @@ Result<std::string> policy_argument(const nlohmann::json& args) {
 
 void SchedulerService::on_status(const std::string& routing_id, const proto::Envelope& env,
                                  const proto::StatusRequest& request) {
-  count("status_requests_total");
+  ++counters_.status_requests;
   nlohmann::json args = nlohmann::json::object();
   if (!request.arguments_json.empty()) {
     args = nlohmann::json::parse(request.arguments_json, nullptr, /*allow_exceptions=*/false);
     if (args.is_discarded() || !args.is_object()) {
       reject(routing_id, env.sequence,
              invalid_argument("StatusRequest.arguments_json: expected a JSON object"),
-             "invalid_request");
+             Rejection::kInvalidRequest);
       return;
     }
   }
@@ -233,7 +233,7 @@ Result<ordered_json> SchedulerService::status_json() {
   } else {
     out["migration"] = nullptr;
   }
-  out["counters"] = counters_;
+  out["counters"] = counters_.to_json();
   return out;
 }
 

@@ -65,13 +65,7 @@ struct World {
   // DMOE_FUZZ_STATS=1 prints how far inputs got (to check the corpus reaches the handlers).
   ~World() {
     if (std::getenv("DMOE_FUZZ_STATS") == nullptr) return;
-    for (const char* name :
-         {"messages_total", "rejected_total", "rejected_undecodable_total", "reports_stored_total",
-          "rejected_invalid_report_total", "registrations_total", "status_requests_total",
-          "migrations_started_total", "rounds_adopted_total"}) {
-      std::fprintf(stderr, "%s %llu\n", name,
-                   static_cast<unsigned long long>(service->counter(name)));
-    }
+    std::fprintf(stderr, "%s\n", service->counters().to_json().dump(1).c_str());
   }
 
   proto::Envelope envelope(const std::string& sender, proto::Body body) {

@@ -37,7 +37,7 @@ TEST_CASE("service: refuses a node of another model, naming both model ids") {
   REQUIRE(reply != nullptr);
   CHECK_FALSE(reply->accepted);
   CHECK(reply->reason == "model id other-model (node a) != model-tiny (scheduler)");
-  CHECK(h.service().counter("rejected_model_mismatch_total") == 1);
+  CHECK(h.service().counters().rejected_for(Rejection::kModelMismatch) == 1);
   CHECK(h.service().membership().up().empty());
 }
 
@@ -71,9 +71,9 @@ TEST_CASE(
   error = find_body<proto::Error>(out);
   REQUIRE(error != nullptr);
   CHECK(error->message == "sender 'mallory' does not match node 'a' registered on this connection");
-  CHECK(h.service().counter("rejected_wrong_sender_total") == 1);
-  CHECK(h.service().counter("rejected_unregistered_total") == 1);
-  CHECK(h.service().counter("rejected_wrong_cluster_total") == 1);
+  CHECK(h.service().counters().rejected_for(Rejection::kWrongSender) == 1);
+  CHECK(h.service().counters().rejected_for(Rejection::kUnregistered) == 1);
+  CHECK(h.service().counters().rejected_for(Rejection::kWrongCluster) == 1);
 }
 
 TEST_CASE("service: a node that misses k heartbeats is marked down, and must register again") {
@@ -91,7 +91,7 @@ TEST_CASE("service: a node that misses k heartbeats is marked down, and must reg
   h.advance(1);
   CHECK(h.service().membership().find("b")->state == NodeState::kDown);
   CHECK(h.service().membership().find("a")->state == NodeState::kUp);
-  CHECK(h.service().counter("nodes_down_total") == 1);
+  CHECK(h.service().counters().nodes_down == 1);
   auto out = h.send("b", proto::Heartbeat{0, 0});
   REQUIRE(find_body<proto::Error>(out) != nullptr);
   h.register_node("b", 16000);
@@ -147,8 +147,8 @@ TEST_CASE("service: a resent report is stored once and acknowledged both times")
   REQUIRE(find_body<proto::Ack>(first) != nullptr);
   REQUIRE(find_body<proto::Ack>(again) != nullptr);
   CHECK(find_body<proto::Ack>(again)->sequence == 42);
-  CHECK(h.service().counter("reports_stored_total") == 1);
-  CHECK(h.service().counter("reports_duplicate_total") == 1);
+  CHECK(h.service().counters().reports_stored == 1);
+  CHECK(h.service().counters().reports_duplicate == 1);
   auto counts = h.store().counts_since(0, h.model().index);
   REQUIRE(counts.is_ok());
   CHECK((*counts)["a"][h.model().flat(0, 1)] == 7.0);
@@ -156,7 +156,7 @@ TEST_CASE("service: a resent report is stored once and acknowledged both times")
   // A node that restarted its sequence numbers is not a resend: another window.
   auto restarted = h.send("a", report_of(100, {{0, 1}}, 5, 9000), 42);
   REQUIRE(find_body<proto::Ack>(restarted) != nullptr);
-  CHECK(h.service().counter("reports_stored_total") == 2);
+  CHECK(h.service().counters().reports_stored == 2);
 }
 
 TEST_CASE("service: out-of-range reports are rejected with an Error and counted") {
@@ -193,8 +193,8 @@ TEST_CASE("service: out-of-range reports are rejected with an Error and counted"
     CHECK(error->code == StatusCode::kInvalidArgument);
     CHECK(error->message.find(c.expected) != std::string::npos);
   }
-  CHECK(h.service().counter("rejected_invalid_report_total") == cases.size());
-  CHECK(h.service().counter("reports_stored_total") == 0);
+  CHECK(h.service().counters().rejected_for(Rejection::kInvalidReport) == cases.size());
+  CHECK(h.service().counters().reports_stored == 0);
   // The service still serves.
   CHECK(find_body<proto::Ack>(h.send("a", report_of(100, {{0, 1}}, 3))) != nullptr);
 }
@@ -276,7 +276,7 @@ TEST_CASE("service: a prepare timeout or a node's abort aborts the version -- th
   // A late Ready for an aborted version is refused, not acted on.
   out = h.send("b", proto::Ready{3});
   REQUIRE(find_body<proto::Error>(out) != nullptr);
-  CHECK(h.service().counter("rejected_stale_ready_total") == 1);
+  CHECK(h.service().counters().rejected_for(Rejection::kStaleReady) == 1);
 }
 
 TEST_CASE("service: a dead node's sole copies are repaired at once, gate bypassed, recorded") {
@@ -334,7 +334,7 @@ TEST_CASE("service: a restart keeps versions and statistics, aborts a half-prepa
   // The report stored before the restart is still there, once.
   out = h.send("a", report_of(1000, experts_of(*placement, "b"), 100), 7);
   CHECK(find_body<proto::Ack>(out) != nullptr);
-  CHECK(h.service().counter("reports_duplicate_total") == 1);
+  CHECK(h.service().counters().reports_duplicate == 1);
   auto decisions = h.query("migrations");
   REQUIRE(decisions.is_ok());
   CHECK((*decisions)["migrations"][0]["to_version"] == 2);
@@ -360,7 +360,7 @@ TEST_CASE("service: a node that joins after the commit is re-synchronised to the
   CHECK(prepare->version == 1);
   auto commit = h.send("c", proto::Ready{1});
   REQUIRE(find_body<proto::Commit>(commit, "r-c") != nullptr);
-  CHECK(h.service().counter("resyncs_completed_total") == 1);
+  CHECK(h.service().counters().resyncs_completed == 1);
   CHECK(h.service().committed_version() == 1);
 }
 
