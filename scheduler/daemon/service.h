@@ -32,36 +32,20 @@
 
 #include "common/net/zmq_transport.h"
 #include "common/proto/messages.h"
+#include "common/runtime/clock.h"
 #include "scheduler/config/scheduler_config.h"
-#include "scheduler/daemon/clock.h"
 #include "scheduler/daemon/membership.h"
 #include "scheduler/daemon/message_checks.h"
 #include "scheduler/daemon/migration.h"
 #include "scheduler/daemon/model_info.h"
 #include "scheduler/daemon/planner.h"
 #include "scheduler/daemon/service_counters.h"
+#include "scheduler/daemon/service_options.h"
+#include "scheduler/daemon/status_query.h"
 #include "scheduler/store/retention.h"
 #include "scheduler/store/store.h"
 
 namespace dancemoe::scheduler {
-
-struct ServiceOptions {
-  std::string cluster_id = "default";
-  int64_t interval_ms = 300'000;
-  int64_t heartbeat_interval_ms = 2'000;
-  int64_t heartbeat_misses = 3;
-  int64_t report_interval_ms = 10'000;
-  int64_t prepare_timeout_ms = 120'000;
-  int64_t cold_start_settle_ms = 5'000;
-  int64_t retention_check_ms = 60'000;
-  PlannerOptions planner;
-  store::RetentionPolicy retention;
-  MessageLimits limits;
-
-  int64_t down_after_ms() const { return heartbeat_interval_ms * heartbeat_misses; }
-};
-
-ServiceOptions service_options(const SchedulerConfig& config);
 
 struct Outgoing {
   std::string routing_id;
@@ -127,15 +111,9 @@ class SchedulerService {
   void maybe_cold_start();
   void run_retention();
 
-  // Status queries (service_status.cpp).
+  // Status queries (service_status.cpp; the read-only ones in status_query.h).
   Result<nlohmann::ordered_json> status_query(const std::string& what, const nlohmann::json& args);
-  Result<nlohmann::ordered_json> status_json();
-  Result<nlohmann::ordered_json> nodes_json();
-  nlohmann::ordered_json placement_json(const store::PlacementRecord& placement,
-                                        std::optional<int> layer) const;
-  Result<nlohmann::ordered_json> migrations_json(int limit);
-  Result<nlohmann::ordered_json> propose_json(const std::string& policy);
-  nlohmann::ordered_json decision_json(const store::DecisionRecord& d) const;
+  Result<nlohmann::ordered_json> propose_json(const std::string& policy, const StatusQuery& query);
   Result<Candidate> operator_candidate(const PlanProblem& plan, const nlohmann::json& placement);
 
   ServiceOptions options_;

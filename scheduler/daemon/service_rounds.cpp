@@ -6,9 +6,16 @@
 #include <limits>
 #include <set>
 
+#include "common/placement/placement_json.h"
 #include "scheduler/daemon/service.h"
 
 namespace dancemoe::scheduler {
+namespace {
+
+// The source named in errors about an operator's placement (`placement apply`).
+const std::string kOperatorPlacement = "placement";
+
+}  // namespace
 
 void SchedulerService::tick() {
   const int64_t now = clock_->steady_ms();
@@ -317,6 +324,48 @@ void SchedulerService::abort_migration(const std::string& reason) {
   }
   spdlog::warn("placement version {} aborted: {}; version {} stays active", version, reason,
                committed_version());
+}
+
+Result<Candidate> SchedulerService::operator_candidate(const PlanProblem& plan,
+                                                       const nlohmann::json& json) {
+  DMOE_ASSIGN_OR_RETURN(const ClusterPlacement wanted,
+                        placement_from_json(json, kOperatorPlacement, Endpoints::kOptional));
+  placement::Placement p = placement::empty_placement(plan.problem.cluster);
+  p.method = "operator placement";
+  for (const NodePlacement& n : wanted.nodes) {
+    const std::string where = "placement.nodes." + n.node_id;
+    const auto node = std::find_if(plan.placed.begin(), plan.placed.end(),
+                                   [&](const Member* m) { return m->id() == n.node_id; });
+    if (node == plan.placed.end()) {
+      return invalid_argument(where + ": node '" + n.node_id +
+                              "' is not an up node with memory for experts");
+    }
+    const size_t n_idx = node - plan.placed.begin();
+    const auto& devices = plan.problem.cluster.nodes[n_idx].devices;
+    for (const DevicePlacement& d : n.devices) {
+      const auto device =
+          std::find_if(devices.begin(), devices.end(),
+                       [&](const placement::Device& g) { return g.id == d.device; });
+      if (device == devices.end()) {
+        return invalid_argument(where + ".devices." + d.device + ": node '" + n.node_id +
+                                "' has no device '" + d.device + "'");
+      }
+      std::vector<placement::ExpertIndex>& list = p.experts[n_idx][device - devices.begin()];
+      for (const ExpertRef& r : d.experts) {
+        // Placements name absolute layers; the solvers' indices cover MoE layers only.
+        const int32_t x =
+            model_.flat(static_cast<uint32_t>(r.layer), static_cast<uint32_t>(r.expert));
+        if (x < 0) {
+          return invalid_argument(where + ".devices." + d.device + ": layer " +
+                                  std::to_string(r.layer) + " expert " + std::to_string(r.expert) +
+                                  " is not an expert of the model");
+        }
+        list.push_back(x);
+      }
+      std::sort(list.begin(), list.end());
+    }
+  }
+  return evaluate_candidate(plan, std::move(p));
 }
 
 }  // namespace dancemoe::scheduler

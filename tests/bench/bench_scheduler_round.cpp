@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/daemon/clock.h"
+#include "common/runtime/clock.h"
 #include "scheduler/daemon/service.h"
 #include "tests/bench/scheduler_bench_support.h"
 

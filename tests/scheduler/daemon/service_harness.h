@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/daemon/clock.h"
+#include "common/runtime/clock.h"
 #include "scheduler/daemon/service.h"
 #include "tests/support/paths.h"
 

@@ -1,7 +1,8 @@
-// The scheduler's environment seam for time (STYLE.md: leveldb's Env).
-// Everything time-dependent in the daemon -- heartbeat expiry, the placement
-// period, the prepare timeout, cold-start settling -- reads a Clock, so unit
-// tests drive it with FakeClock instead of sleeping.
+// The environment seam for time (STYLE.md: leveldb's Env). Everything
+// time-dependent -- in the scheduler heartbeat expiry, the placement period,
+// the prepare timeout, cold-start settling; in the node its scheduler link,
+// report windows and migration throttle -- reads a Clock, so unit tests drive
+// it with FakeClock instead of sleeping.
 //
 // Two readings: wall_ms() (unix milliseconds) for what is stored and shown,
 // steady_ms() (monotonic) for deadlines, so a wall-clock step (NTP) never
@@ -13,7 +14,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace dancemoe::scheduler {
+namespace dancemoe {
 
 class Clock {
  public:
@@ -53,4 +54,4 @@ class FakeClock final : public Clock {
   int64_t steady_ = 1'000'000;
 };
 
-}  // namespace dancemoe::scheduler
+}  // namespace dancemoe
