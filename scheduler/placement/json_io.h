@@ -1,5 +1,5 @@
 // JSON form of placement problems, as used by
-// `dancemoe placement solve` (scheduler/cli/placement_command.cpp) and the
+// `dancemoe placement solve` (scheduler/cli/cluster/placement_command.cpp) and the
 // simulator's configs. Other tools depend on this format; add fields, never
 // rename them.
 //

@@ -15,11 +15,12 @@
 #include <filesystem>
 #include <string>
 
-#include "common/model/model_benchmark.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "kernels/cuda/device.cuh"
+#include "scheduler/cli/model/model_benchmark.h"
 
 using namespace dancemoe;
+using namespace dancemoe::cli;  // the model benchmark harness
 
 int main(int argc, char** argv) {
   std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";

@@ -12,12 +12,13 @@
 #include <filesystem>
 #include <string>
 
-#include "common/model/model_benchmark.h"
 #include "common/model/synthetic/synthetic_model.h"
-#include "common/runtime/memory_usage.h"
 #include "kernels/cpu/memory_bandwidth.h"
+#include "scheduler/cli/model/memory_usage.h"
+#include "scheduler/cli/model/model_benchmark.h"
 
 using namespace dancemoe;
+using namespace dancemoe::cli;  // the model benchmark harness
 
 int main(int argc, char** argv) {
   std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";

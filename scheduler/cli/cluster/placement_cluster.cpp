@@ -17,15 +17,15 @@
 // placement_json.h; experts as [layer, expert] in model layer numbers), which
 // `dancemoe placement --json` prints, so a placement can be dumped, edited
 // and applied.
-#include "scheduler/cli/placement_cluster.h"
+#include "scheduler/cli/cluster/placement_cluster.h"
 
 #include <cstdio>
 #include <map>
 
 #include "common/placement/placement_json.h"
 #include "scheduler/cli/cli_support.h"
-#include "scheduler/cli/cluster_format.h"
-#include "scheduler/cli/scheduler_client.h"
+#include "scheduler/cli/cluster/cluster_format.h"
+#include "scheduler/cli/cluster/scheduler_client.h"
 
 namespace dancemoe::cli {
 namespace {

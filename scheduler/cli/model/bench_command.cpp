@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "common/model/model_benchmark.h"
-#include "common/runtime/memory_usage.h"
 #include "kernels/cpu/memory_bandwidth.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/device_flags.h"
+#include "scheduler/cli/model/device_flags.h"
+#include "scheduler/cli/model/memory_usage.h"
+#include "scheduler/cli/model/model_benchmark.h"
 
 namespace dancemoe::cli {
 namespace {

@@ -1,7 +1,7 @@
 // The device flags of the model-loading commands (--device, --device-budget,
 // --dense-device, --max-batch-tokens): parsed by CLI11 as the commands do,
 // then turned into backend::DeviceOptions.
-#include "scheduler/cli/device_flags.h"
+#include "scheduler/cli/model/device_flags.h"
 
 #include <doctest/doctest.h>
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/node_chat_client.h"
+#include "scheduler/cli/node/node_chat_client.h"
 
 namespace dancemoe::cli {
 namespace {

@@ -1,10 +1,10 @@
-#include "scheduler/cli/status_format.h"
+#include "scheduler/cli/cluster/status_format.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "scheduler/cli/cluster_format.h"
+#include "scheduler/cli/cluster/cluster_format.h"
 
 namespace dancemoe::cli {
 

@@ -6,9 +6,9 @@
 //   dancemoe nodes [--scheduler tcp://HOST:PORT] [--timeout S] [--json]
 #include <string>
 
-#include "scheduler/cli/cluster_format.h"
+#include "scheduler/cli/cluster/cluster_format.h"
+#include "scheduler/cli/cluster/scheduler_client.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/scheduler_client.h"
 
 namespace dancemoe::cli {
 namespace {

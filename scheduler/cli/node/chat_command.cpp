@@ -14,7 +14,7 @@
 #include <string>
 
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/node_chat_client.h"
+#include "scheduler/cli/node/node_chat_client.h"
 
 namespace dancemoe::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/cli/cluster_format.h"
+#include "scheduler/cli/cluster/cluster_format.h"
 
 #include <unistd.h>
 

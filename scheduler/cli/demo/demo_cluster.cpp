@@ -1,4 +1,4 @@
-#include "scheduler/cli/demo_cluster.h"
+#include "scheduler/cli/demo/demo_cluster.h"
 
 #include <httplib.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "scheduler/cli/scheduler_client.h"
+#include "scheduler/cli/cluster/scheduler_client.h"
 
 namespace dancemoe::cli {
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/cli/cluster/scheduler_client.h"
+#include "scheduler/cli/cluster/status_format.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/scheduler_client.h"
-#include "scheduler/cli/status_format.h"
 
 namespace dancemoe::cli {
 namespace {

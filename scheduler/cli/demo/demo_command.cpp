@@ -14,12 +14,12 @@
 
 #include "common/model/checkpoint.h"
 #include "common/model/synthetic/synthetic_model.h"
-#include "common/runtime/progress_bar.h"
 #include "scheduler/cli/cli_support.h"
-#include "scheduler/cli/cluster_format.h"
+#include "scheduler/cli/cluster/cluster_format.h"
+#include "scheduler/cli/cluster/status_format.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/demo_cluster.h"
-#include "scheduler/cli/status_format.h"
+#include "scheduler/cli/demo/demo_cluster.h"
+#include "scheduler/cli/progress_bar.h"
 
 namespace dancemoe::cli {
 namespace {

@@ -1,9 +1,9 @@
-#include "common/runtime/memory_usage.h"
+#include "scheduler/cli/model/memory_usage.h"
 
 #include <fstream>
 #include <string>
 
-namespace dancemoe {
+namespace dancemoe::cli {
 namespace {
 
 uint64_t status_field_kib(const std::string& field) {
@@ -20,4 +20,4 @@ uint64_t status_field_kib(const std::string& field) {
 uint64_t peak_resident_bytes() { return status_field_kib("VmHWM"); }
 uint64_t current_resident_bytes() { return status_field_kib("VmRSS"); }
 
-}  // namespace dancemoe
+}  // namespace dancemoe::cli

@@ -5,9 +5,9 @@
 //   dancemoe migrations [--limit N] [--scheduler tcp://HOST:PORT] [--timeout S] [--json]
 #include <string>
 
-#include "scheduler/cli/cluster_format.h"
+#include "scheduler/cli/cluster/cluster_format.h"
+#include "scheduler/cli/cluster/scheduler_client.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/scheduler_client.h"
 
 namespace dancemoe::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/cli/scheduler_client.h"
+#include "scheduler/cli/cluster/scheduler_client.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "scheduler/cli/device_flags.h"
+#include "scheduler/cli/model/device_flags.h"
 
 #include <CLI/CLI.hpp>
 

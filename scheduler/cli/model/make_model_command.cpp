@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "common/model/synthetic/synthetic_model.h"
-#include "common/runtime/progress_bar.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/progress_bar.h"
 
 namespace dancemoe::cli {
 namespace {

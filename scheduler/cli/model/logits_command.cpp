@@ -7,7 +7,7 @@
 #include "common/tensor/npy.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/device_flags.h"
+#include "scheduler/cli/model/device_flags.h"
 
 namespace dancemoe::cli {
 namespace {

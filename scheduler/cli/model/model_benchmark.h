@@ -15,7 +15,7 @@
 #include "common/base/status.h"
 #include "common/model/local_model.h"
 
-namespace dancemoe {
+namespace dancemoe::cli {
 
 struct ModelBenchParams {
   int64_t prompt_tokens = 128;
@@ -33,4 +33,4 @@ struct ModelBenchResult {
 
 Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBenchParams& params);
 
-}  // namespace dancemoe
+}  // namespace dancemoe::cli

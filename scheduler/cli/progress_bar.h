@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace dancemoe {
+namespace dancemoe::cli {
 
 class ProgressBar {
  public:
@@ -27,4 +27,4 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
-}  // namespace dancemoe
+}  // namespace dancemoe::cli

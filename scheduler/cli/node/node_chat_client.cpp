@@ -1,4 +1,4 @@
-#include "scheduler/cli/node_chat_client.h"
+#include "scheduler/cli/node/node_chat_client.h"
 
 #include <httplib.h>
 

@@ -6,12 +6,12 @@
 
 #include "common/generation/generator.h"
 #include "common/model/local_model.h"
-#include "common/runtime/progress_bar.h"
 #include "common/tokenizer/chat_format.h"
 #include "common/tokenizer/tokenizer.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/device_flags.h"
+#include "scheduler/cli/model/device_flags.h"
+#include "scheduler/cli/progress_bar.h"
 
 namespace dancemoe::cli {
 namespace {

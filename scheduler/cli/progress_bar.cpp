@@ -1,10 +1,10 @@
-#include "common/runtime/progress_bar.h"
+#include "scheduler/cli/progress_bar.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
-namespace dancemoe {
+namespace dancemoe::cli {
 
 ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)),
@@ -46,4 +46,4 @@ void ProgressBar::finish() {
                static_cast<double>(total_) / 1e6, seconds);
 }
 
-}  // namespace dancemoe
+}  // namespace dancemoe::cli

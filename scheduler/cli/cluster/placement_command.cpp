@@ -33,8 +33,8 @@
 
 #include "common/base/json_field.h"
 #include "common/placement/placement_json.h"
+#include "scheduler/cli/cluster/placement_cluster.h"
 #include "scheduler/cli/command_registry.h"
-#include "scheduler/cli/placement_cluster.h"
 #include "scheduler/placement/cluster_form.h"
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/json_io.h"

@@ -1,11 +1,11 @@
-#include "common/model/model_benchmark.h"
+#include "scheduler/cli/model/model_benchmark.h"
 
 #include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
 
-namespace dancemoe {
+namespace dancemoe::cli {
 namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -92,4 +92,4 @@ Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBench
   return result;
 }
 
-}  // namespace dancemoe
+}  // namespace dancemoe::cli
