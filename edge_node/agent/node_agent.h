@@ -1,9 +1,6 @@
-// NodeAgent: one `dancemoe-node` process wired together (DESIGN.md §2-3).
-//
-//   model files -> Checkpoint, DenseWeights, tokenizer (when present)
-//   ExpertStore <- MigrationExecutor (placement: file or scheduler)
-//   Transformer -> DistributedMoeExecutor -> local experts | PeerPool | OffloadCache
-//   ExpertService (ROUTER, own workers)   HttpServer (Engine)   SchedulerLink
+// NodeAgent: one `dancemoe-node` process wired together (DESIGN.md §2-3):
+// it builds the node's parts (node_parts.h) in order, serves HTTP through
+// NodeHttpBackend, and runs the standalone placement reloads.
 //
 // start() loads the dense weights, applies the standalone placement (if
 // any), binds the expert service and the HTTP API, starts the scheduler
@@ -14,7 +11,7 @@
 // can be answered (standalone: always; attached: attached and a placement
 // committed).
 //
-// Threads: HTTP handler threads run generations one at a time (Engine's
+// Threads: HTTP handler threads run generations one at a time (PromptRunner's
 // mutex), so the executor's peer sockets and the main ThreadPool are used by
 // one thread at a time, handed over under that mutex; the expert service,
 // the scheduler link and the migration loader have their own threads.
@@ -27,15 +24,17 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "edge_node/agent/node_http_backend.h"
 #include "edge_node/agent/node_options.h"
+#include "edge_node/agent/node_parts.h"
 #include "edge_node/http/http_server.h"
 
 namespace dancemoe::node {
 
-class NodeAgent final : public HttpBackend {
+class NodeAgent {
  public:
   static Result<std::unique_ptr<NodeAgent>> start(const NodeOptions& options);
-  ~NodeAgent() override;
+  ~NodeAgent();
 
   // Standalone mode: reads the placement file again and migrates to it
   // (prepare, then commit as soon as it is loaded). Called on SIGHUP.
@@ -49,21 +48,23 @@ class NodeAgent final : public HttpBackend {
   const std::string& expert_endpoint() const;
   const std::string& http_address() const;
 
-  // HttpBackend.
-  std::pair<bool, std::string> health() override;
-  nlohmann::json stats() override;
-  Result<GenerateResponse> generate(const GenerateRequest& request) override;
-  ServedModel served_model() override;
-  Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) override;
-  void write_metrics(PrometheusWriter& out) override;
-
  private:
-  struct Parts;
   explicit NodeAgent(const NodeOptions& options);
+  // init() runs the steps below in order.
   Status init();
+  Status load_model();
+  void size_memory();
+  Status build_runtime();
+  Status start_expert_service();
+  Status apply_placement_file();
+  void start_scheduler_link();
+  Status write_ready_file() const;
+  proto::Register registration() const;
+  int thread_count() const;
 
   NodeOptions options_;
-  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<NodeParts> parts_;
+  std::unique_ptr<NodeHttpBackend> backend_;
 };
 
 }  // namespace dancemoe::node

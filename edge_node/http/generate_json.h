@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "common/base/status.h"
-#include "edge_node/agent/engine.h"
+#include "edge_node/agent/prompt_runner.h"
 
 namespace dancemoe::node {
 

@@ -35,7 +35,7 @@
 
 #include "common/base/status.h"
 #include "common/tokenizer/chat_format.h"
-#include "edge_node/agent/engine.h"
+#include "edge_node/agent/prompt_runner.h"
 #include "edge_node/http/prometheus_text.h"
 
 namespace httplib {

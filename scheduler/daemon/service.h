@@ -39,7 +39,7 @@
 #include "scheduler/daemon/migration.h"
 #include "scheduler/daemon/model_info.h"
 #include "scheduler/daemon/planner.h"
-#include "scheduler/daemon/service_counters.h"
+#include "scheduler/daemon/scheduler_counters.h"
 #include "scheduler/daemon/service_options.h"
 #include "scheduler/daemon/status_query.h"
 #include "scheduler/store/retention.h"
@@ -73,7 +73,7 @@ class SchedulerService {
   const Membership& membership() const { return membership_; }
   uint64_t committed_version() const { return committed_ ? committed_->version : 0; }
   const std::optional<Migration>& migration() const { return migration_; }
-  const ServiceCounters& counters() const { return counters_; }
+  const SchedulerCounters& counters() const { return counters_; }
 
  private:
   // Messages.
@@ -126,7 +126,7 @@ class SchedulerService {
   std::map<std::string, Resync> resyncs_;
   std::vector<uint64_t> abandoned_versions_;  // aborted at start; told to re-registering nodes
   std::vector<Outgoing> outbox_;
-  ServiceCounters counters_;
+  SchedulerCounters counters_;
   uint64_t next_sequence_ = 1;
   int64_t started_ms_ = 0;
   int64_t next_round_ms_ = 0;

@@ -19,7 +19,7 @@
 #include "scheduler/daemon/membership.h"
 #include "scheduler/daemon/migration.h"
 #include "scheduler/daemon/model_info.h"
-#include "scheduler/daemon/service_counters.h"
+#include "scheduler/daemon/scheduler_counters.h"
 #include "scheduler/daemon/service_options.h"
 #include "scheduler/store/store.h"
 
@@ -33,7 +33,7 @@ struct StatusView {
   const Membership& membership;
   const std::optional<store::PlacementRecord>& committed;
   const std::optional<Migration>& migration;
-  const ServiceCounters& counters;
+  const SchedulerCounters& counters;
   int64_t started_ms = 0;  // steady time the service started
 };
 

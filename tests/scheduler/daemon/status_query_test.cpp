@@ -18,7 +18,7 @@ struct Fixture {
   Membership membership;
   std::optional<store::PlacementRecord> committed;
   std::optional<Migration> migration;
-  ServiceCounters counters;
+  SchedulerCounters counters;
 
   Fixture() {
     auto opened = store::Store::open((dir.path() / "scheduler.db").string());

@@ -1,11 +1,11 @@
-#include "scheduler/daemon/service_counters.h"
+#include "scheduler/daemon/scheduler_counters.h"
 
 #include <doctest/doctest.h>
 
 namespace dancemoe::scheduler {
 
-TEST_CASE("service counters: shown under the names the CLI reads, every reason listed") {
-  ServiceCounters c;
+TEST_CASE("scheduler counters: shown under the names the CLI reads, every reason listed") {
+  SchedulerCounters c;
   c.reject(Rejection::kModelMismatch);
   c.reject(Rejection::kModelMismatch);
   c.reject(Rejection::kInvalidRequest);

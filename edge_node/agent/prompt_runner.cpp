@@ -1,4 +1,4 @@
-#include "edge_node/agent/engine.h"
+#include "edge_node/agent/prompt_runner.h"
 
 #include <algorithm>
 #include <chrono>
@@ -27,11 +27,11 @@ ServedCounts minus(const ServedCounts& a, const ServedCounts& b) {
 
 }  // namespace
 
-Result<std::unique_ptr<Engine>> Engine::create(Parts parts) {
+Result<std::unique_ptr<PromptRunner>> PromptRunner::create(Parts parts) {
   if (parts.transformer == nullptr || parts.log == nullptr) {
-    return internal_error("Engine needs a transformer and an activation log");
+    return internal_error("PromptRunner needs a transformer and an activation log");
   }
-  std::unique_ptr<Engine> e(new Engine(parts));
+  std::unique_ptr<PromptRunner> e(new PromptRunner(parts));
   const ModelConfig& config = parts.transformer->config();
   DMOE_ASSIGN_OR_RETURN(KvCache cache, parts.transformer->new_cache(parts.context_tokens));
   e->cache_.emplace(std::move(cache));
@@ -46,17 +46,17 @@ Result<std::unique_ptr<Engine>> Engine::create(Parts parts) {
       break;
     }
   }
-  Engine* raw = e.get();
+  PromptRunner* raw = e.get();
   parts.transformer->set_routing_observer(
       [raw](int64_t layer, const RoutingDecision& routing) { raw->on_routing(layer, routing); });
   return e;
 }
 
-bool Engine::is_eos(int32_t id) const {
+bool PromptRunner::is_eos(int32_t id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
 }
 
-void Engine::on_routing(int64_t layer, const RoutingDecision& routing) {
+void PromptRunner::on_routing(int64_t layer, const RoutingDecision& routing) {
   if (parts_.trace != nullptr) {
     parts_.trace->begin_forward(request_id_, cache_->n_past());
     parts_.trace->on_routing(layer, routing);
@@ -74,7 +74,7 @@ void Engine::on_routing(int64_t layer, const RoutingDecision& routing) {
   last_step_valid_ = true;
 }
 
-Result<GenerateResponse> Engine::generate(const GenerateRequest& request) {
+Result<GenerateResponse> PromptRunner::generate(const GenerateRequest& request) {
   in_flight_.fetch_add(1);
   std::lock_guard<std::mutex> lock(mutex_);
   struct Leave {
@@ -151,8 +151,8 @@ Result<GenerateResponse> Engine::generate(const GenerateRequest& request) {
   return response;
 }
 
-Result<GenerateResponse> Engine::run_token_loop(std::span<const int32_t> prompt,
-                                                const GenerateRequest& request) {
+Result<GenerateResponse> PromptRunner::run_token_loop(std::span<const int32_t> prompt,
+                                                      const GenerateRequest& request) {
   GenerateResponse r;
   r.prompt_tokens = static_cast<int64_t>(prompt.size());
   r.finish_reason = "length";

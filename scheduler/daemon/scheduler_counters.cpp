@@ -1,4 +1,4 @@
-#include "scheduler/daemon/service_counters.h"
+#include "scheduler/daemon/scheduler_counters.h"
 
 #include <string>
 
@@ -18,7 +18,7 @@ std::string_view round_outcome_name(RoundOutcome outcome) {
   return kNames[static_cast<size_t>(outcome)];
 }
 
-nlohmann::ordered_json ServiceCounters::to_json() const {
+nlohmann::ordered_json SchedulerCounters::to_json() const {
   nlohmann::ordered_json out = {{"messages_total", messages},
                                 {"registrations_total", registrations},
                                 {"register_refused_total", register_refused},

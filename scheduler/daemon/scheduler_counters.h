@@ -35,7 +35,7 @@ enum class RoundOutcome : uint8_t { kAdopted, kRejected, kSkipped, kError };
 inline constexpr size_t kRoundOutcomeCount = 4;
 std::string_view round_outcome_name(RoundOutcome outcome);  // "adopted"
 
-struct ServiceCounters {
+struct SchedulerCounters {
   uint64_t messages = 0;
   uint64_t registrations = 0;
   uint64_t register_refused = 0;

@@ -1,4 +1,4 @@
-// Engine: one node's prompt execution -- the Transformer (whose MoE layers
+// PromptRunner: one node's prompt execution -- the Transformer (whose MoE layers
 // run on the DistributedMoeExecutor), the tokenizer, one KV cache, and the
 // per-request accounting the HTTP API returns (where each activation was
 // served, remote calls, timings) and the trace recorder's request context.
@@ -57,7 +57,7 @@ struct GenerateResponse {
   std::vector<std::vector<float>> logits;  // [generated token][vocab] when asked for
 };
 
-class Engine {
+class PromptRunner {
  public:
   struct Parts {
     Transformer* transformer = nullptr;
@@ -69,14 +69,14 @@ class Engine {
     int64_t context_tokens = 4096;
   };
 
-  static Result<std::unique_ptr<Engine>> create(Parts parts);
+  static Result<std::unique_ptr<PromptRunner>> create(Parts parts);
 
   Result<GenerateResponse> generate(const GenerateRequest& request);
 
   uint32_t in_flight() const { return in_flight_.load(); }
 
  private:
-  explicit Engine(Parts parts) : parts_(parts) {}
+  explicit PromptRunner(Parts parts) : parts_(parts) {}
   void on_routing(int64_t layer, const RoutingDecision& routing);
   Result<GenerateResponse> run_token_loop(std::span<const int32_t> prompt,
                                           const GenerateRequest& request);
