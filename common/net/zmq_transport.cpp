@@ -15,9 +15,38 @@ Result<zmq::socket_t> make_socket(zmq::context_t& context, zmq::socket_type type
     socket.set(zmq::sockopt::sndtimeo, static_cast<int>(options.send_timeout.count()));
     if (type == zmq::socket_type::router) socket.set(zmq::sockopt::router_mandatory, 1);
     if (!options.routing_id.empty()) socket.set(zmq::sockopt::routing_id, options.routing_id);
+    if (options.immediate) socket.set(zmq::sockopt::immediate, 1);
+    if (options.reconnect_ms > 0) socket.set(zmq::sockopt::reconnect_ivl, options.reconnect_ms);
+    if (options.reconnect_max_ms > 0) {
+      socket.set(zmq::sockopt::reconnect_ivl_max, options.reconnect_max_ms);
+    }
     return socket;
   } catch (const zmq::error_t& e) {
     return unavailable(std::string("cannot create ZeroMQ socket: ") + e.what());
+  }
+}
+
+Status send_frame(zmq::socket_t& socket, std::span<const uint8_t> frame) {
+  try {
+    if (!socket.send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::none)) {
+      return unavailable("send timed out");
+    }
+    return Status::ok();
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("send failed: ") + e.what());
+  }
+}
+
+Result<bool> relay_message(zmq::socket_t& from, zmq::socket_t& to) {
+  std::vector<zmq::message_t> frames;
+  try {
+    if (!zmq::recv_multipart(from, std::back_inserter(frames), zmq::recv_flags::dontwait)) {
+      return false;
+    }
+    zmq::send_multipart(to, frames);
+    return true;
+  } catch (const zmq::error_t& e) {
+    return unavailable(std::string("message not relayed: ") + e.what());
   }
 }
 

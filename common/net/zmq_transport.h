@@ -31,6 +31,12 @@ struct SocketOptions {
   int receive_high_water_mark = 1000;
   std::chrono::milliseconds send_timeout{5000};  // a blocked send fails after this
   std::string routing_id;                        // DEALER identity, if set
+  // DEALERs to peers: queue nothing for a peer not yet connected
+  // (ZMQ_IMMEDIATE), and reconnect after reconnect_ms, backing off to
+  // reconnect_max_ms; 0 keeps ZeroMQ's defaults.
+  bool immediate = false;
+  int reconnect_ms = 0;
+  int reconnect_max_ms = 0;
 };
 
 // Creates a socket with the options applied. Errors from ZeroMQ (bad
@@ -54,6 +60,14 @@ struct ReceivedMessage {
 // Sends envelope (+ payload when non-empty), prefixed by routing_id on ROUTER sockets.
 Status send_message(zmq::socket_t& socket, const proto::Envelope& envelope,
                     std::span<const uint8_t> payload = {}, std::string_view routing_id = {});
+
+// Sends one raw frame (tests that speak malformed protocol use it).
+Status send_frame(zmq::socket_t& socket, std::span<const uint8_t> frame);
+
+// Receives one multipart message from `from` and sends it on `to` as it is
+// (a proxy's hop). False when `from` had nothing; a message `to` cannot
+// deliver (the ROUTER's peer went away) is dropped with a Status.
+Result<bool> relay_message(zmq::socket_t& from, zmq::socket_t& to);
 
 // Waits up to `timeout` for one message. `router`: the first frame is a routing id.
 std::optional<ReceivedMessage> receive_message(zmq::socket_t& socket,

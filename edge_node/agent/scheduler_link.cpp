@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/net/poller.h"
 #include "common/net/zmq_transport.h"
 #include "common/placement/placement_json.h"
 
@@ -158,11 +159,9 @@ void SchedulerLink::run() {
       status_.reports_dropped = reports_.dropped();
     }
     if (socket_) {
-      zmq::pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
-      try {
-        zmq::poll(&item, 1, kPoll);
-      } catch (const zmq::error_t&) {
-      }
+      net::Poller poller;
+      poller.add(*socket_);
+      (void)poller.wait(kPoll);  // readable, timed out or interrupted: the loop looks again
     } else {
       std::this_thread::sleep_for(kPoll);
     }

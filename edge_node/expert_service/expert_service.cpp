@@ -4,6 +4,7 @@
 
 #include <zmq_addon.hpp>
 
+#include "common/net/poller.h"
 #include "common/net/zmq_transport.h"
 #include "common/runtime/thread_pool.h"
 
@@ -81,29 +82,25 @@ void ExpertService::stop() {
 
 void ExpertService::frontend_loop(zmq::socket_t router, zmq::socket_t replies) {
   const proto::DecodeLimits limits;
+  net::Poller poller;
+  const size_t from_peers = poller.add(router);
+  const size_t from_workers = poller.add(replies);
   while (!stopping_.load()) {
-    zmq::pollitem_t items[] = {{router.handle(), 0, ZMQ_POLLIN, 0},
-                               {replies.handle(), 0, ZMQ_POLLIN, 0}};
-    try {
-      zmq::poll(items, 2, kPollInterval);
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
-      spdlog::error("expert service: poll failed: {}", e.what());
+    Result<bool> ready = poller.wait(kPollInterval);
+    if (!ready.is_ok()) {
+      spdlog::error("expert service: {}", ready.status().message());
       return;
     }
-    if (items[1].revents & ZMQ_POLLIN) {
+    if (!*ready) continue;
+    if (poller.readable(from_workers)) {
       // A worker's reply: [routing id][envelope][payload?], forwarded as is.
-      std::vector<zmq::message_t> frames;
-      try {
-        if (zmq::recv_multipart(replies, std::back_inserter(frames))) {
-          zmq::send_multipart(router, frames);
-        }
-      } catch (const zmq::error_t& e) {
+      Result<bool> relayed = net::relay_message(replies, router);
+      if (!relayed.is_ok()) {
         // EHOSTUNREACH: the caller went away before its answer; nothing to do.
-        spdlog::debug("expert service: reply not delivered: {}", e.what());
+        spdlog::debug("expert service: reply not delivered: {}", relayed.status().message());
       }
     }
-    if (items[0].revents & ZMQ_POLLIN) {
+    if (poller.readable(from_peers)) {
       std::optional<net::ReceivedMessage> m =
           net::receive_message(router, std::chrono::milliseconds(0), /*router=*/true, limits);
       if (!m) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/net/poller.h"
 #include "common/proto/codec.h"
 #include "edge_node/remote/replica_chooser.h"
 #include "edge_node/remote/wire_tensor.h"
@@ -360,16 +361,13 @@ void DistributedMoeExecutor::wait_for_calls(int64_t hidden) {
       }
     }
     if (links.empty()) continue;
-    std::vector<zmq::pollitem_t> items;
-    for (PeerLink* l : links) items.push_back({l->socket().handle(), 0, ZMQ_POLLIN, 0});
+    net::Poller poller;
+    for (PeerLink* l : links) poller.add(l->socket());
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(next_deadline - now);
-    try {
-      zmq::poll(items.data(), items.size(), std::max(wait, std::chrono::milliseconds(0)));
-    } catch (const zmq::error_t&) {
-      continue;  // EINTR: look again
-    }
+    Result<bool> ready = poller.wait(wait);
+    if (!ready.is_ok() || !*ready) continue;  // timed out or interrupted: look again
     for (size_t i = 0; i < links.size(); ++i) {
-      if (!(items[i].revents & ZMQ_POLLIN)) continue;
+      if (!poller.readable(i)) continue;
       while (std::optional<net::ReceivedMessage> m =
                  links[i]->receive(std::chrono::milliseconds(0))) {
         if (!m->envelope.is_ok()) continue;  // undecodable: nothing to match it with

@@ -9,16 +9,12 @@ Result<std::unique_ptr<PeerLink>> PeerLink::connect(zmq::context_t& context, std
   net::SocketOptions options;
   options.send_timeout = send_timeout;
   options.max_message_bytes = max_message_bytes;
+  options.immediate = true;
+  // Reconnect quickly after a peer restarts, but do not hammer a dead one.
+  options.reconnect_ms = 100;
+  options.reconnect_max_ms = 2000;
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
                         net::make_socket(context, zmq::socket_type::dealer, options));
-  try {
-    socket.set(zmq::sockopt::immediate, 1);
-    // Reconnect quickly after a peer restarts, but do not hammer a dead one.
-    socket.set(zmq::sockopt::reconnect_ivl, 100);
-    socket.set(zmq::sockopt::reconnect_ivl_max, 2000);
-  } catch (const zmq::error_t& e) {
-    return unavailable(std::string("cannot configure peer socket: ") + e.what());
-  }
   DMOE_RETURN_IF_ERROR(
       net::connect(socket, endpoint).with_context("peer '" + node_id + "' expert endpoint"));
   return std::unique_ptr<PeerLink>(

@@ -42,6 +42,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/net/poller.h"
 #include "common/net/zmq_transport.h"
 #include "scheduler/store/count_blob.h"
 #include "scheduler/store/sqlite.h"
@@ -235,15 +236,13 @@ class LoadGenerator {
   }
 
   void poll_until(Clock::time_point until, PhaseResult* result) {
-    items_.resize(nodes_.size());
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      items_[i] = {static_cast<void*>(nodes_[i].socket), 0, ZMQ_POLLIN, 0};
-    }
+    poller_.clear();
+    for (SimNode& n : nodes_) poller_.add(n.socket);
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-    const long timeout_ms = std::max<long>(0, static_cast<long>(wait.count()));
-    if (zmq::poll(items_.data(), items_.size(), std::chrono::milliseconds(timeout_ms)) <= 0) return;
+    Result<bool> ready = poller_.wait(wait);
+    if (!ready.is_ok() || !*ready) return;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      if ((items_[i].revents & ZMQ_POLLIN) == 0) continue;
+      if (!poller_.readable(i)) continue;
       SimNode& n = nodes_[i];
       while (auto message = net::receive_message(n.socket, std::chrono::milliseconds(0), false)) {
         on_message(n, *message, result);
@@ -283,7 +282,7 @@ class LoadGenerator {
   std::string model_id_;
   zmq::context_t context_{1};
   std::vector<SimNode> nodes_;
-  std::vector<zmq::pollitem_t> items_;
+  net::Poller poller_;
   std::vector<std::vector<double>> popularity_ = bench::expert_popularity(42);
   Clock::duration heartbeat_interval_ = std::chrono::seconds(2);
   std::string refusal_;

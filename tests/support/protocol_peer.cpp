@@ -300,10 +300,7 @@ Result<proto::Envelope> ProtocolPeer::request_raw(std::vector<uint8_t> frame,
     any_answer_.reset();
   }
   post([this, frame = std::move(frame)] {
-    try {
-      socket_->send(zmq::buffer(frame.data(), frame.size()), zmq::send_flags::none);
-    } catch (const zmq::error_t&) {
-    }
+    (void)net::send_frame(*socket_, frame);  // a lost frame shows as no answer
   });
   proto::Envelope answer;
   if (!wait_until(timeout, [&] {
