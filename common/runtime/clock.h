@@ -8,9 +8,11 @@
 // steady_ms() (monotonic) for deadlines, so a wall-clock step (NTP) never
 // expires every node at once.
 //
-// SystemClock is stateless and thread-safe; FakeClock is for one thread.
+// SystemClock is stateless; FakeClock's readings are atomic, so a test may
+// advance it while a component's own thread reads it. Both thread-safe.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -37,12 +39,18 @@ class SystemClock final : public Clock {
   }
 };
 
+// The process's SystemClock, for components given no other.
+inline const Clock& system_clock() {
+  static const SystemClock clock;
+  return clock;
+}
+
 // Starts at a fixed wall time; advance() moves both readings together.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(int64_t wall_start_ms = 1'700'000'000'000) : wall_(wall_start_ms) {}
-  int64_t wall_ms() const override { return wall_; }
-  int64_t steady_ms() const override { return steady_; }
+  int64_t wall_ms() const override { return wall_.load(); }
+  int64_t steady_ms() const override { return steady_.load(); }
   void advance_ms(int64_t ms) {
     wall_ += ms;
     steady_ += ms;
@@ -50,8 +58,8 @@ class FakeClock final : public Clock {
   void advance_s(double s) { advance_ms(static_cast<int64_t>(s * 1000.0)); }
 
  private:
-  int64_t wall_;
-  int64_t steady_ = 1'000'000;
+  std::atomic<int64_t> wall_;
+  std::atomic<int64_t> steady_{1'000'000};
 };
 
 }  // namespace dancemoe

@@ -20,8 +20,8 @@ bool ReportBuffer::ack(uint64_t sequence) {
   return false;
 }
 
-std::vector<std::pair<uint64_t, proto::ActivationReport>> ReportBuffer::due(
-    Clock::time_point now, Clock::duration resend_after) {
+std::vector<std::pair<uint64_t, proto::ActivationReport>> ReportBuffer::due(Millis now,
+                                                                            Millis resend_after) {
   std::vector<std::pair<uint64_t, proto::ActivationReport>> out;
   for (Entry& e : entries_) {
     if (!e.sent || now - e.sent_at >= resend_after) {

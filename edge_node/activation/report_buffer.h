@@ -20,7 +20,8 @@ namespace dancemoe::node {
 
 class ReportBuffer {
  public:
-  using Clock = std::chrono::steady_clock;
+  // Steady milliseconds, as read from a Clock (common/runtime/clock.h).
+  using Millis = std::chrono::milliseconds;
 
   explicit ReportBuffer(size_t capacity) : capacity_(capacity == 0 ? 1 : capacity) {}
 
@@ -30,8 +31,7 @@ class ReportBuffer {
 
   // Reports due for (re)sending at `now`: never sent, or last sent at least
   // `resend_after` ago. Marks them sent at `now`.
-  std::vector<std::pair<uint64_t, proto::ActivationReport>> due(Clock::time_point now,
-                                                                Clock::duration resend_after);
+  std::vector<std::pair<uint64_t, proto::ActivationReport>> due(Millis now, Millis resend_after);
   // Makes every pending report due (after re-registering with the scheduler).
   void mark_all_unsent();
 
@@ -43,7 +43,7 @@ class ReportBuffer {
     uint64_t sequence;
     proto::ActivationReport report;
     bool sent = false;
-    Clock::time_point sent_at;
+    Millis sent_at{0};
   };
   size_t capacity_;
   std::deque<Entry> entries_;

@@ -83,27 +83,28 @@ void SchedulerLink::lose(const std::string& why) {
   }
   state_ = State::kDisconnected;
   socket_.reset();
-  next_register_ = Clock::now() + backoff_;
+  next_register_ = steady_now() + backoff_;
   std::lock_guard<std::mutex> lock(status_mutex_);
   status_.attached = false;
   status_.reason = why;
 }
 
-void SchedulerLink::collect_reports(Clock::time_point now) {
+void SchedulerLink::collect_reports(Millis now) {
   if (now - last_report_ < report_interval_) return;
   last_report_ = now;
-  for (proto::ActivationReport& r : log_.take_windows(unix_now_ms())) {
+  for (proto::ActivationReport& r :
+       log_.take_windows(static_cast<uint64_t>(options_.clock->wall_ms()))) {
     reports_.push(++sequence_, std::move(r));
   }
 }
 
 void SchedulerLink::run() {
-  const Clock::time_point start = Clock::now();
+  const Millis start = steady_now();
   last_report_ = start;
   next_register_ = start;
   backoff_ = std::chrono::milliseconds(250);
   while (!stopping_.load()) {
-    const Clock::time_point now = Clock::now();
+    const Millis now = steady_now();
     if (state_ == State::kDisconnected && now >= next_register_) {
       if (open_socket()) {
         send(build_register_());
@@ -115,7 +116,7 @@ void SchedulerLink::run() {
     }
     if (state_ == State::kRegistering && now - register_sent_ > options_.register_timeout) {
       lose("no RegisterReply within " + std::to_string(options_.register_timeout.count()) + " ms");
-      backoff_ = std::min<Clock::duration>(backoff_ * 2, options_.max_backoff);
+      backoff_ = std::min<Millis>(backoff_ * 2, options_.max_backoff);
     }
     if (socket_) {
       while (std::optional<net::ReceivedMessage> m =
@@ -125,7 +126,7 @@ void SchedulerLink::run() {
                        m->envelope.status().to_string());
           continue;
         }
-        last_heard_ = Clock::now();
+        last_heard_ = steady_now();
         handle(*m->envelope);
         if (!socket_) break;
       }
@@ -136,8 +137,7 @@ void SchedulerLink::run() {
         last_heartbeat_ = now;
         send(proto::Heartbeat{migration_.committed_version(), in_flight_ ? in_flight_() : 0});
       }
-      const auto resend_after =
-          std::max<Clock::duration>(2 * heartbeat_interval_, std::chrono::seconds(2));
+      const auto resend_after = std::max<Millis>(2 * heartbeat_interval_, std::chrono::seconds(2));
       for (auto& [seq, report] : reports_.due(now, resend_after)) {
         send(std::move(report), seq);
         std::lock_guard<std::mutex> lock(status_mutex_);
@@ -177,7 +177,7 @@ void SchedulerLink::handle(const proto::Envelope& e) {
       status_.refused = true;
       status_.reason = reply->reason;
       state_ = State::kDisconnected;
-      next_register_ = Clock::time_point::max();
+      next_register_ = Millis::max();
       socket_.reset();
       return;
     }
@@ -244,7 +244,7 @@ void SchedulerLink::handle(const proto::Envelope& e) {
       // A restarted scheduler (or one that marked us down) no longer knows
       // this node: register again.
       lose("scheduler answered with an error: " + error->message);
-      next_register_ = Clock::now();
+      next_register_ = steady_now();
       return;
     }
     // A report the scheduler refused would be refused again: drop it, counted.

@@ -33,6 +33,7 @@
 #include <zmq.hpp>
 
 #include "common/proto/messages.h"
+#include "common/runtime/clock.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/activation/report_buffer.h"
 #include "edge_node/migration/migration_executor.h"
@@ -50,6 +51,9 @@ struct SchedulerLinkOptions {
   std::chrono::milliseconds register_timeout{2000};
   std::chrono::milliseconds max_backoff{5000};
   size_t report_buffer = 360;
+  // Time for backoffs, heartbeats, report windows and liveness; tests give a
+  // FakeClock. Must outlive the link.
+  const Clock* clock = &system_clock();
 };
 
 struct LinkStatus {
@@ -81,7 +85,8 @@ class SchedulerLink {
   bool refused() const { return refused_.load(); }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  // Steady milliseconds from options_.clock.
+  using Millis = std::chrono::milliseconds;
   enum class State { kDisconnected, kRegistering, kAttached };
 
   void run();
@@ -89,7 +94,8 @@ class SchedulerLink {
   void send(proto::Body body, uint64_t sequence = 0);
   void handle(const proto::Envelope& envelope);
   void lose(const std::string& why);
-  void collect_reports(Clock::time_point now);
+  void collect_reports(Millis now);
+  Millis steady_now() const { return Millis(options_.clock->steady_ms()); }
 
   zmq::context_t& context_;
   SchedulerLinkOptions options_;
@@ -106,12 +112,12 @@ class SchedulerLink {
   std::optional<zmq::socket_t> socket_;
   State state_ = State::kDisconnected;
   uint64_t sequence_ = 0;
-  Clock::time_point next_register_{};
-  Clock::time_point register_sent_{};
-  Clock::time_point last_heard_{};
-  Clock::time_point last_heartbeat_{};
-  Clock::time_point last_report_{};
-  Clock::duration backoff_{};
+  Millis next_register_{0};
+  Millis register_sent_{0};
+  Millis last_heard_{0};
+  Millis last_heartbeat_{0};
+  Millis last_report_{0};
+  Millis backoff_{0};
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::milliseconds report_interval_;
   ReportBuffer reports_;

@@ -9,7 +9,7 @@
 namespace dancemoe::node {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
 
 bool contains(const std::vector<ExpertRef>& keys, ExpertRef key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -138,7 +138,7 @@ void MigrationExecutor::loader(uint64_t version, std::vector<ExpertRef> keys,
       result = failed_precondition("preparation of v" + std::to_string(version) + " cancelled");
       break;
     }
-    const Clock::time_point start = Clock::now();
+    const Millis start = steady_now();
     Status s = load_one(key, *target, fetcher);
     if (!s.is_ok()) {
       result = s.with_context("placement v" + std::to_string(version) + ": " + key_name(key));
@@ -150,13 +150,13 @@ void MigrationExecutor::loader(uint64_t version, std::vector<ExpertRef> keys,
       status_.bytes_done += bytes;
     }
     if (!throttled) continue;
-    Clock::duration pause =
-        throttle_.pause_after(bytes, Clock::now() - start, serving_ ? serving_() : false);
-    // Sleep in slices so a cancel (abort, newer prepare, shutdown) is prompt.
-    const Clock::time_point until = Clock::now() + pause;
-    while (!cancel_.load() && Clock::now() < until) {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(20)));
+    const Millis pause = std::chrono::ceil<Millis>(
+        throttle_.pause_after(bytes, steady_now() - start, serving_ ? serving_() : false));
+    // Sleep in slices so a cancel (abort, newer prepare, shutdown) is prompt;
+    // the deadline is on the injected clock, the slices are real.
+    const Millis until = steady_now() + pause;
+    while (!cancel_.load() && steady_now() < until) {
+      std::this_thread::sleep_for(std::min<Millis>(until - steady_now(), Millis(20)));
     }
   }
   bool report = true;

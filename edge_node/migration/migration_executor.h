@@ -32,6 +32,7 @@
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
 #include "common/model/expert_store.h"
+#include "common/runtime/clock.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/holders/holder_table.h"
 #include "edge_node/migration/expert_fetcher.h"
@@ -50,6 +51,8 @@ struct MigrationOptions {
   uint64_t memory_limit_bytes = 0;
   uint32_t chunk_bytes = 1u << 20;
   std::chrono::milliseconds fetch_timeout{5000};
+  // Time for the throttle's pauses between expert loads; must outlive the executor.
+  const Clock* clock = &system_clock();
 };
 
 struct MigrationStatus {
@@ -89,6 +92,9 @@ class MigrationExecutor {
   LoadThrottle& throttle() { return throttle_; }
 
  private:
+  std::chrono::milliseconds steady_now() const {
+    return std::chrono::milliseconds(options_.clock->steady_ms());
+  }
   enum class State { kIdle, kLoading, kReady, kFailed };
   void cancel_loader();  // joins; mutex_ not held
   void loader(uint64_t version, std::vector<ExpertRef> keys,

@@ -2,22 +2,32 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <thread>
 
 #include "common/net/zmq_transport.h"
+#include "common/runtime/clock.h"
 #include "tests/edge_node/node_test_support.h"
 
 namespace dancemoe::node {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+
+// The link runs on a FakeClock. While a test waits for a message, fake time
+// follows real time (kReceiveStep per empty receive); where a test needs
+// time to pass -- a report window, missed heartbeats -- advance_until()
+// moves it ahead in kFakeStep jumps, each given a real millisecond so the
+// link's thread sees it. Every wait is bounded in real time.
+constexpr auto kReceiveStep = 2ms;
+constexpr auto kFakeStep = 10ms;
 
 // A test protocol peer: the scheduler's side of the real protocol over a
 // real ROUTER socket, driven step by step by the test.
 class ProtocolPeer {
  public:
-  ProtocolPeer(zmq::context_t& context, const std::string& endpoint) {
+  ProtocolPeer(zmq::context_t& context, const std::string& endpoint, FakeClock& clock)
+      : clock_(clock) {
     auto s = net::make_socket(context, zmq::socket_type::router);
     REQUIRE(s.is_ok());
     socket_ = std::move(s).value();
@@ -32,14 +42,14 @@ class ProtocolPeer {
   }
   const std::string& endpoint() const { return endpoint_; }
 
-  // The next message of type T within `timeout`; others are recorded and skipped.
+  // The next message of type T within `timeout` (real time); others are
+  // recorded and skipped. Fake time advances while nothing arrives.
   template <typename T>
   std::optional<std::pair<proto::Envelope, T>> expect(std::chrono::milliseconds timeout) {
-    const Clock::time_point until = Clock::now() + timeout;
-    while (Clock::now() < until) {
-      auto m = net::receive_message(
-          socket_, std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()),
-          true);
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      auto m = net::receive_message(socket_, kReceiveStep, true);
+      if (!m) clock_.advance_ms(kReceiveStep.count());
       if (!m || !m->envelope.is_ok()) continue;
       node_ = m->routing_id;
       const proto::Envelope& e = *m->envelope;
@@ -63,6 +73,7 @@ class ProtocolPeer {
   int heartbeats = 0;
 
  private:
+  FakeClock& clock_;
   zmq::socket_t socket_;
   std::string endpoint_;
   std::string node_;
@@ -85,6 +96,7 @@ struct Fixture {
     o.report_interval_from_flag = true;
     o.register_timeout = 300ms;
     o.max_backoff = 300ms;
+    o.clock = &clock;
     link = std::make_unique<SchedulerLink>(
         context, o,
         [this] {
@@ -108,6 +120,19 @@ struct Fixture {
     for (int32_t l : model.moe_layers()) log.record_layer(l, r, 1, 0);
   }
 
+  // Lets fake time pass in steps until `done` (false if it never is within
+  // `limit` of fake time).
+  bool advance_until(const std::function<bool()>& done, std::chrono::milliseconds limit = 10s) {
+    for (auto passed = 0ms; passed < limit; passed += kFakeStep) {
+      if (done()) return true;
+      clock.advance_ms(kFakeStep.count());
+      std::this_thread::sleep_for(1ms);  // the link's thread looks at the new time
+    }
+    return done();
+  }
+
+  // Starts at the real wall time: the activation log opened its first window then.
+  FakeClock clock{SystemClock().wall_ms()};
   testing::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
@@ -121,7 +146,7 @@ struct Fixture {
 
 TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports leave the buffer") {
   Fixture f;
-  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   auto reg = scheduler.expect<proto::Register>(5s);
   REQUIRE(reg);
@@ -140,8 +165,7 @@ TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports le
   CHECK(report->second.tokens == 1);
   CHECK(report->second.local_hits == n_moe);
   scheduler.send(proto::Ack{report->first.sequence});
-  for (int i = 0; i < 100 && f.link->status().reports_acked == 0; ++i)
-    std::this_thread::sleep_for(10ms);
+  REQUIRE(f.advance_until([&] { return f.link->status().reports_acked > 0; }));
   const LinkStatus s = f.link->status();
   CHECK(s.attached);
   CHECK(s.reports_acked == 1);
@@ -153,7 +177,7 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
   std::string endpoint;
   uint64_t unacked = 0;
   {
-    ProtocolPeer first(f.context, "tcp://127.0.0.1:*");
+    ProtocolPeer first(f.context, "tcp://127.0.0.1:*", f.clock);
     endpoint = first.endpoint();
     f.start_link(endpoint);
     REQUIRE(first.expect<proto::Register>(5s));
@@ -164,11 +188,11 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
     unacked = report->first.sequence;  // never acked: the scheduler "crashes"
   }
   // Heartbeats go unanswered: the link notices and keeps re-registering.
-  for (int i = 0; i < 200 && f.link->status().attached; ++i) std::this_thread::sleep_for(10ms);
-  CHECK_FALSE(f.link->status().attached);
+  CHECK(f.advance_until([&] { return !f.link->status().attached; }));
   f.activity();  // more statistics while the scheduler is down
-  std::this_thread::sleep_for(300ms);
-  ProtocolPeer second(f.context, endpoint);  // restarted on the same port
+  // A report window passes while the scheduler is down.
+  CHECK(f.advance_until([&] { return f.link->status().reports_pending >= 2; }));
+  ProtocolPeer second(f.context, endpoint, f.clock);  // restarted on the same port
   REQUIRE(second.expect<proto::Register>(5s));
   second.accept(50);
   std::vector<uint64_t> seen;
@@ -184,7 +208,7 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
 TEST_CASE(
     "scheduler link: prepare -> ready, commit -> ack and the new table, bad placement aborts") {
   Fixture f;
-  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   REQUIRE(scheduler.expect<proto::Register>(5s));
   scheduler.accept(200);
@@ -221,13 +245,12 @@ TEST_CASE(
 
 TEST_CASE("scheduler link: a refusal is final and carries the scheduler's reason") {
   Fixture f;
-  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*");
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   REQUIRE(scheduler.expect<proto::Register>(5s));
   scheduler.send(
       proto::RegisterReply{false, "model id abc differs from the cluster's def", 0, 0, 0});
-  for (int i = 0; i < 200 && !f.link->refused(); ++i) std::this_thread::sleep_for(10ms);
-  CHECK(f.link->refused());
+  CHECK(f.advance_until([&] { return f.link->refused(); }));
   CHECK(f.link->status().reason == "model id abc differs from the cluster's def");
   CHECK_FALSE(scheduler.expect<proto::Register>(700ms));  // no retry
 }
