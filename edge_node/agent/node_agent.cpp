@@ -3,30 +3,12 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <mutex>
+#include <chrono>
 #include <optional>
 
-#include "common/model/checkpoint.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_compute.h"
-#include "common/model/expert_store.h"
 #include "common/model/local_model.h"
-#include "common/model/transformer.h"
 #include "common/placement/placement_json.h"
-#include "common/runtime/thread_pool.h"
-#include "common/tokenizer/tokenizer.h"
-#include "edge_node/activation/activation_log.h"
-#include "edge_node/agent/node_metrics.h"
 #include "edge_node/agent/node_resources.h"
-#include "edge_node/agent/prompt_runner.h"
-#include "edge_node/agent/scheduler_link.h"
-#include "edge_node/expert_service/expert_service.h"
-#include "edge_node/holders/holder_table.h"
-#include "edge_node/migration/migration_executor.h"
-#include "edge_node/moe/distributed_executor.h"
-#include "edge_node/remote/offload_cache.h"
-#include "edge_node/remote/peer_pool.h"
-#include "edge_node/trace/trace_writer.h"
 
 namespace dancemoe::node {
 namespace {

@@ -44,6 +44,19 @@ void MigrationExecutor::cancel_loader() {
   cancel_.store(false);
 }
 
+void MigrationExecutor::begin_loading(uint64_t version, std::shared_ptr<const HolderTable> target,
+                                      uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = State::kLoading;
+  target_version_ = version;
+  target_ = std::move(target);
+  status_.state = "loading";
+  status_.target_version = version;
+  status_.bytes_total = bytes;
+  status_.bytes_done = 0;
+  status_.last_error.clear();
+}
+
 Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallback on_done) {
   const ModelConfig& config = checkpoint_.config();
   DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const HolderTable> target,
@@ -71,17 +84,7 @@ Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallbac
         " (--expert-memory + --migration-headroom)");
   }
   cancel_loader();  // a newer prepare supersedes one in progress
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    state_ = State::kLoading;
-    target_version_ = placement.version;
-    target_ = target;
-    status_.state = "loading";
-    status_.target_version = placement.version;
-    status_.bytes_total = load_bytes;
-    status_.bytes_done = 0;
-    status_.last_error.clear();
-  }
+  begin_loading(placement.version, target, load_bytes);
   loading_.store(true);
   thread_ = std::thread([this, v = placement.version, keys = std::move(to_load), target,
                          done = std::move(on_done)]() mutable {
@@ -240,16 +243,7 @@ Status MigrationExecutor::apply_now(const ClusterPlacement& placement) {
     }
   }
   cancel_loader();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    state_ = State::kLoading;
-    target_version_ = placement.version;
-    target_ = target;
-    status_.state = "loading";
-    status_.target_version = placement.version;
-    status_.bytes_total = bytes;
-    status_.bytes_done = 0;
-  }
+  begin_loading(placement.version, target, bytes);
   Status result = Status::ok();
   loading_.store(true);
   loader(placement.version, std::move(to_load), target, /*throttled=*/false,

@@ -97,6 +97,8 @@ class MigrationExecutor {
   }
   enum class State { kIdle, kLoading, kReady, kFailed };
   void cancel_loader();  // joins; mutex_ not held
+  // Records that `version` starts loading `bytes` towards `target`.
+  void begin_loading(uint64_t version, std::shared_ptr<const HolderTable> target, uint64_t bytes);
   void loader(uint64_t version, std::vector<ExpertRef> keys,
               std::shared_ptr<const HolderTable> target, bool throttled, DoneCallback on_done);
   Status load_one(ExpertRef key, const HolderTable& target, ExpertFetcher& fetcher);

@@ -297,34 +297,26 @@ Result<std::map<std::string, NodeTotals>> Store::totals_since(
   static const char* kRolledPeers =
       "SELECT node_id, peer, sum(calls), total(latency_sum_us), sum(bytes), sum(failures) "
       "FROM rollup_peers WHERE bucket_start_ms + bucket_ms > ? GROUP BY node_id, peer";
-  {
-    DMOE_ASSIGN_OR_RETURN(Statement s, db_->prepare(kRawPeers));
-    s.bind(1, since_ms);
-    s.bind(2, version);
-    s.bind(3, version);
+  // Raw windows and roll-ups have the same columns: add both into `out`.
+  auto add_peers = [&](Statement& s) -> Status {
     while (true) {
       DMOE_ASSIGN_OR_RETURN(const bool row, s.step());
-      if (!row) break;
+      if (!row) return Status::ok();
       PeerTotals& p = out[s.column_text(0)].peers[s.column_text(1)];
       p.calls += u64(s.column_int(2));
       p.latency_sum_us += s.column_double(3);
       p.bytes += u64(s.column_int(4));
       p.failures += u64(s.column_int(5));
     }
-  }
-  {
-    DMOE_ASSIGN_OR_RETURN(Statement s, db_->prepare(kRolledPeers));
-    s.bind(1, since_ms);
-    while (true) {
-      DMOE_ASSIGN_OR_RETURN(const bool row, s.step());
-      if (!row) break;
-      PeerTotals& p = out[s.column_text(0)].peers[s.column_text(1)];
-      p.calls += u64(s.column_int(2));
-      p.latency_sum_us += s.column_double(3);
-      p.bytes += u64(s.column_int(4));
-      p.failures += u64(s.column_int(5));
-    }
-  }
+  };
+  DMOE_ASSIGN_OR_RETURN(Statement raw, db_->prepare(kRawPeers));
+  raw.bind(1, since_ms);
+  raw.bind(2, version);
+  raw.bind(3, version);
+  DMOE_RETURN_IF_ERROR(add_peers(raw));
+  DMOE_ASSIGN_OR_RETURN(Statement rolled, db_->prepare(kRolledPeers));
+  rolled.bind(1, since_ms);
+  DMOE_RETURN_IF_ERROR(add_peers(rolled));
   return out;
 }
 

@@ -113,6 +113,15 @@ Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
   return Status::ok();
 }
 
+// xn_ = rmsnorm(h_) row by row, with `weight`.
+void CpuForward::norm_rows(const float* weight) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const int64_t hidden = config_.hidden_size;
+  for (int64_t t = 0; t < n_; ++t) {
+    k.rmsnorm(h_.data() + t * hidden, weight, hidden, config_.rms_norm_eps, xn_.row(t));
+  }
+}
+
 Status CpuForward::attention(int64_t layer, KvCache& cache) {
   project_qkv(layer);
   position_and_cache(layer, cache);
@@ -127,12 +136,9 @@ void CpuForward::project_qkv(int64_t layer) {
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const LayerWeights& lw = weights_.layer(layer);
   const AttentionWeights& aw = lw.attention;
-  const int64_t hidden = config_.hidden_size;
   const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
-  for (int64_t t = 0; t < n; ++t) {
-    k.rmsnorm(h_.data() + t * hidden, lw.input_norm, hidden, config_.rms_norm_eps, xn_.row(t));
-  }
+  norm_rows(lw.input_norm);
   xn_.round_to_bf16(k, n);
   const ActivationsView x = xn_.view();
   const int n_threads = pool_.size();
@@ -255,13 +261,9 @@ void CpuForward::project_out(int64_t layer) {
 
 Status CpuForward::dense_mlp(int64_t layer) {
   const int64_t n = n_;
-  const kernels::CpuKernels& k = kernels::cpu_kernels();
   const LayerWeights& lw = weights_.layer(layer);
   const int64_t hidden = config_.hidden_size;
-  for (int64_t t = 0; t < n; ++t) {
-    k.rmsnorm(h_.data() + t * hidden, lw.post_attention_norm, hidden, config_.rms_norm_eps,
-              xn_.row(t));
-  }
+  norm_rows(lw.post_attention_norm);
   dense_job_.resize(1);
   ExpertJob& job = dense_job_[0];
   job.gate = lw.dense_gate;
@@ -279,10 +281,7 @@ Status CpuForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObserv
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const LayerWeights& lw = weights_.layer(layer);
   const int64_t hidden = config_.hidden_size;
-  for (int64_t t = 0; t < n; ++t) {
-    k.rmsnorm(h_.data() + t * hidden, lw.post_attention_norm, hidden, config_.rms_norm_eps,
-              xn_.row(t));
-  }
+  norm_rows(lw.post_attention_norm);
   // The router always sees f32 activations: its decisions are discrete, and
   // keeping them identical to the reference matters more than its tiny cost.
   const int64_t n_experts = config_.n_experts;

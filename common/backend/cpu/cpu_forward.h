@@ -43,6 +43,7 @@ class CpuForward final : public ForwardEngine {
  private:
   void prepare(int64_t n_tokens, int64_t capacity);
   void rope_tables(int64_t pos0, int64_t n_tokens);
+  void norm_rows(const float* weight);
   // The steps of attention().
   void project_qkv(int64_t layer);
   void position_and_cache(int64_t layer, KvCache& cache);
