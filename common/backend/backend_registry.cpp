@@ -14,17 +14,42 @@ std::vector<std::string> compiled_backends() {
 #endif
 }
 
+namespace {
+
+[[maybe_unused]] Status no_cuda(const std::string& what) {
+  return unavailable(what +
+                     ": this build has no CUDA backend (configure with -DDMOE_CUDA=ON on a "
+                     "machine with the CUDA toolkit installed)");
+}
+
+}  // namespace
+
+Result<GpuMemory> probe_gpu(int ordinal) {
+#if DMOE_HAVE_CUDA
+  return cuda::probe_cuda_device(ordinal);
+#else
+  return no_cuda("cuda:" + std::to_string(ordinal));
+#endif
+}
+
+uint64_t gpu_dense_footprint([[maybe_unused]] const ModelConfig& config,
+                             [[maybe_unused]] const DeviceOptions& options) {
+#if DMOE_HAVE_CUDA
+  return cuda::dense_footprint(config, options);
+#else
+  return 0;
+#endif
+}
+
 Result<DeviceModel> load_device_backend(const BackendLoadRequest& request) {
-  DMOE_ASSIGN_OR_RETURN(DeviceSelection selection, parse_device(request.options.device));
-  if (selection.cpu) {
-    return invalid_argument("--device cpu needs no device backend (the CPU path is the default)");
+  if (request.gpus.empty()) {
+    return invalid_argument("--devices " + request.options.text() +
+                            " has no GPU: CPU devices need no device backend");
   }
 #if DMOE_HAVE_CUDA
-  return cuda::load_cuda_backend(request, selection.cuda_ordinals);
+  return cuda::load_cuda_backend(request);
 #else
-  return unavailable("--device " + request.options.device +
-                     ": this build has no CUDA backend (configure with -DDMOE_CUDA=ON on a machine "
-                     "with the CUDA toolkit installed)");
+  return no_cuda("--devices " + request.options.text());
 #endif
 }
 

@@ -18,7 +18,7 @@
 
 #include "common/base/byte_size.h"
 #include "common/base/status.h"
-#include "common/model/expert_store.h"
+#include "common/inference/expert_store.h"
 
 namespace dancemoe::backend {
 

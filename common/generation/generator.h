@@ -17,8 +17,8 @@
 
 #include "common/base/status.h"
 #include "common/generation/sampler.h"
-#include "common/model/kv_cache.h"
-#include "common/model/transformer.h"
+#include "common/inference/kv_cache.h"
+#include "common/inference/transformer.h"
 #include "common/tokenizer/tokenizer.h"
 
 namespace dancemoe {

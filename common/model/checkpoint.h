@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,9 @@
 #include "common/tensor/dtype.h"
 
 namespace dancemoe {
+
+// Called as weight bytes are read: (bytes done, bytes total).
+using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 struct TensorLocation {
   std::string name;

@@ -55,8 +55,8 @@ struct Encoder {
   std::pair<w::Body, fb::Offset<void>> operator()(const Register& m) {
     std::vector<fb::Offset<w::DeviceInfo>> devices;
     for (const DeviceInfo& d : m.devices) {
-      devices.push_back(
-          w::CreateDeviceInfo(b, str(d.name), d.expert_budget_bytes, d.load_bytes_per_s));
+      devices.push_back(w::CreateDeviceInfo(b, str(d.name), d.expert_budget_bytes,
+                                            d.load_bytes_per_s, str(d.kind)));
     }
     auto node_id = b.CreateString(m.node_id);
     auto model_id = b.CreateString(m.model_id);
@@ -98,11 +98,15 @@ struct Encoder {
       remote.push_back(w::CreatePeerCallStats(b, str(p.peer), p.calls, p.mean_latency_us,
                                               p.p99_latency_us, p.bytes, p.failures));
     }
+    std::vector<fb::Offset<w::DeviceCompute>> devices;
+    for (const DeviceCompute& d : m.devices) {
+      devices.push_back(w::CreateDeviceCompute(b, str(d.device), d.pairs, d.busy_us));
+    }
     return {w::Body::ActivationReport,
             w::CreateActivationReportDirect(b, m.window_start_ms, m.window_end_ms, m.tokens,
                                             m.requests, &counts, m.local_calls,
                                             m.local_mean_latency_us, m.local_p99_latency_us,
-                                            &remote, m.placement_version, m.local_hits)
+                                            &remote, m.placement_version, m.local_hits, &devices)
                 .Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const Ack& m) {
@@ -277,6 +281,7 @@ Result<Body> Decoder::decode_register(const w::Envelope& e) const {
     for (const w::DeviceInfo* d : *m->devices()) {
       DeviceInfo info;
       DMOE_RETURN_IF_ERROR(string(d->name(), "Register.devices.name", &info.name));
+      DMOE_RETURN_IF_ERROR(string(d->kind(), "Register.devices.kind", &info.kind));
       info.expert_budget_bytes = d->expert_budget_bytes();
       info.load_bytes_per_s = d->load_bytes_per_s();
       DMOE_RETURN_IF_ERROR(
@@ -361,6 +366,17 @@ Result<Body> Decoder::decode_activation_report(const w::Envelope& e) const {
   }
   r.placement_version = m->placement_version();
   r.local_hits = m->local_hits();
+  DMOE_RETURN_IF_ERROR(list_size(m->devices(), "ActivationReport.devices"));
+  if (m->devices()) {
+    for (const w::DeviceCompute* d : *m->devices()) {
+      DeviceCompute c;
+      DMOE_RETURN_IF_ERROR(string(d->device(), "ActivationReport.devices.device", &c.device));
+      c.pairs = d->pairs();
+      c.busy_us = d->busy_us();
+      DMOE_RETURN_IF_ERROR(non_negative(c.busy_us, "ActivationReport.devices.busy_us"));
+      r.devices.push_back(std::move(c));
+    }
+  }
   return Body(std::move(r));
 }
 

@@ -19,7 +19,7 @@
 namespace dancemoe::proto {
 
 inline constexpr uint16_t kProtocolMajor = 1;
-inline constexpr uint16_t kProtocolMinor = 0;
+inline constexpr uint16_t kProtocolMinor = 1;  // 1.1: devices' kind and compute in reports
 
 // Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
@@ -40,7 +40,15 @@ struct DeviceInfo {
   std::string name;
   uint64_t expert_budget_bytes = 0;
   double load_bytes_per_s = 0.0;
+  std::string kind;  // "cpu", "cuda"; empty: unknown
   friend bool operator==(const DeviceInfo&, const DeviceInfo&) = default;
+};
+
+struct DeviceCompute {
+  std::string device;
+  uint64_t pairs = 0;
+  double busy_us = 0.0;
+  friend bool operator==(const DeviceCompute&, const DeviceCompute&) = default;
 };
 
 struct Register {
@@ -93,6 +101,7 @@ struct ActivationReport {
   std::vector<PeerCallStats> remote;
   uint64_t placement_version = 0;
   uint64_t local_hits = 0;
+  std::vector<DeviceCompute> devices;
   friend bool operator==(const ActivationReport&, const ActivationReport&) = default;
 };
 

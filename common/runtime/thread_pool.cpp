@@ -1,6 +1,7 @@
 #include "common/runtime/thread_pool.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,9 +38,26 @@ inline void cpu_relax() {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+bool pin_current_thread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return true;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+  }
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+ThreadPool::ThreadPool(int n_threads, std::vector<int> cpus)
+    : n_threads_(std::max(1, n_threads)), cpus_(std::move(cpus)) {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads_; ++i) {
+    workers_.emplace_back([this, i] {
+      // A worker that cannot be pinned still works, just unpinned.
+      if (!cpus_.empty()) (void)pin_current_thread({cpus_[static_cast<size_t>(i) % cpus_.size()]});
+      worker_loop(i);
+    });
+  }
 }
 
 ThreadPool::~ThreadPool() {

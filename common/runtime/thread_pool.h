@@ -15,6 +15,10 @@
 // disjoint outputs; results then do not depend on the thread count.
 // parallel_for may be called from one thread at a time (the pool's owner),
 // and fn must not call it on the same pool.
+//
+// A pool may be pinned to a set of CPUs (a device's cores, a NUMA node):
+// worker i runs on cpus[i % cpus.size()] only; the calling thread is not
+// touched (pin it with pin_current_thread when it belongs to the set).
 #pragma once
 
 #include <atomic>
@@ -27,12 +31,13 @@ namespace dancemoe {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);
+  explicit ThreadPool(int n_threads, std::vector<int> cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  const std::vector<int>& cpus() const { return cpus_; }
 
   template <typename Fn>
   void parallel_for(int64_t n_chunks, Fn&& fn) {
@@ -57,6 +62,7 @@ class ThreadPool {
   void worker_loop(int thread_idx);
 
   int n_threads_;
+  std::vector<int> cpus_;
   std::vector<std::thread> workers_;
   // The current job; written by the owner before it publishes a generation,
   // stable until every chunk of that generation is done.
@@ -72,6 +78,10 @@ class ThreadPool {
   alignas(64) std::atomic<int64_t> chunks_done_{0};
   std::atomic<bool> stopping_{false};
 };
+
+// Restricts the calling thread to `cpus` (no-op when empty). Returns false
+// when the kernel refused (a CPU outside the process's allowed set).
+bool pin_current_thread(const std::vector<int>& cpus);
 
 // The half-open range [begin, end) of `n` items that part `idx` of `n_parts`
 // covers, with boundaries rounded to multiples of `align` (the last range

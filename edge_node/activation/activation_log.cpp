@@ -10,10 +10,12 @@ uint64_t unix_now_ms() {
                                    .count());
 }
 
-ActivationLog::ActivationLog(const ModelConfig& config)
+ActivationLog::ActivationLog(const ModelConfig& config, std::vector<std::string> devices)
     : n_layers_(config.n_layers),
       n_experts_(config.n_experts),
-      counts_since_version_(static_cast<size_t>(config.n_layers * config.n_experts), 0) {
+      device_names_(std::move(devices)),
+      counts_since_version_(static_cast<size_t>(config.n_layers * config.n_experts), 0),
+      devices_total_(device_names_.size()) {
   for (int64_t l = 0; l < config.n_layers; ++l) {
     if (config.layer_is_moe[static_cast<size_t>(l)]) last_moe_layer_ = l;
   }
@@ -39,6 +41,7 @@ void ActivationLog::reset_window(Window* w, uint64_t start_ms) const {
   w->counts.assign(static_cast<size_t>(n_layers_ * n_experts_), 0);
   w->local.clear();
   w->peers.clear();
+  w->devices.assign(device_names_.size(), DeviceWindow{});
 }
 
 void ActivationLog::add(ServedCounts* into, const ServedCounts& d) {
@@ -93,6 +96,16 @@ void ActivationLog::record_remote_call(const std::string& peer, double latency_u
   add(&since_version_, d);
 }
 
+void ActivationLog::record_device_compute(int32_t device, uint64_t pairs, double busy_us) {
+  if (device < 0 || static_cast<size_t>(device) >= device_names_.size() || pairs == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (DeviceWindow* w : {&current_.devices[static_cast<size_t>(device)],
+                          &devices_total_[static_cast<size_t>(device)]}) {
+    w->pairs += pairs;
+    w->busy_us += busy_us;
+  }
+}
+
 void ActivationLog::record_tokens(uint64_t n_tokens) {
   std::lock_guard<std::mutex> lock(mutex_);
   // A forward that stopped before its last MoE layer (a failed request)
@@ -143,6 +156,11 @@ proto::ActivationReport ActivationLog::to_report(const Window& w, uint64_t end_m
   }
   r.placement_version = w.placement_version;
   r.local_hits = w.served.local;
+  for (size_t d = 0; d < w.devices.size(); ++d) {
+    if (w.devices[d].pairs > 0) {
+      r.devices.push_back({device_names_[d], w.devices[d].pairs, w.devices[d].busy_us});
+    }
+  }
   return r;
 }
 
@@ -192,6 +210,9 @@ ActivationSnapshot ActivationLog::snapshot() const {
   s.local_mean_latency_us = local_total_.mean_us();
   s.local_p99_latency_us = local_total_.quantile_us(0.99);
   s.local_latency = local_total_;
+  for (size_t d = 0; d < device_names_.size(); ++d) {
+    s.devices.push_back({device_names_[d], devices_total_[d].pairs, devices_total_[d].busy_us});
+  }
   return s;
 }
 

@@ -3,7 +3,9 @@
 // tokens this node serves (the router's decisions, whoever computed the
 // expert), how many of those activations this node's own experts served
 // (local hits), and call statistics: local expert compute latency per
-// layer, and per peer the remote calls' latency, bytes and failures.
+// layer, per device of this node the pairs it computed and the time it was
+// busy (the device's speed, for placement), and per peer the remote calls'
+// latency, bytes and failures.
 //
 // Statistics are kept per report window. A window never spans two placement
 // versions: set_placement_version() closes the current window, so a
@@ -27,8 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "common/inference/routing.h"
 #include "common/model/model_config.h"
-#include "common/model/routing.h"
 #include "common/proto/messages.h"
 #include "edge_node/activation/latency_histogram.h"
 
@@ -62,6 +64,13 @@ struct ActivationSnapshot {
     LatencyHistogram latency;  // successful calls (for /metrics)
   };
   std::vector<Peer> peers;  // since start
+  struct Device {
+    std::string name;
+    uint64_t pairs = 0;
+    double busy_us = 0;
+    double us_per_pair() const { return pairs ? busy_us / static_cast<double>(pairs) : 0.0; }
+  };
+  std::vector<Device> devices;  // since start, in the node's device order
   uint64_t local_calls = 0;
   double local_mean_latency_us = 0;
   double local_p99_latency_us = 0;
@@ -70,7 +79,9 @@ struct ActivationSnapshot {
 
 class ActivationLog {
  public:
-  explicit ActivationLog(const ModelConfig& config);
+  // `devices` names this node's devices, in order (device indices of
+  // record_device_compute refer to it).
+  explicit ActivationLog(const ModelConfig& config, std::vector<std::string> devices = {"cpu"});
 
   // One MoE layer of a forward: every routed pair counts; `n_local` of them
   // were computed by experts this node holds, `n_offloaded` by the offload
@@ -78,6 +89,8 @@ class ActivationLog {
   void record_layer(int64_t layer, const RoutingDecision& routing, uint64_t n_local,
                     uint64_t n_offloaded);
   void record_local_call(double latency_us);
+  // Device `device` computed `pairs` (token, expert) pairs in `busy_us`.
+  void record_device_compute(int32_t device, uint64_t pairs, double busy_us);
   void record_remote_call(const std::string& peer, double latency_us, uint64_t bytes, bool ok);
   void record_tokens(uint64_t n_tokens);
   void record_request();
@@ -98,6 +111,10 @@ class ActivationLog {
     uint64_t bytes = 0;
     uint64_t failures = 0;
   };
+  struct DeviceWindow {
+    uint64_t pairs = 0;
+    double busy_us = 0;
+  };
   struct Window {
     uint64_t start_ms = 0;
     uint64_t placement_version = 0;
@@ -105,6 +122,7 @@ class ActivationLog {
     std::vector<uint32_t> counts;  // [layer * n_experts + expert]
     LatencyHistogram local;
     std::map<std::string, PeerWindow> peers;
+    std::vector<DeviceWindow> devices;  // [device]
   };
   // One forward pass's activity, not yet in any window.
   struct StagedForward {
@@ -121,6 +139,7 @@ class ActivationLog {
 
   int64_t n_layers_;
   int64_t n_experts_;
+  std::vector<std::string> device_names_;
   int64_t last_moe_layer_ = -1;
   StagedForward staged_;
   mutable std::mutex mutex_;
@@ -132,6 +151,7 @@ class ActivationLog {
   std::vector<uint64_t> counts_since_version_;
   LatencyHistogram local_total_;
   std::map<std::string, PeerWindow> peers_total_;
+  std::vector<DeviceWindow> devices_total_;
 };
 
 uint64_t unix_now_ms();

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <optional>
 
-#include "common/model/local_model.h"
 #include "common/placement/placement_json.h"
 #include "edge_node/agent/node_resources.h"
 
@@ -14,9 +13,6 @@ namespace dancemoe::node {
 namespace {
 
 using nlohmann::json;
-
-// Scratch the forward pass needs beside weights and KV cache.
-constexpr uint64_t kWorkspaceBytes = 256ull << 20;
 
 std::string advertised_endpoint(const std::string& flag, const std::string& bound) {
   if (!flag.empty()) return flag;
@@ -52,8 +48,6 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const NodeOptions& options) 
 }
 
 Status NodeAgent::init() {
-  DMOE_RETURN_IF_ERROR(load_model());
-  size_memory();
   DMOE_RETURN_IF_ERROR(build_runtime());
   DMOE_RETURN_IF_ERROR(start_expert_service());
   if (!options_.placement_file.empty()) DMOE_RETURN_IF_ERROR(apply_placement_file());
@@ -70,77 +64,68 @@ Status NodeAgent::init() {
   return Status::ok();
 }
 
-// The checkpoint, the tokenizer (optional) and the dense weights, and how
-// fast this machine reads expert weights from disk.
-Status NodeAgent::load_model() {
+// The model on this node's devices (common/assembly/model_runtime.h) with
+// no experts yet -- the placement brings them -- and the distributed
+// executor as its MoE executor; the tokenizer; how fast experts load from
+// disk; the budget and headroom; the trace, migration executor and prompt
+// runner.
+Status NodeAgent::build_runtime() {
   NodeParts& p = *parts_;
   const NodeOptions& o = options_;
-  DMOE_ASSIGN_OR_RETURN(p.checkpoint, Checkpoint::open(o.model_dir));
-  if (std::optional<std::filesystem::path> tok = p.checkpoint->tokenizer_path()) {
+  DMOE_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(o.model_dir));
+  const Checkpoint& ckpt = *checkpoint;  // owned by the runtime below
+  const ModelConfig& config = ckpt.config();
+  if (std::optional<std::filesystem::path> tok = ckpt.tokenizer_path()) {
     DMOE_ASSIGN_OR_RETURN(p.tokenizer, tokenizer::Tokenizer::load(*tok));
   } else {
     spdlog::warn("{}: no tokenizer.json; prompts must be sent as prompt_tokens", o.model_dir);
   }
-  const auto dense_start = std::chrono::steady_clock::now();
-  DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*p.checkpoint));
-  p.dense.emplace(std::move(dense));
-  spdlog::info(
-      "dense weights: {:.1f} MB in {:.2f} s", p.dense->n_bytes() / 1e6,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - dense_start).count());
-  p.load_bytes_per_s = measure_load_bandwidth(*p.checkpoint);
-  return Status::ok();
-}
-
-// The expert budget (--expert-memory, or what is free after the KV cache,
-// the workspace and the offload cache) and the migration headroom.
-void NodeAgent::size_memory() {
-  NodeParts& p = *parts_;
-  const NodeOptions& o = options_;
-  const ModelConfig& config = p.checkpoint->config();
-  const uint64_t kv_bytes = static_cast<uint64_t>(o.context_tokens) *
-                            static_cast<uint64_t>(config.n_layers * config.kv_dim()) * 2 * 4;
-  if (o.expert_memory_bytes > 0) {
-    p.expert_budget = o.expert_memory_bytes;
-  } else {
-    const uint64_t available = available_memory_bytes();
-    const uint64_t reserved = kv_bytes + kWorkspaceBytes + o.offload_cache_bytes;
-    p.expert_budget = available > reserved ? available - reserved : 0;
-  }
-  p.migration_headroom =
-      o.migration_headroom_bytes > 0 ? o.migration_headroom_bytes : p.expert_budget / 2;
-}
-
-// The compute chain: expert store, thread pool, holder table, activation
-// log, peers, offload cache, distributed executor, transformer, trace,
-// migration executor and prompt runner.
-Status NodeAgent::build_runtime() {
-  NodeParts& p = *parts_;
-  const NodeOptions& o = options_;
-  const ModelConfig& config = p.checkpoint->config();
-  p.store = std::make_unique<ExpertStore>(*p.checkpoint);
-  p.pool = std::make_unique<ThreadPool>(thread_count());
-  p.computer = std::make_unique<ExpertComputer>(*p.pool, o.precision);
   p.table = std::make_unique<HolderTableHandle>(HolderTable::empty(config));
-  p.log = std::make_unique<ActivationLog>(config);
+  std::vector<std::string> device_names;
+  for (const backend::DeviceName& d : o.devices.devices) device_names.push_back(d.text());
+  p.log = std::make_unique<ActivationLog>(config, device_names);
   PeerPoolOptions peer_options;
   peer_options.send_timeout =
       std::min<std::chrono::milliseconds>(o.call_timeout, std::chrono::milliseconds(200));
   p.peers = std::make_unique<PeerPool>(p.context, peer_options);
   if (o.offload_cache_bytes > 0) {
-    p.offload = std::make_unique<OffloadCache>(*p.checkpoint, o.offload_cache_bytes);
+    p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
   }
-  DistributedExecutorOptions exec;
-  exec.node_id = o.node_id;
-  exec.cluster_id = o.cluster_id;
-  exec.wire_dtype = o.wire_dtype;
-  exec.call_timeout = o.call_timeout;
-  exec.max_attempts = o.call_attempts;
-  exec.overlap = o.overlap;
-  exec.max_call_tokens = o.max_call_tokens;
-  p.executor = std::make_unique<DistributedMoeExecutor>(config, *p.store, *p.computer, *p.table,
-                                                        *p.peers, p.offload.get(), *p.log, exec);
-  p.transformer =
-      std::make_unique<Transformer>(config, *p.dense, *p.executor, *p.computer, *p.pool);
+
+  RuntimeOptions runtime;
+  runtime.devices = o.devices;
+  runtime.precision = o.precision;
+  runtime.experts = std::vector<ExpertRef>{};
+  if (o.expert_memory_bytes > 0) runtime.expert_memory_bytes = o.expert_memory_bytes;
+  runtime.host_reserved_bytes = o.offload_cache_bytes;
+  runtime.kv_cache_tokens = o.context_tokens;
+  runtime.make_executor = [this](ModelRuntime& rt) -> Result<std::unique_ptr<MoeExecutor>> {
+    NodeParts& parts = *parts_;
+    const NodeOptions& opts = options_;
+    DistributedExecutorOptions exec;
+    exec.node_id = opts.node_id;
+    exec.cluster_id = opts.cluster_id;
+    exec.wire_dtype = opts.wire_dtype;
+    exec.call_timeout = opts.call_timeout;
+    exec.max_attempts = opts.call_attempts;
+    exec.overlap = opts.overlap;
+    exec.max_call_tokens = opts.max_call_tokens;
+    auto executor = std::make_unique<DistributedMoeExecutor>(
+        rt.config(), rt.experts(), rt.expert_computer(), *parts.table, *parts.peers,
+        parts.offload.get(), *parts.log, exec);
+    parts.executor = executor.get();
+    return std::unique_ptr<MoeExecutor>(std::move(executor));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  DMOE_ASSIGN_OR_RETURN(p.runtime, ModelRuntime::open(std::move(checkpoint), runtime));
+  spdlog::info("model: dense weights {:.1f} MB in {:.2f} s; {}", p.runtime->dense().n_bytes() / 1e6,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               p.runtime->description());
+  p.load_bytes_per_s = measure_load_bandwidth(p.checkpoint());
+  p.expert_budget = 0;
+  for (const RuntimeDevice& d : p.runtime->devices()) p.expert_budget += d.expert_budget_bytes;
+  p.migration_headroom =
+      o.migration_headroom_bytes > 0 ? o.migration_headroom_bytes : p.expert_budget / 2;
   if (!o.record_trace.empty()) {
     DMOE_ASSIGN_OR_RETURN(p.trace, TraceWriter::open(o.record_trace, config, o.node_id));
   }
@@ -148,15 +133,17 @@ Status NodeAgent::build_runtime() {
   MigrationOptions migration;
   migration.node_id = o.node_id;
   migration.cluster_id = o.cluster_id;
+  migration.devices.clear();
+  for (const RuntimeDevice& d : p.runtime->devices()) migration.devices.push_back(d.name);
   migration.source = o.expert_source;
   migration.throttle = o.throttle;
   migration.memory_limit_bytes = p.expert_budget + p.migration_headroom;
   p.migration = std::make_unique<MigrationExecutor>(
-      *p.checkpoint, *p.store, *p.table, *p.log, p.context, migration,
+      p.checkpoint(), p.store(), *p.table, *p.log, p.context, migration,
       [this] { return parts_->runner && parts_->runner->in_flight() > 0; });
 
   PromptRunner::Parts runner;
-  runner.transformer = p.transformer.get();
+  runner.transformer = &p.runtime->transformer();
   runner.tokenizer = p.tokenizer.get();
   runner.log = p.log.get();
   runner.trace = p.trace.get();
@@ -167,22 +154,20 @@ Status NodeAgent::build_runtime() {
   return Status::ok();
 }
 
-int NodeAgent::thread_count() const {
-  return options_.threads > 0 ? options_.threads : default_thread_count();
-}
-
 Status NodeAgent::start_expert_service() {
   NodeParts& p = *parts_;
   const NodeOptions& o = options_;
   ExpertServiceOptions service;
   service.bind_endpoint = o.experts_bind;
   service.n_workers = o.service_workers;
-  service.threads_per_worker = o.service_threads > 0 ? o.service_threads : thread_count();
+  service.make_computer = [this] {
+    return parts_->runtime->new_expert_computer(options_.service_threads);
+  };
   service.precision = o.precision;
   service.limits.max_call_tokens = o.max_call_tokens;
   service.identity = {o.node_id, o.cluster_id};
-  DMOE_ASSIGN_OR_RETURN(p.service,
-                        ExpertService::start(p.context, p.checkpoint->config(), *p.store, service));
+  DMOE_ASSIGN_OR_RETURN(
+      p.service, ExpertService::start(p.context, p.checkpoint().config(), p.store(), service));
   p.advertise = advertised_endpoint(o.advertise, p.service->bound_endpoint());
   return Status::ok();
 }
@@ -193,14 +178,14 @@ Status NodeAgent::apply_placement_file() {
   NodeParts& p = *parts_;
   const NodeOptions& o = options_;
   DMOE_ASSIGN_OR_RETURN(ClusterPlacement placement, read_placement_file(o.placement_file));
-  DMOE_RETURN_IF_ERROR(check_against_model(placement, p.checkpoint->config(), o.placement_file));
+  DMOE_RETURN_IF_ERROR(check_against_model(placement, p.checkpoint().config(), o.placement_file));
   const NodePlacement* mine = placement.find(o.node_id);
   if (mine == nullptr) {
     spdlog::warn("{}: node '{}' is not in the placement; it holds no experts", o.placement_file,
                  o.node_id);
   } else {
     uint64_t bytes = 0;
-    for (ExpertRef k : mine->experts()) bytes += p.store->expert_bytes(k);
+    for (ExpertRef k : mine->experts()) bytes += p.store().expert_bytes(k);
     if (bytes > p.expert_budget) {
       Status over =
           resource_exhausted(o.placement_file + ": node '" + o.node_id + "' is given " +
@@ -214,7 +199,7 @@ Status NodeAgent::apply_placement_file() {
   DMOE_RETURN_IF_ERROR(p.migration->apply_now(placement));
   spdlog::info(
       "placement v{} from {}: {} experts loaded ({:.1f} MB) in {:.2f} s", placement.version,
-      o.placement_file, p.store->n_resident(), p.store->resident_bytes() / 1e6,
+      o.placement_file, p.store().n_resident(), p.store().resident_bytes() / 1e6,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   return Status::ok();
 }
@@ -224,16 +209,21 @@ proto::Register NodeAgent::registration() const {
   const NodeParts& p = *parts_;
   proto::Register r;
   r.node_id = options_.node_id;
-  r.model_id = p.checkpoint->model_id();
-  r.devices.push_back({"cpu0", p.expert_budget, p.load_bytes_per_s});
+  r.model_id = p.checkpoint().model_id();
+  // Every device with its budget; experts reach any of them from disk at the
+  // measured disk-to-host rate (a GPU's host-to-device copy is not the
+  // bottleneck of a load from disk).
+  for (const RuntimeDevice& d : p.runtime->devices()) {
+    r.devices.push_back({d.name, d.expert_budget_bytes, p.load_bytes_per_s,
+                         std::string(backend::device_kind_name(d.kind))});
+  }
   r.host_memory_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                         static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   r.expert_endpoint = p.advertise;
   r.http_endpoint = "http://" + p.http->bound_address();
-  for (ExpertRef k : p.store->resident_keys()) {
-    r.resident.push_back(k);
-    r.resident_devices.push_back(0);
-  }
+  r.resident = p.store().resident_keys();
+  for (int32_t d : p.store().resident_devices())
+    r.resident_devices.push_back(static_cast<uint16_t>(d));
   r.placement_version = p.migration->committed_version();
   return r;
 }

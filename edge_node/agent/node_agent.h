@@ -52,15 +52,12 @@ class NodeAgent {
   explicit NodeAgent(const NodeOptions& options);
   // init() runs the steps below in order.
   Status init();
-  Status load_model();
-  void size_memory();
   Status build_runtime();
   Status start_expert_service();
   Status apply_placement_file();
   void start_scheduler_link();
   Status write_ready_file() const;
   proto::Register registration() const;
-  int thread_count() const;
 
   NodeOptions options_;
   std::unique_ptr<NodeParts> parts_;

@@ -62,16 +62,33 @@ json NodeHttpBackend::stats() {
   }
   const ServiceCounters& sc = p.service->counters();
   const MigrationStatus m = p.migration->status();
+  json devices = json::array();
+  const std::vector<uint64_t> held_bytes = p.store().resident_bytes_by_device();
+  const std::vector<int64_t> held = p.store().n_resident_by_device();
+  const std::vector<ActivationSnapshot::Device> computed = a.devices;
+  for (size_t d = 0; d < p.runtime->devices().size(); ++d) {
+    const RuntimeDevice& dev = p.runtime->devices()[d];
+    json one = {{"name", dev.name},   {"kind", backend::device_kind_name(dev.kind)},
+                {"label", dev.label}, {"budget_bytes", dev.expert_budget_bytes},
+                {"experts", held[d]}, {"bytes_used", held_bytes[d]}};
+    if (d < computed.size()) {
+      one["compute"] = {{"pairs", computed[d].pairs},
+                        {"busy_us", computed[d].busy_us},
+                        {"us_per_pair", computed[d].us_per_pair()}};
+    }
+    devices.push_back(std::move(one));
+  }
   json out = {{"node_id", options_.node_id},
               {"mode", options_.scheduler.empty() ? "standalone" : "attached"},
-              {"model_id", p.checkpoint->model_id()},
+              {"model_id", p.checkpoint().model_id()},
               {"placement_version", table->version()},
               {"experts",
                {{"local", table->local_experts().size()},
-                {"resident", p.store->n_resident()},
-                {"resident_bytes", p.store->resident_bytes()},
+                {"resident", p.store().n_resident()},
+                {"resident_bytes", p.store().resident_bytes()},
                 {"budget_bytes", p.expert_budget},
                 {"load_bytes_per_s", p.load_bytes_per_s}}},
+              {"devices", devices},
               {"activations",
                {{"total", served_json(a.total)}, {"since_version", served_json(a.since_version)}}},
               {"counts_since_version", a.counts_since_version},
@@ -130,7 +147,7 @@ ServedModel NodeHttpBackend::served_model() {
   std::filesystem::path dir = std::filesystem::path(options_.model_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "models/small/"
   m.name = dir.filename().string();
-  m.model_id = p.checkpoint->model_id();
+  m.model_id = p.checkpoint().model_id();
   std::error_code ec;
   const auto written = std::filesystem::last_write_time(dir / "config.json", ec);
   if (!ec) {
@@ -157,8 +174,8 @@ void NodeHttpBackend::write_metrics(PrometheusWriter& out) {
   const std::shared_ptr<const HolderTable> table = p.table->get();
   in.placement_version = table->version();
   in.experts_local = table->local_experts().size();
-  in.experts_resident = p.store->n_resident();
-  in.experts_resident_bytes = p.store->resident_bytes();
+  in.experts_resident = p.store().n_resident();
+  in.experts_resident_bytes = p.store().resident_bytes();
   in.expert_budget_bytes = p.expert_budget;
   in.migration = p.migration->status();
   const ServiceCounters& sc = p.service->counters();

@@ -3,12 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "common/base/byte_size.h"
 
 namespace dancemoe::node {
 
 struct RawNodeFlags {
+  std::string devices = "cpu";
+  std::vector<std::string> device_memory;
   std::string expert_memory;
   std::string migration_headroom;
   std::string offload_cache = "256M";
@@ -78,7 +81,15 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--offload-cache", raw->offload_cache,
                  "bytes of the cache for experts computed here when no peer answers (0: off)")
       ->capture_default_str();
-  app.add_option("--threads", o->threads, "compute threads of the forward pass (0: all cores)")
+  app.add_option("--devices", raw->devices,
+                 "devices this node computes on: a comma-separated list of cpu, cpu:N (a NUMA "
+                 "node or a slice of the cores) and cuda:N; the dense part goes to the first GPU")
+      ->capture_default_str();
+  app.add_option("--device-memory", raw->device_memory,
+                 "expert memory of one device, DEV=BYTES (repeatable), e.g. cuda:0=20G "
+                 "(default: its share of --expert-memory, or what is free on it)");
+  app.add_option("--threads", o->devices.n_threads,
+                 "compute threads of the cpu device (0: all cores; cpu:N: its cores)")
       ->capture_default_str();
   app.add_option("--service-workers", o->service_workers,
                  "expert-service worker threads (each computes one peer call at a time)")
@@ -134,6 +145,10 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (o->node_id.find(',') != std::string::npos || o->node_id.empty()) {
     return invalid_argument("--node-id: must be non-empty and contain no comma");
   }
+  DMOE_ASSIGN_OR_RETURN(o->devices.devices, backend::parse_device_list(raw.devices));
+  for (const std::string& item : raw.device_memory) {
+    DMOE_RETURN_IF_ERROR(backend::parse_device_memory(item, &o->devices));
+  }
   if (!raw.expert_memory.empty()) {
     DMOE_ASSIGN_OR_RETURN(o->expert_memory_bytes,
                           parse_byte_size(raw.expert_memory, "--expert-memory"));
@@ -175,7 +190,7 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     o->throttle.max_bytes_per_s = static_cast<double>(rate);
   }
   o->overlap = !raw.no_overlap;
-  if (o->threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
+  if (o->devices.n_threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
     return invalid_argument("--threads/--service-threads must be >= 0 and --service-workers >= 1");
   }
   if (o->call_attempts < 1) return invalid_argument("--call-attempts: must be at least 1");

@@ -7,8 +7,9 @@
 #include <optional>
 #include <string>
 
+#include "common/backend/device_options.h"
 #include "common/base/status.h"
-#include "common/model/compute_precision.h"
+#include "common/inference/compute_precision.h"
 #include "common/tensor/dtype.h"
 #include "edge_node/migration/migration_executor.h"
 
@@ -33,12 +34,13 @@ struct NodeOptions {
   std::string record_trace;
   std::string log_level = "info";
 
-  uint64_t expert_memory_bytes = 0;       // 0: measured (available memory minus reservations)
+  // --devices, --device-memory and --threads (the threads of a "cpu" device).
+  backend::DeviceOptions devices;
+  uint64_t expert_memory_bytes = 0;       // 0: what the devices have free (device_budgets.h)
   uint64_t migration_headroom_bytes = 0;  // 0: half the expert budget
   uint64_t offload_cache_bytes = 256ull << 20;
-  int threads = 0;  // 0: all cores
   int service_workers = 1;
-  int service_threads = 0;  // 0: as --threads
+  int service_threads = 0;  // per device; 0: as many as the device has
   ComputePrecision precision = ComputePrecision::kBF16;
   DType wire_dtype = DType::kBF16;
   std::chrono::milliseconds call_timeout{1000};

@@ -1,9 +1,12 @@
 // NodeParts: the components of one `dancemoe-node` process (DESIGN.md §2-3),
 // built in dependency order by NodeAgent and destroyed in reverse:
 //
-//   model files -> Checkpoint, DenseWeights, tokenizer (when present)
-//   ExpertStore <- MigrationExecutor (placement: file or scheduler)
-//   Transformer -> DistributedMoeExecutor -> local experts | PeerPool | OffloadCache
+//   model files -> tokenizer (when present); ModelRuntime (common/assembly:
+//     Checkpoint, DenseWeights, ExpertStore over the node's devices, the
+//     per-device engines, Transformer) <- MigrationExecutor (placement:
+//     file or scheduler)
+//   Transformer -> DistributedMoeExecutor -> local experts on their devices
+//                                            | PeerPool | OffloadCache
 //   PromptRunner (one generation at a time)   ExpertService (own workers)
 //   HttpServer (NodeHttpBackend)              SchedulerLink (attached mode)
 //
@@ -17,12 +20,7 @@
 #include <string>
 #include <zmq.hpp>
 
-#include "common/model/checkpoint.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_compute.h"
-#include "common/model/expert_store.h"
-#include "common/model/transformer.h"
-#include "common/runtime/thread_pool.h"
+#include "common/assembly/model_runtime.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/agent/prompt_runner.h"
@@ -40,29 +38,28 @@ namespace dancemoe::node {
 
 struct NodeParts {
   zmq::context_t context{1};
-  std::unique_ptr<Checkpoint> checkpoint;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null without tokenizer.json
-  std::optional<DenseWeights> dense;
-  std::unique_ptr<ExpertStore> store;
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<ExpertComputer> computer;
   std::unique_ptr<HolderTableHandle> table;
   std::unique_ptr<ActivationLog> log;
   std::unique_ptr<PeerPool> peers;
   std::unique_ptr<OffloadCache> offload;  // null with --offload-cache 0
-  std::unique_ptr<DistributedMoeExecutor> executor;
-  std::unique_ptr<Transformer> transformer;
-  std::unique_ptr<TraceWriter> trace;  // null without --record-trace
+  // The model on this node's devices; its executor is the distributed one.
+  std::unique_ptr<ModelRuntime> runtime;
+  DistributedMoeExecutor* executor = nullptr;  // owned by runtime
+  std::unique_ptr<TraceWriter> trace;          // null without --record-trace
   std::unique_ptr<MigrationExecutor> migration;
   std::unique_ptr<PromptRunner> runner;
   std::unique_ptr<ExpertService> service;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<SchedulerLink> link;  // null in standalone mode
 
-  std::string advertise;  // the expert endpoint peers are told
-  uint64_t expert_budget = 0;
+  std::string advertise;       // the expert endpoint peers are told
+  uint64_t expert_budget = 0;  // over every device
   uint64_t migration_headroom = 0;
-  double load_bytes_per_s = 0;
+  double load_bytes_per_s = 0;  // disk to host, measured at start
+
+  const Checkpoint& checkpoint() const { return runtime->checkpoint(); }
+  ExpertStore& store() const { return runtime->experts(); }
 
   std::mutex reload_mutex;
   std::optional<uint64_t> reload_ready;  // standalone reload loaded, to commit

@@ -21,8 +21,8 @@
 
 #include "common/base/status.h"
 #include "common/generation/generator.h"
-#include "common/model/kv_cache.h"
-#include "common/model/transformer.h"
+#include "common/inference/kv_cache.h"
+#include "common/inference/transformer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/migration/load_throttle.h"

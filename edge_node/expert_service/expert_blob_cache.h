@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/base/status.h"
-#include "common/model/expert_store.h"
+#include "common/inference/expert_store.h"
 
 namespace dancemoe::node {
 

@@ -4,6 +4,7 @@
 
 #include <zmq_addon.hpp>
 
+#include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/net/poller.h"
 #include "common/net/zmq_transport.h"
 #include "common/runtime/thread_pool.h"
@@ -123,6 +124,12 @@ void ExpertService::frontend_loop(zmq::socket_t router, zmq::socket_t replies) {
   }
 }
 
+Result<std::unique_ptr<ExpertComputer>> ExpertService::new_computer() const {
+  if (options_.make_computer) return options_.make_computer();
+  return std::make_unique<ExpertComputer>(std::make_unique<backend::CpuExpertEngine>(
+      std::make_unique<ThreadPool>(options_.threads_per_worker), options_.precision));
+}
+
 void ExpertService::send_overloaded(zmq::socket_t& router, const Job& job) {
   counters_.errors.fetch_add(1, std::memory_order_relaxed);
   proto::Envelope e;
@@ -138,9 +145,12 @@ void ExpertService::send_overloaded(zmq::socket_t& router, const Job& job) {
 }
 
 void ExpertService::inline_loop(zmq::socket_t router) {
-  ThreadPool pool(options_.threads_per_worker);
-  ExpertComputer computer(pool, options_.precision);
-  ExpertRequestHandler handler(config_, store_, blobs_, computer, options_.identity,
+  Result<std::unique_ptr<ExpertComputer>> computer = new_computer();
+  if (!computer.is_ok()) {
+    spdlog::error("expert service: {}", computer.status().to_string());
+    return;
+  }
+  ExpertRequestHandler handler(config_, store_, blobs_, **computer, options_.identity,
                                options_.limits, counters_);
   const proto::DecodeLimits limits;
   std::deque<Job> pending;
@@ -178,9 +188,12 @@ void ExpertService::worker_loop(int worker_idx) {
     spdlog::error("expert service worker {}: cannot connect its reply socket", worker_idx);
     return;
   }
-  ThreadPool pool(options_.threads_per_worker);
-  ExpertComputer computer(pool, options_.precision);
-  ExpertRequestHandler handler(config_, store_, blobs_, computer, options_.identity,
+  Result<std::unique_ptr<ExpertComputer>> computer = new_computer();
+  if (!computer.is_ok()) {
+    spdlog::error("expert service worker {}: {}", worker_idx, computer.status().to_string());
+    return;
+  }
+  ExpertRequestHandler handler(config_, store_, blobs_, **computer, options_.identity,
                                options_.limits, counters_);
   while (true) {
     std::unique_ptr<Job> job;

@@ -4,9 +4,11 @@
 // and an inproc PULL socket; it hands each inbound message to a bounded job
 // queue and forwards the workers' replies (pushed on their own inproc PUSH
 // sockets -- one owner thread per socket) back through the ROUTER. Worker
-// threads each own an ExpertRequestHandler with its own ExpertComputer and
-// ThreadPool, so expert compute for peers never shares a pool with the
-// node's own forward pass (a pool has one owner thread at a time).
+// threads each own an ExpertRequestHandler with its own ExpertComputer
+// (engines and thread pools on every device of the node), so expert compute
+// for peers runs each expert on the device that holds it and never shares a
+// pool with the node's own forward pass (a pool has one owner thread at a
+// time).
 //
 // A full queue is answered at once with a resource_exhausted Error, so a
 // flood cannot pile up work; anything malformed gets an Error reply
@@ -16,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,8 +26,8 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "common/model/compute_precision.h"
-#include "common/model/expert_store.h"
+#include "common/inference/compute_precision.h"
+#include "common/inference/expert_store.h"
 #include "common/model/model_config.h"
 #include "edge_node/expert_service/request_handler.h"
 
@@ -33,6 +36,10 @@ namespace dancemoe::node {
 struct ExpertServiceOptions {
   std::string bind_endpoint = "tcp://*:5551";
   int n_workers = 1;
+  // Each worker's computer, with engines of its own on every device of the
+  // node (ModelRuntime::new_expert_computer). Null: one CPU device with
+  // threads_per_worker threads at `precision`.
+  std::function<Result<std::unique_ptr<ExpertComputer>>()> make_computer;
   int threads_per_worker = 1;
   ComputePrecision precision = ComputePrecision::kBF16;
   ServiceLimits limits;
@@ -62,6 +69,7 @@ class ExpertService {
                 ExpertServiceOptions options);
   void frontend_loop(zmq::socket_t router, zmq::socket_t replies);
   void worker_loop(int worker_idx);
+  Result<std::unique_ptr<ExpertComputer>> new_computer() const;
   // One worker: receive, compute and answer on the frontend thread.
   void inline_loop(zmq::socket_t router);
   // The resource_exhausted Error for a call refused by a full queue.

@@ -130,9 +130,7 @@ Reply ExpertRequestHandler::expert_call(const proto::Envelope& in, const proto::
     }
     if (jobs_.size() <= n_jobs) jobs_.emplace_back();
     ExpertJob& job = jobs_[n_jobs++];
-    job.gate = w->gate;
-    job.up = w->up;
-    job.down = w->down;
+    assign_expert(*w, &job);
     job.tokens.swap(source.tokens);
     job.weights.swap(source.weights);
     pinned_.push_back(std::move(w));

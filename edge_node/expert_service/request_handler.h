@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "common/model/expert_compute.h"
-#include "common/model/expert_store.h"
+#include "common/inference/expert_compute.h"
+#include "common/inference/expert_store.h"
 #include "common/model/model_config.h"
 #include "common/proto/messages.h"
 #include "edge_node/expert_service/expert_blob_cache.h"

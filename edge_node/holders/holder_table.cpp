@@ -4,9 +4,9 @@
 
 namespace dancemoe::node {
 
-Result<std::shared_ptr<const HolderTable>> HolderTable::build(const ClusterPlacement& placement,
-                                                              const std::string& self_id,
-                                                              const ModelConfig& config) {
+Result<std::shared_ptr<const HolderTable>> HolderTable::build(
+    const ClusterPlacement& placement, const std::string& self_id, const ModelConfig& config,
+    const std::vector<std::string>& devices) {
   DMOE_RETURN_IF_ERROR(check_against_model(placement, config, "placement"));
   std::shared_ptr<HolderTable> t(new HolderTable());
   t->placement_ = placement;
@@ -24,13 +24,21 @@ Result<std::shared_ptr<const HolderTable>> HolderTable::build(const ClusterPlace
       peer = static_cast<int32_t>(t->peers_.size());
       t->peers_.push_back({node.node_id, node.expert_endpoint});
     }
-    for (ExpertRef k : node.experts()) {
-      const size_t i = t->index(k.layer, k.expert);
-      if (peer < 0) {
-        t->local_[i] = 1;
-      } else {
-        holders[i].push_back(peer);
+    if (peer >= 0) {
+      for (ExpertRef k : node.experts()) holders[t->index(k.layer, k.expert)].push_back(peer);
+      continue;
+    }
+    for (const DevicePlacement& d : node.devices) {
+      const auto it = std::find(devices.begin(), devices.end(), d.device);
+      if (it == devices.end()) {
+        std::string have;
+        for (const std::string& name : devices) have += (have.empty() ? "" : ", ") + name;
+        return invalid_argument("placement v" + std::to_string(placement.version) +
+                                " puts experts on device '" + d.device + "' of node '" + self_id +
+                                "', which has " + (have.empty() ? "no devices" : have));
       }
+      const auto device = static_cast<int16_t>(it - devices.begin() + 1);
+      for (ExpertRef k : d.experts) t->local_[t->index(k.layer, k.expert)] = device;
     }
   }
   t->holder_start_.assign(n_slots + 1, 0);
@@ -49,7 +57,7 @@ Result<std::shared_ptr<const HolderTable>> HolderTable::build(const ClusterPlace
 }
 
 std::shared_ptr<const HolderTable> HolderTable::empty(const ModelConfig& config) {
-  Result<std::shared_ptr<const HolderTable>> t = build(ClusterPlacement{}, "", config);
+  Result<std::shared_ptr<const HolderTable>> t = build(ClusterPlacement{}, "", config, {});
   return *t;  // an empty placement always passes check_against_model
 }
 
@@ -58,6 +66,14 @@ int32_t HolderTable::peer_index(const std::string& node_id) const {
     if (peers_[i].node_id == node_id) return static_cast<int32_t>(i);
   }
   return -1;
+}
+
+std::vector<int32_t> HolderTable::local_devices() const {
+  std::vector<int32_t> devices;
+  for (int16_t d : local_) {
+    if (d != 0) devices.push_back(d - 1);
+  }
+  return devices;
 }
 
 std::vector<ExpertRef> HolderTable::local_experts() const {

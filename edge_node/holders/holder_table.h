@@ -1,5 +1,6 @@
 // HolderTable: one placement seen from one node -- for every (layer,
-// expert), whether this node holds it and which peers do. The executor
+// expert), whether this node holds it (and on which of its devices) and
+// which peers do. The executor
 // consults it for every MoE layer; migration replaces it atomically on
 // commit (HolderTableHandle), so a forward pass uses one consistent table
 // per layer while the next layer may already see the new one.
@@ -29,9 +30,13 @@ struct PeerInfo {
 class HolderTable {
  public:
   // `self_id` may be absent from the placement (a node with no experts).
+  // `devices` names this node's devices in its order ("cpu", "cpu:1",
+  // "cuda:0"); the placement's devices for self_id must be among them
+  // (invalid_argument naming the device and the node's devices otherwise).
   static Result<std::shared_ptr<const HolderTable>> build(const ClusterPlacement& placement,
                                                           const std::string& self_id,
-                                                          const ModelConfig& config);
+                                                          const ModelConfig& config,
+                                                          const std::vector<std::string>& devices);
   // A table with no placement: nothing local, no peers (a node before its first placement).
   static std::shared_ptr<const HolderTable> empty(const ModelConfig& config);
 
@@ -39,6 +44,10 @@ class HolderTable {
   const ClusterPlacement& placement() const { return placement_; }
 
   bool is_local(int64_t layer, int64_t expert) const { return local_[index(layer, expert)] != 0; }
+  // Index of the device of this node that holds it; -1 when not local.
+  int32_t local_device(int64_t layer, int64_t expert) const {
+    return static_cast<int32_t>(local_[index(layer, expert)]) - 1;
+  }
   // Peers holding the expert: indices into peers(), ascending.
   std::span<const int32_t> remote_holders(int64_t layer, int64_t expert) const {
     const size_t i = index(layer, expert);
@@ -49,6 +58,8 @@ class HolderTable {
   int32_t peer_index(const std::string& node_id) const;  // -1 if absent
 
   std::vector<ExpertRef> local_experts() const;
+  // The device index of each of local_experts(), in the same order.
+  std::vector<int32_t> local_devices() const;
   // True when some node holds every expert of every MoE layer.
   bool covers_all() const { return uncovered_ == 0; }
   int64_t n_uncovered() const { return uncovered_; }
@@ -62,7 +73,7 @@ class HolderTable {
   ClusterPlacement placement_;
   int64_t n_layers_ = 0;
   int64_t n_experts_ = 0;
-  std::vector<uint8_t> local_;          // [layer * n_experts + expert]
+  std::vector<int16_t> local_;  // [layer * n_experts + expert]: device index + 1, 0: not here
   std::vector<uint32_t> holder_start_;  // CSR over holders_, size n_layers * n_experts + 1
   std::vector<int32_t> holders_;
   std::vector<PeerInfo> peers_;

@@ -17,7 +17,7 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
-#include "common/model/expert_store.h"
+#include "common/inference/expert_store.h"
 #include "edge_node/holders/holder_table.h"
 
 namespace dancemoe::node {

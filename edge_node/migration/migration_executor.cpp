@@ -60,21 +60,14 @@ void MigrationExecutor::begin_loading(uint64_t version, std::shared_ptr<const Ho
 Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallback on_done) {
   const ModelConfig& config = checkpoint_.config();
   DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const HolderTable> target,
-                        HolderTable::build(placement, options_.node_id, config));
+                        HolderTable::build(placement, options_.node_id, config, options_.devices));
   const uint64_t committed = committed_version();
   if (placement.version < committed) {
     return failed_precondition("placement v" + std::to_string(placement.version) +
                                " is older than the committed v" + std::to_string(committed));
   }
-  const std::vector<ExpertRef> wanted = target->local_experts();
-  std::vector<ExpertRef> to_load;
   uint64_t load_bytes = 0;
-  for (ExpertRef k : wanted) {
-    if (!store_.is_resident(k)) {
-      to_load.push_back(k);
-      load_bytes += store_.expert_bytes(k);
-    }
-  }
+  std::vector<Load> to_load = missing(*target, &load_bytes);
   if (options_.memory_limit_bytes > 0 &&
       store_.resident_bytes() + load_bytes > options_.memory_limit_bytes) {
     return resource_exhausted(
@@ -93,11 +86,26 @@ Status MigrationExecutor::prepare(const ClusterPlacement& placement, DoneCallbac
   return Status::ok();
 }
 
-Status MigrationExecutor::load_one(ExpertRef key, const HolderTable& target,
+std::vector<MigrationExecutor::Load> MigrationExecutor::missing(const HolderTable& target,
+                                                                uint64_t* bytes) const {
+  std::vector<Load> loads;
+  const std::vector<ExpertRef> keys = target.local_experts();
+  const std::vector<int32_t> devices = target.local_devices();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::shared_ptr<const ExpertWeights> held = store_.get(keys[i]);
+    if (held != nullptr && held->device == devices[i]) continue;
+    loads.push_back({keys[i], devices[i]});
+    *bytes += store_.expert_bytes(keys[i]);
+  }
+  return loads;
+}
+
+Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
                                    ExpertFetcher& fetcher) {
+  const ExpertRef key = load.key;
   Status local = unavailable("local files not used (--expert-source peer)");
   if (options_.source != ExpertSource::kPeer) {
-    local = store_.load(key);
+    local = store_.load(key, load.device);
     if (local.is_ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
       ++status_.experts_loaded;
@@ -124,25 +132,26 @@ Status MigrationExecutor::load_one(ExpertRef key, const HolderTable& target,
                                            ? "local files: " + local.message()
                                            : std::string("fetch"));
   }
-  DMOE_RETURN_IF_ERROR(store_.install(key, *bytes));
+  DMOE_RETURN_IF_ERROR(store_.install(key, *bytes, load.device));
   std::lock_guard<std::mutex> lock(mutex_);
   ++status_.experts_fetched;
   return Status::ok();
 }
 
-void MigrationExecutor::loader(uint64_t version, std::vector<ExpertRef> keys,
+void MigrationExecutor::loader(uint64_t version, std::vector<Load> loads,
                                std::shared_ptr<const HolderTable> target, bool throttled,
                                DoneCallback on_done) {
   ExpertFetcher fetcher(context_, FetcherOptions{options_.node_id, options_.cluster_id,
                                                  options_.chunk_bytes, options_.fetch_timeout});
   Status result = Status::ok();
-  for (ExpertRef key : keys) {
+  for (const Load& load : loads) {
+    const ExpertRef key = load.key;
     if (cancel_.load()) {
       result = failed_precondition("preparation of v" + std::to_string(version) + " cancelled");
       break;
     }
     const Millis start = steady_now();
-    Status s = load_one(key, *target, fetcher);
+    Status s = load_one(load, *target, fetcher);
     if (!s.is_ok()) {
       result = s.with_context("placement v" + std::to_string(version) + ": " + key_name(key));
       break;
@@ -232,16 +241,11 @@ Status MigrationExecutor::abort(uint64_t version, const std::string& reason) {
 }
 
 Status MigrationExecutor::apply_now(const ClusterPlacement& placement) {
-  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const HolderTable> target,
-                        HolderTable::build(placement, options_.node_id, checkpoint_.config()));
-  std::vector<ExpertRef> to_load;
+  DMOE_ASSIGN_OR_RETURN(
+      std::shared_ptr<const HolderTable> target,
+      HolderTable::build(placement, options_.node_id, checkpoint_.config(), options_.devices));
   uint64_t bytes = 0;
-  for (ExpertRef k : target->local_experts()) {
-    if (!store_.is_resident(k)) {
-      to_load.push_back(k);
-      bytes += store_.expert_bytes(k);
-    }
-  }
+  std::vector<Load> to_load = missing(*target, &bytes);
   cancel_loader();
   begin_loading(placement.version, target, bytes);
   Status result = Status::ok();

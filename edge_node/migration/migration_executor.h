@@ -1,8 +1,10 @@
 // MigrationExecutor: applies placements on this node without a serving gap
 // (DESIGN.md §5.6).
 //
-//   prepare(v)  checks v against the model and the memory limit, then loads
-//               the experts v gives this node and it lacks, in a background
+//   prepare(v)  checks v against the model, this node's devices and the
+//               memory limit, then loads the experts v gives this node and
+//               it lacks -- each onto the device v names (an expert v moves
+//               between devices of this node is reloaded there) -- in a background
 //               thread, throttled (load_throttle.h), from the local model
 //               files or -- when they cannot be read, or with
 //               source = kPeer -- fetched from a peer holding them
@@ -27,11 +29,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "common/inference/expert_store.h"
 #include "common/model/checkpoint.h"
-#include "common/model/expert_store.h"
 #include "common/runtime/clock.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/holders/holder_table.h"
@@ -44,6 +47,9 @@ enum class ExpertSource { kLocal, kPeer, kAuto };
 
 struct MigrationOptions {
   std::string node_id;
+  // This node's devices in its order ("cpu", "cpu:1", "cuda:0"); a placement
+  // names them, and each expert is loaded onto its device.
+  std::vector<std::string> devices{"cpu"};
   std::string cluster_id;
   ExpertSource source = ExpertSource::kAuto;
   ThrottleOptions throttle;
@@ -99,9 +105,15 @@ class MigrationExecutor {
   void cancel_loader();  // joins; mutex_ not held
   // Records that `version` starts loading `bytes` towards `target`.
   void begin_loading(uint64_t version, std::shared_ptr<const HolderTable> target, uint64_t bytes);
-  void loader(uint64_t version, std::vector<ExpertRef> keys,
-              std::shared_ptr<const HolderTable> target, bool throttled, DoneCallback on_done);
-  Status load_one(ExpertRef key, const HolderTable& target, ExpertFetcher& fetcher);
+  struct Load {
+    ExpertRef key;
+    int32_t device = 0;
+  };
+  // What `target` gives this node that is not resident on its device yet.
+  std::vector<Load> missing(const HolderTable& target, uint64_t* bytes) const;
+  void loader(uint64_t version, std::vector<Load> loads, std::shared_ptr<const HolderTable> target,
+              bool throttled, DoneCallback on_done);
+  Status load_one(const Load& load, const HolderTable& target, ExpertFetcher& fetcher);
   void evict_except(const std::vector<ExpertRef>& keep);
 
   const Checkpoint& checkpoint_;

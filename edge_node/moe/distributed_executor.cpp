@@ -76,9 +76,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
     if (w != nullptr) {
       if (jobs_.size() <= n_jobs) jobs_.emplace_back();
       ExpertJob& job = jobs_[n_jobs++];
-      job.gate = w->gate;
-      job.up = w->up;
-      job.down = w->down;
+      assign_expert(*w, &job);
       job.tokens.swap(source.tokens);
       job.weights.swap(source.weights);
       n_local_pairs += job.tokens.size();
@@ -110,6 +108,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
     const Clock::time_point start = Clock::now();
     computer_.run(std::span<const ExpertJob>(jobs_.data(), n_jobs), x, n_tokens, hidden, out);
     log_.record_local_call(micros(Clock::now() - start));
+    record_device_compute(n_jobs);
   }
   pinned_.clear();
   wait_for_calls(hidden);
@@ -147,6 +146,18 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, out, &n_offloaded);
   log_.record_layer(layer, routing, n_local_pairs, n_offloaded);
   return offloaded;
+}
+
+void DistributedMoeExecutor::record_device_compute(size_t n_jobs) {
+  device_pairs_.assign(static_cast<size_t>(computer_.n_devices()), 0);
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const size_t d = static_cast<size_t>(jobs_[j].device);
+    if (d < device_pairs_.size()) device_pairs_[d] += jobs_[j].tokens.size();
+  }
+  const std::vector<double>& busy = computer_.last_device_us();
+  for (size_t d = 0; d < device_pairs_.size(); ++d) {
+    log_.record_device_compute(static_cast<int32_t>(d), device_pairs_[d], busy[d]);
+  }
 }
 
 void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_tokens,
@@ -434,9 +445,7 @@ Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, 
     }
     if (jobs_.size() <= n_jobs) jobs_.emplace_back();
     ExpertJob& job = jobs_[n_jobs++];
-    job.gate = w->gate;
-    job.up = w->up;
-    job.down = w->down;
+    assign_expert(*w, &job);
     job.tokens = piece.tokens;
     job.weights = piece.weights;
     *n_pairs += piece.tokens.size();

@@ -5,7 +5,8 @@
 //      (HolderTable + ExpertStore) and remote ones;
 //   2. chooses one holder per remote expert (replica_chooser.h) and sends
 //      ONE ExpertCall per destination -- before any local compute;
-//   3. computes the local experts into the residual stream meanwhile
+//   3. computes the local experts into the residual stream meanwhile, each
+//      on the device that holds it, devices concurrently (ExpertComputer)
 //      (overlap; `overlap = false` waits for the peers first, for the
 //      benchmark that shows what overlap buys);
 //   4. collects the peers' per-token gate-weighted sums and adds them, in
@@ -35,10 +36,10 @@
 #include <string>
 #include <vector>
 
-#include "common/model/expert_compute.h"
-#include "common/model/expert_store.h"
+#include "common/inference/expert_compute.h"
+#include "common/inference/expert_store.h"
+#include "common/inference/moe_executor.h"
 #include "common/model/model_config.h"
-#include "common/model/moe_executor.h"
 #include "common/tensor/dtype.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/holders/holder_table.h"
@@ -90,6 +91,8 @@ class DistributedMoeExecutor final : public MoeExecutor {
                  int32_t peer, std::vector<size_t> pieces);
   void wait_for_calls(int64_t hidden);
   void finish_call(Call& call, const Status& outcome);
+  // Per device of the computer: the pairs of the last local run and its time.
+  void record_device_compute(size_t n_jobs);
   Status compute_offloaded(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
                            float* out, uint64_t* n_pairs);
 
@@ -113,6 +116,7 @@ class DistributedMoeExecutor final : public MoeExecutor {
   std::vector<std::string> failures_;  // "peer: reason", for the error message
   std::vector<int32_t> row_of_token_;  // [n_tokens]: row in the call being built
   std::vector<float> staging_;         // gathered rows of one call
+  std::vector<uint64_t> device_pairs_;
 };
 
 }  // namespace dancemoe::node

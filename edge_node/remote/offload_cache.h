@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "common/base/status.h"
+#include "common/inference/expert_store.h"
 #include "common/model/checkpoint.h"
-#include "common/model/expert_store.h"
 
 namespace dancemoe::node {
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "common/base/status.h"
+#include "common/inference/routing.h"
 #include "common/model/model_config.h"
-#include "common/model/routing.h"
 
 namespace dancemoe::node {
 

@@ -5,7 +5,7 @@
 // kSoftmaxThenTopK: p = softmax(logits); top-k of p; with norm_topk_prob the
 //                   k weights are divided by their sum (Qwen3-MoE, OLMoE).
 // kTopKThenSoftmax: top-k of the logits; softmax over those k (Mixtral).
-// The same definitions as common/model/routing.cpp, in the same order of
+// The same definitions as common/inference/routing.cpp, in the same order of
 // operations per element (exp, sum, divide); only the sums' order differs.
 #pragma once
 

@@ -57,6 +57,9 @@ Status check_register(const proto::Register& reg, const std::string& sender, con
     const proto::DeviceInfo& d = reg.devices[g];
     const std::string where = "Register.devices[" + std::to_string(g) + "]";
     if (d.name.empty()) return invalid_argument(where + ".name: expected a device name");
+    if (!d.kind.empty() && d.kind != "cpu" && d.kind != "cuda") {
+      return invalid_argument(where + ".kind: expected cpu or cuda, got '" + d.kind + "'");
+    }
     if (!names.insert(d.name).second) {
       return invalid_argument(where + ".name: device '" + d.name + "' is listed twice");
     }
@@ -199,6 +202,23 @@ Result<store::ReportRecord> check_report(const proto::ActivationReport& report,
     DMOE_RETURN_IF_ERROR(latency(p.mean_latency_us, where + ".mean_latency_us", limits));
     DMOE_RETURN_IF_ERROR(latency(p.p99_latency_us, where + ".p99_latency_us", limits));
     r.peers.push_back(p);
+  }
+
+  if (report.devices.size() > limits.max_devices) {
+    return invalid_argument(what + ".devices: " + num(report.devices.size()) +
+                            " devices, at most " + num(limits.max_devices) + " allowed");
+  }
+  std::set<std::string> devices;
+  for (size_t i = 0; i < report.devices.size(); ++i) {
+    const proto::DeviceCompute& d = report.devices[i];
+    const std::string where = what + ".devices[" + std::to_string(i) + "]";
+    if (d.device.empty()) return invalid_argument(where + ".device: expected a device name");
+    if (!devices.insert(d.device).second) {
+      return invalid_argument(where + ".device: '" + d.device + "' is listed twice");
+    }
+    DMOE_RETURN_IF_ERROR(at_most(d.pairs, limits.max_calls, where + ".pairs"));
+    DMOE_RETURN_IF_ERROR(latency(d.busy_us, where + ".busy_us", limits));
+    r.devices.push_back(d);
   }
   return r;
 }

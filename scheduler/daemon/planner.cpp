@@ -61,6 +61,19 @@ void assign_deltas(const PlanInputs& inputs, const PlannerOptions& options, Plan
 
 }  // namespace
 
+std::vector<double> device_compute_costs(const std::vector<store::DeviceRecord>& devices,
+                                         const PlannerOptions& options) {
+  std::vector<double> costs;
+  const bool measured =
+      !devices.empty() && std::all_of(devices.begin(), devices.end(), [&](const auto& d) {
+        return d.compute_pairs >= options.min_measured_pairs && d.us_per_pair() > 0;
+      });
+  for (const store::DeviceRecord& d : devices) {
+    costs.push_back(measured ? d.us_per_pair() : (d.kind == "cuda" ? 0.1 : 1.0));
+  }
+  return costs;
+}
+
 Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inputs,
                                   const PlannerOptions& options) {
   PlanProblem plan;
@@ -78,10 +91,13 @@ Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inpu
     plan.placed.push_back(m);
     placement::Node node;
     node.id = m->id();
-    for (const store::DeviceRecord& d : m->record.devices) {
+    const std::vector<double> costs = device_compute_costs(m->record.devices, options);
+    for (size_t g = 0; g < m->record.devices.size(); ++g) {
+      const store::DeviceRecord& d = m->record.devices[g];
       node.devices.push_back(
           {d.name, d.expert_budget_bytes,
-           d.load_bytes_per_s > 0 ? d.load_bytes_per_s : options.default_load_bytes_per_s});
+           d.load_bytes_per_s > 0 ? d.load_bytes_per_s : options.default_load_bytes_per_s,
+           costs[g]});
     }
     plan.problem.cluster.nodes.push_back(std::move(node));
   }

@@ -18,6 +18,13 @@
 //     then does not help that node, and the cost treats it as indifferent.
 //   - speed[n][g] = Register.devices[g].load_bytes_per_s, or
 //     `default_load_bytes_per_s` when a device reports 0.
+//   - compute cost of device g of node n (placement::Device::compute_cost):
+//     when every device of the node has computed at least
+//     `min_measured_pairs` pairs (decayed totals of its reports), its
+//     measured microseconds per pair; otherwise a prior by kind for all of
+//     the node's devices (cpu 1, cuda 0.1), so a node's devices are always
+//     compared in one unit. Packing sends a node's hot experts to its fast
+//     devices (packing.h).
 //   - H = the configured horizon (default: the placement period).
 //
 // Cold start (no committed placement yet):
@@ -52,7 +59,12 @@ struct PlannerOptions {
   double horizon_s = 300.0;
   double default_remote_penalty_s = 0.002;
   double default_load_bytes_per_s = 1.0e9;
+  double min_measured_pairs = 1000.0;
 };
+
+// The compute cost of each device of a node (see above).
+std::vector<double> device_compute_costs(const std::vector<store::DeviceRecord>& devices,
+                                         const PlannerOptions& options);
 
 struct PlanInputs {
   std::vector<const Member*> nodes;                         // up nodes

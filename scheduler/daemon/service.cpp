@@ -186,7 +186,17 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   record.placement_version = reg.placement_version;
   record.devices.clear();
   for (const proto::DeviceInfo& d : reg.devices) {
-    record.devices.push_back({d.name, d.expert_budget_bytes, d.load_bytes_per_s});
+    store::DeviceRecord device{d.name, d.expert_budget_bytes, d.load_bytes_per_s, d.kind};
+    // A device the node had before keeps its measured speed.
+    if (const Member* known = membership_.find(reg.node_id)) {
+      for (const store::DeviceRecord& old : known->record.devices) {
+        if (old.name == d.name) {
+          device.compute_pairs = old.compute_pairs;
+          device.compute_busy_us = old.compute_busy_us;
+        }
+      }
+    }
+    record.devices.push_back(std::move(device));
   }
   const Status saved = store_->save_node(record);
   if (!saved.is_ok()) {
@@ -242,6 +252,11 @@ void SchedulerService::on_report(Member& member, const proto::Envelope& env,
     case store::InsertOutcome::kStored:
       ++counters_.reports_stored;
       counters_.count_entries_stored += record->counts.size();
+      for (const proto::DeviceCompute& d : record->devices) {
+        for (store::DeviceRecord& device : member.record.devices) {
+          if (device.name == d.device) device.add_compute(d.pairs, d.busy_us);
+        }
+      }
       break;
     case store::InsertOutcome::kDuplicate:
       ++counters_.reports_duplicate;

@@ -16,6 +16,37 @@ ordered_json optional_number(const std::optional<double>& v) {
 
 }  // namespace
 
+ordered_json StatusQuery::devices_json(const Member& m) const {
+  // What the committed placement puts on each device of the node.
+  std::map<std::string, std::pair<int64_t, uint64_t>> held;  // device -> (experts, bytes)
+  if (v_.committed) {
+    for (const NodePlacement& n : v_.committed->nodes) {
+      if (n.node_id != m.id()) continue;
+      for (const DevicePlacement& d : n.devices) {
+        auto& [count, bytes] = held[d.device];
+        for (const ExpertRef& r : d.experts) {
+          ++count;
+          const int32_t x = v_.model.flat(r.layer, r.expert);
+          if (x >= 0) bytes += v_.model.shape.expert_bytes(x);
+        }
+      }
+    }
+  }
+  ordered_json devices = ordered_json::array();
+  for (const store::DeviceRecord& d : m.record.devices) {
+    const auto h = held.find(d.name);
+    devices.push_back({{"name", d.name},
+                       {"kind", d.kind.empty() ? ordered_json(nullptr) : ordered_json(d.kind)},
+                       {"budget_bytes", d.expert_budget_bytes},
+                       {"experts", h == held.end() ? 0 : h->second.first},
+                       {"bytes_used", h == held.end() ? 0 : h->second.second},
+                       {"load_bytes_per_s", d.load_bytes_per_s},
+                       {"us_per_pair", d.us_per_pair() > 0 ? ordered_json(d.us_per_pair())
+                                                           : ordered_json(nullptr)}});
+  }
+  return devices;
+}
+
 Result<ordered_json> StatusQuery::placement(std::optional<int> layer) const {
   if (!v_.committed) return not_found("no placement has been committed yet");
   if (layer && v_.model.index.flat(static_cast<uint32_t>(*layer), 0) < 0) {
@@ -98,6 +129,7 @@ Result<ordered_json> StatusQuery::status() const {
     node["requests_since_adoption"] = t.requests;
     node["tokens_since_adoption"] = t.tokens;
     node["placement_version"] = m.heartbeat_version;
+    node["devices"] = devices_json(m);
     requests += t.requests;
     tokens += t.tokens;
     list.push_back(std::move(node));
@@ -139,12 +171,7 @@ Result<ordered_json> StatusQuery::nodes() const {
   const int64_t now = v_.clock.steady_ms();
   ordered_json list = ordered_json::array();
   for (const auto& [id, m] : v_.membership.all()) {
-    ordered_json devices = ordered_json::array();
-    for (const store::DeviceRecord& d : m.record.devices) {
-      devices.push_back({{"name", d.name},
-                         {"expert_budget_bytes", d.expert_budget_bytes},
-                         {"load_bytes_per_s", d.load_bytes_per_s}});
-    }
+    const ordered_json devices = devices_json(m);
     const store::NodeTotals t = totals.count(id) ? totals[id] : store::NodeTotals{};
     ordered_json peers = ordered_json::array();
     for (const auto& [peer, p] : t.peers) {

@@ -52,6 +52,9 @@ class StatusQuery {
   nlohmann::ordered_json placement_json(const store::PlacementRecord& placement,
                                         std::optional<int> layer) const;
   static nlohmann::ordered_json decision_json(const store::DecisionRecord& decision);
+  // A node's devices: name, kind, budget, what the committed placement puts
+  // there (experts, bytes), load bandwidth and measured compute speed.
+  nlohmann::ordered_json devices_json(const Member& member) const;
 
  private:
   const StatusView& v_;

@@ -79,6 +79,8 @@ Result<Cluster> read_cluster(const JsonField& root) {
                             read_bytes(device_json, "expert_budget_bytes"));
       DMOE_ASSIGN_OR_RETURN(device.load_bytes_per_s,
                             device_json.finite_positive("load_bytes_per_s"));
+      DMOE_ASSIGN_OR_RETURN(device.compute_cost,
+                            device_json.finite_positive_or("compute_cost", 1.0));
       node.devices.push_back(std::move(device));
     }
     cluster.nodes.push_back(std::move(node));

@@ -7,7 +7,8 @@
 //   {"model": {"layers": [{"experts": 64, "expert_bytes": 12582912}, ...]},
 //    "nodes": [{"id": "a", "remote_penalty_s": 0.004,
 //               "devices": [{"id": "gpu0", "expert_budget_bytes": 8000000000,
-//                            "load_bytes_per_s": 2.0e9}]}],
+//                            "load_bytes_per_s": 2.0e9,
+//                            "compute_cost": 0.1}]}],   optional, default 1
 //    "activations": {"a": [[count of expert 0 of layer 0, ...], ...one list per layer...]},
 //    "horizon_s": 300,          optional, default 300
 //    "window_s": 300}           optional, default horizon_s

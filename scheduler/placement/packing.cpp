@@ -74,15 +74,22 @@ std::vector<ExpertIndex> pack_node(const Problem& problem, const Capacity& capac
     }
   }
   std::vector<ExpertIndex> unplaced;
+  const std::vector<Device>& devices = problem.cluster.nodes[n].devices;
+  auto cost = [&](size_t g) { return devices[g].compute_cost > 0 ? devices[g].compute_cost : 1.0; };
   for (ExpertIndex x : rest) {
     const uint64_t bytes = model.expert_bytes(x);
+    // The device that would finish its share soonest with x added: the
+    // least-loaded one when the node's devices are equally fast.
     int best = -1;
+    double best_finish = 0.0;
     for (size_t g = 0; g < devs.size(); ++g) {
       if (devs[g].free_bytes < bytes) continue;
+      const double finish = (devs[g].load + f[x]) * cost(g);
       if (best < 0 ||
-          std::make_tuple(devs[g].load, -static_cast<double>(devs[g].free_bytes)) <
-              std::make_tuple(devs[best].load, -static_cast<double>(devs[best].free_bytes))) {
+          std::make_tuple(finish, -static_cast<double>(devs[g].free_bytes)) <
+              std::make_tuple(best_finish, -static_cast<double>(devs[best].free_bytes))) {
         best = static_cast<int>(g);
+        best_finish = finish;
       }
     }
     if (best < 0) {

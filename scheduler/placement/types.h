@@ -31,6 +31,11 @@ struct Device {
   // Measured speed at which this device loads an expert (disk or network to
   // device memory), bytes/s. Used for the migration time T_mig.
   double load_bytes_per_s = 0.0;
+  // Time one activation takes to compute on this device, relative to the
+  // node's other devices (measured microseconds per pair, or a prior by
+  // kind); lower is faster. Packing gives a node's hot experts to its fast
+  // devices (packing.h). Only ratios within one node matter.
+  double compute_cost = 1.0;
 };
 
 struct Node {

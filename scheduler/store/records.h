@@ -14,10 +14,25 @@
 
 namespace dancemoe::store {
 
+// Reports' per-device compute enters a device's figures with this decay per
+// report, so its speed follows the last few hundred windows.
+inline constexpr double kDeviceComputeDecay = 0.9;
+
 struct DeviceRecord {
   std::string name;
   uint64_t expert_budget_bytes = 0;
   double load_bytes_per_s = 0.0;
+  std::string kind;  // "cpu", "cuda"; empty from nodes before protocol 1.1
+  // Decayed totals of the expert compute the node reported for this device.
+  double compute_pairs = 0.0;
+  double compute_busy_us = 0.0;
+
+  // Measured microseconds per (token, expert) pair; 0 when never measured.
+  double us_per_pair() const { return compute_pairs > 0 ? compute_busy_us / compute_pairs : 0.0; }
+  void add_compute(uint64_t pairs, double busy_us) {
+    compute_pairs = compute_pairs * kDeviceComputeDecay + static_cast<double>(pairs);
+    compute_busy_us = compute_busy_us * kDeviceComputeDecay + busy_us;
+  }
 };
 
 struct NodeRecord {
@@ -50,6 +65,7 @@ struct ReportRecord {
   uint64_t placement_version = 0;
   std::vector<CountEntry> counts;
   std::vector<proto::PeerCallStats> peers;
+  std::vector<proto::DeviceCompute> devices;  // of the reporting node
 };
 
 enum class InsertOutcome {

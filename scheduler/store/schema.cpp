@@ -171,6 +171,20 @@ CREATE TABLE migrations(
   reason TEXT NOT NULL
 );
 )sql",
+    // 2: devices have a kind; each device's expert compute (decayed totals
+    // from reports) survives re-registration and restarts.
+    R"sql(
+ALTER TABLE devices ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE device_compute(
+  node_id TEXT NOT NULL,
+  device TEXT NOT NULL,
+  pairs REAL NOT NULL,
+  busy_us REAL NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY(node_id, device)
+) WITHOUT ROWID;
+)sql",
 };
 
 }  // namespace

@@ -30,7 +30,7 @@
 namespace dancemoe::store {
 
 // The newest schema version this build knows.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 // Sets the connection's pragmas (WAL, synchronous level, foreign keys).
 // `synchronous_full`: FULL survives power loss; NORMAL survives a process

@@ -80,6 +80,7 @@ Store::~Store() {
   // in reverse order, but be explicit: a checkpoint on close needs them gone).
   insert_report_ = Statement();
   insert_peer_ = Statement();
+  upsert_device_compute_ = Statement();
   if (db_) (void)db_->exec("PRAGMA wal_checkpoint(TRUNCATE)");
 }
 
@@ -94,6 +95,13 @@ Status Store::prepare_statements() {
   DMOE_ASSIGN_OR_RETURN(insert_peer_,
                         db_->prepare("INSERT OR REPLACE INTO report_peers(report_id, peer, calls, "
                                      "mean_us, p99_us, bytes, failures) VALUES(?,?,?,?,?,?,?)"));
+  // The same decay as DeviceRecord::add_compute (records.h).
+  DMOE_ASSIGN_OR_RETURN(
+      upsert_device_compute_,
+      db_->prepare("INSERT INTO device_compute(node_id, device, pairs, busy_us, updated_ms) "
+                   "VALUES(?1,?2,?3,?4,?5) ON CONFLICT(node_id, device) DO UPDATE SET "
+                   "pairs = pairs * ?6 + excluded.pairs, busy_us = busy_us * ?6 + "
+                   "excluded.busy_us, updated_ms = excluded.updated_ms"));
   return Status::ok();
 }
 
@@ -156,13 +164,15 @@ Status Store::save_node(const NodeRecord& node) {
   DMOE_RETURN_IF_ERROR(clear.run());
   DMOE_ASSIGN_OR_RETURN(Statement device,
                         db_->prepare("INSERT INTO devices(node_id, device_idx, name, "
-                                     "expert_budget_bytes, load_bytes_per_s) VALUES(?,?,?,?,?)"));
+                                     "expert_budget_bytes, load_bytes_per_s, kind) "
+                                     "VALUES(?,?,?,?,?,?)"));
   for (size_t g = 0; g < node.devices.size(); ++g) {
     device.bind(1, node.node_id)
         .bind(2, static_cast<int64_t>(g))
         .bind(3, node.devices[g].name)
         .bind(4, i64(node.devices[g].expert_budget_bytes))
-        .bind(5, node.devices[g].load_bytes_per_s);
+        .bind(5, node.devices[g].load_bytes_per_s)
+        .bind(6, node.devices[g].kind);
     DMOE_RETURN_IF_ERROR(device.run());
   }
   return txn.commit();
@@ -188,15 +198,24 @@ Result<std::vector<NodeRecord>> Store::load_nodes() {
     nodes.push_back(std::move(n));
   }
   DMOE_ASSIGN_OR_RETURN(Statement d,
-                        db_->prepare("SELECT name, expert_budget_bytes, load_bytes_per_s FROM "
-                                     "devices WHERE node_id = ? ORDER BY device_idx"));
+                        db_->prepare("SELECT d.name, d.expert_budget_bytes, d.load_bytes_per_s, "
+                                     "d.kind, c.pairs, c.busy_us FROM devices d LEFT JOIN "
+                                     "device_compute c ON c.node_id = d.node_id AND c.device = "
+                                     "d.name WHERE d.node_id = ? ORDER BY d.device_idx"));
   for (NodeRecord& n : nodes) {
     d.reset();
     d.bind(1, n.node_id);
     while (true) {
       DMOE_ASSIGN_OR_RETURN(const bool row, d.step());
       if (!row) break;
-      n.devices.push_back({d.column_text(0), u64(d.column_int(1)), d.column_double(2)});
+      DeviceRecord device;
+      device.name = d.column_text(0);
+      device.expert_budget_bytes = u64(d.column_int(1));
+      device.load_bytes_per_s = d.column_double(2);
+      device.kind = d.column_text(3);
+      device.compute_pairs = d.column_double(4);  // NULL (never measured) reads as 0
+      device.compute_busy_us = d.column_double(5);
+      n.devices.push_back(std::move(device));
     }
   }
   return nodes;
@@ -254,6 +273,16 @@ Result<InsertOutcome> Store::insert_report(const ReportRecord& r) {
         .bind(6, i64(p.bytes))
         .bind(7, i64(p.failures));
     DMOE_RETURN_IF_ERROR(insert_peer_.run());
+  }
+  for (const proto::DeviceCompute& d : r.devices) {
+    upsert_device_compute_.reset();
+    upsert_device_compute_.bind(1, r.node_id)
+        .bind(2, d.device)
+        .bind(3, static_cast<double>(d.pairs))
+        .bind(4, d.busy_us)
+        .bind(5, r.received_ms)
+        .bind(6, kDeviceComputeDecay);
+    DMOE_RETURN_IF_ERROR(upsert_device_compute_.run());
   }
   DMOE_RETURN_IF_ERROR(txn.commit());
   ++n_reports_inserted_;

@@ -129,6 +129,7 @@ class Store {
   std::unique_ptr<Database> db_;
   Statement insert_report_;
   Statement insert_peer_;
+  Statement upsert_device_compute_;
   std::unordered_map<std::string, int64_t> watermarks_;  // node -> newest rolled-up window end
   int64_t n_reports_inserted_ = 0;
 };

@@ -160,7 +160,7 @@ json placement(const std::map<std::string, std::vector<int32_t>>& experts,
     for (int64_t l = 0; l < n_layers; ++l) {
       for (int32_t e : list) pairs.push_back({l, e});
     }
-    nodes[id] = {{"expert_endpoint", endpoints.at(id)}, {"devices", {{"cpu0", pairs}}}};
+    nodes[id] = {{"expert_endpoint", endpoints.at(id)}, {"devices", {{"cpu", pairs}}}};
   }
   return {{"version", 1}, {"nodes", nodes}};
 }

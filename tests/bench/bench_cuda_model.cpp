@@ -64,11 +64,11 @@ int main(int argc, char** argv) {
   for (const Variant& v : {Variant{"on the device, decode graphs", false, true},
                            Variant{"on the device, no graphs", false, false},
                            Variant{"through the executor (host trip)", true, false}}) {
-    LocalModelOptions options;
-    options.devices.device = "cuda:0";
+    RuntimeOptions options;
+    options.devices.devices = *backend::parse_device_list("cuda:0");
     options.devices.experts_via_executor = v.via_executor;
     options.devices.cuda_graphs = v.graphs;
-    auto model = LocalModel::open(model_dir, options);
+    auto model = ModelRuntime::open(model_dir, options);
     if (!model.is_ok()) {
       std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
       return 1;

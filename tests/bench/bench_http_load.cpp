@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
                                    {"nodes",
                                     {{"load",
                                       {{"expert_endpoint", "tcp://127.0.0.1:0"},
-                                       {"devices", {{"cpu0", experts}}}}}}}}
+                                       {"devices", {{"cpu", experts}}}}}}}}
                                   .dump();
   const fs::path ready = work / "ready.json";
   fs::remove(ready);

@@ -45,9 +45,9 @@ int main(int argc, char** argv) {
   std::printf("%8s %11s %10s %13s %16s %16s %13s %8s\n", "threads", "prefill/s", "decode/s",
               "bytes/token", "membw GB/s", "roofline tok/s", "of roofline", "rss/wts");
   for (int threads : {1, 2}) {
-    LocalModelOptions options;
-    options.n_threads = threads;
-    auto model = LocalModel::open(model_dir, options);
+    RuntimeOptions options;
+    options.devices.n_threads = threads;
+    auto model = ModelRuntime::open(model_dir, options);
     if (!model.is_ok()) {
       std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
       return 1;

@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/inference/expert_store.h"
 #include "common/model/checkpoint.h"
-#include "common/model/expert_store.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/zmq_transport.h"
 #include "edge_node/expert_service/expert_service.h"

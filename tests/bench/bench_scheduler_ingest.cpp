@@ -187,7 +187,7 @@ class LoadGenerator {
       proto::Register reg;
       reg.node_id = n.id;
       reg.model_id = model_id_;
-      reg.devices = {{"gpu0", 64 * uint64_t{3 * 16 * 8 * 2}, 5e9}};
+      reg.devices = {{"gpu0", 64 * uint64_t{3 * 16 * 8 * 2}, 5e9, "cuda"}};
       reg.host_memory_bytes = uint64_t{64} << 30;
       reg.expert_endpoint = "tcp://127.0.0.1:7000";
       reg.http_endpoint = "127.0.0.1:8000";

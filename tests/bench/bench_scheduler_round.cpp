@@ -100,7 +100,7 @@ class Cluster {
       reg.node_id = nodes_[i];
       reg.model_id = model_.model_id;
       const uint64_t slots = 96 + 16 * static_cast<uint64_t>(i % 5);
-      reg.devices = {{"gpu0", slots * bench::kOlmoeExpertBytes, 2e9 + 1.5e9 * (i % 5)}};
+      reg.devices = {{"gpu0", slots * bench::kOlmoeExpertBytes, 2e9 + 1.5e9 * (i % 5), "cuda"}};
       reg.host_memory_bytes = uint64_t{64} << 30;
       reg.expert_endpoint = "tcp://" + nodes_[i] + ":5551";
       send(nodes_[i], reg);

@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "common/inference/moe_executor.h"
+#include "common/inference/routing.h"
 #include "common/model/checkpoint.h"
-#include "common/model/moe_executor.h"
-#include "common/model/routing.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/placement/placement_json.h"
 #include "tests/support/model_fixtures.h"
@@ -86,7 +86,7 @@ inline ClusterPlacement make_placement(
   ClusterPlacement p;
   p.version = version;
   for (const auto& [id, endpoint, experts] : nodes) {
-    NodePlacement a{id, endpoint, {{"cpu0", {}}}};
+    NodePlacement a{id, endpoint, {{"cpu", {}}}};
     for (int32_t l : moe_layers) {
       for (int32_t e : experts) a.devices[0].experts.push_back({l, e});
     }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <span>
 
+#include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/model/checkpoint.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/proto/codec.h"
@@ -46,7 +47,8 @@ struct Service {
     }
     blobs = std::make_unique<node::ExpertBlobCache>(*store);
     pool = std::make_unique<ThreadPool>(1);
-    computer = std::make_unique<ExpertComputer>(*pool, ComputePrecision::kBF16);
+    computer = std::make_unique<ExpertComputer>(
+        std::make_unique<backend::CpuExpertEngine>(*pool, ComputePrecision::kBF16));
     node::ServiceLimits limits;
     limits.max_call_tokens = 64;
     limits.max_chunk_bytes = 4096;

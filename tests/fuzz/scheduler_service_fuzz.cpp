@@ -46,7 +46,7 @@ struct World {
       proto::Register reg;
       reg.node_id = node;
       reg.model_id = "model-tiny";
-      reg.devices = {{"gpu0", 16000, 1e9}};
+      reg.devices = {{"gpu0", 16000, 1e9, "cuda"}};
       deliver(std::string("r-") + node, envelope(node, reg));
     }
     clock.advance_ms(10);

@@ -150,7 +150,7 @@ json half_placement(const AttachedCluster& c) {
     for (int32_t l : c.layers) {
       for (int32_t x = 0; x < e / 2; ++x) experts.push_back({l, (first.at(id) + x + 3 * l) % e});
     }
-    nodes[id] = {{"devices", {{"cpu0", experts}}}};
+    nodes[id] = {{"devices", {{"cpu", experts}}}};
   }
   return {{"nodes", nodes}};
 }

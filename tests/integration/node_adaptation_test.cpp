@@ -84,7 +84,7 @@ TEST_CASE("node adaptation: a placement from the nodes' own counts raises every 
   problem.model = placement::ModelShape(shapes);
   for (const std::string& id : ids) {
     problem.cluster.nodes.push_back(
-        {id, 0.001, {{"cpu0", expert_bytes * layers.size() * n_experts / 2, 1e9}}});
+        {id, 0.001, {{"cpu", expert_bytes * layers.size() * n_experts / 2, 1e9}}});
     const json counts = nodes[id]->stats()["counts_since_version"];
     std::vector<double> f;
     for (int32_t l : layers) {
@@ -102,7 +102,7 @@ TEST_CASE("node adaptation: a placement from the nodes' own counts raises every 
       list.push_back({layers[static_cast<size_t>(problem.model.layer_of(x))],
                       problem.model.expert_in_layer(x)});
     }
-    nodes_json[ids[n]] = {{"expert_endpoint", endpoints[ids[n]]}, {"devices", {{"cpu0", list}}}};
+    nodes_json[ids[n]] = {{"expert_endpoint", endpoints[ids[n]]}, {"devices", {{"cpu", list}}}};
   }
   write_json(placement_file, {{"version", 2}, {"nodes", nodes_json}});
 

@@ -74,7 +74,7 @@ inline json placement_json(const PlacementSpec& spec, const std::vector<int32_t>
     for (int32_t l : layers) {
       for (int32_t e : experts) list.push_back({l, (e + spec.layer_shift * l) % n_experts});
     }
-    nodes[id] = {{"expert_endpoint", endpoints.at(id)}, {"devices", {{"cpu0", list}}}};
+    nodes[id] = {{"expert_endpoint", endpoints.at(id)}, {"devices", {{"cpu", list}}}};
   }
   return {{"version", spec.version}, {"nodes", nodes}};
 }

@@ -211,7 +211,7 @@ TEST_CASE("node start-up: bad flags and a bad placement file exit 1 naming the p
   CHECK(none.err.find("exactly one of --scheduler") != std::string::npos);
   write_json(work.path() / "p.json",
              json::parse(R"({"nodes": {"a": {"expert_endpoint": "tcp://127.0.0.1:1",
-                             "devices": {"cpu0": [[1, 0]]}}}})"));
+                             "devices": {"cpu": [[1, 0]]}}}})"));
   auto dense = run_process({DMOE_NODE_PATH, "--model", model, "--node-id", "a", "--placement",
                             (work.path() / "p.json").string(), "--http", "127.0.0.1:0", "--experts",
                             "tcp://127.0.0.1:*"});

@@ -94,7 +94,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   proto::PlacementPrepare v1;
   v1.version = 1;
   for (const char* id : {"a", "b"}) {
-    NodePlacement n{id, registered[id].expert_endpoint, {{"cpu0", {}}}};
+    NodePlacement n{id, registered[id].expert_endpoint, {{"cpu", {}}}};
     for (int32_t l : layers) {
       for (int32_t e = 0; e < 8; ++e) {
         if ((e < 4) == (std::string(id) == "a")) {

@@ -56,7 +56,7 @@ inline std::unique_ptr<ProtocolPeer> make_peer(const std::string& endpoint, cons
   o.scheduler = endpoint;
   o.node_id = id;
   o.model_id = tiny_model().model_id;
-  o.devices = {{"gpu0", slots * kTinyExpertBytes, load_bytes_per_s}};
+  o.devices = {{"gpu0", slots * kTinyExpertBytes, load_bytes_per_s, "cuda"}};
   o.expert_endpoint = "tcp://127.0.0.1:" + std::to_string(6000 + id[0]);
   auto peer = std::make_unique<ProtocolPeer>(o);
   peer->start();

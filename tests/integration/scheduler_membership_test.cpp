@@ -32,7 +32,7 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
   wrong.scheduler = scheduler.endpoint();
   wrong.node_id = "node-x";
   wrong.model_id = "0123456789abcdef0123456789abcdef";
-  wrong.devices = {{"gpu0", 16 * testing::kTinyExpertBytes, 1e9}};
+  wrong.devices = {{"gpu0", 16 * testing::kTinyExpertBytes, 1e9, "cuda"}};
   testing::ProtocolPeer x(wrong);
   x.start();
   REQUIRE(x.wait_registered(10s) == false);
@@ -60,7 +60,8 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
   REQUIRE(json["nodes"].size() == 1);
   CHECK(json["nodes"][0]["id"] == "node-a");
   CHECK(json["nodes"][0]["state"] == "up");
-  CHECK(json["nodes"][0]["devices"][0]["expert_budget_bytes"] == 16 * testing::kTinyExpertBytes);
+  CHECK(json["nodes"][0]["devices"][0]["budget_bytes"] == 16 * testing::kTinyExpertBytes);
+  CHECK(json["nodes"][0]["devices"][0]["kind"] == "cuda");
   auto text = run_process({kCli, "nodes", "--scheduler", scheduler.endpoint()});
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("node-a") != std::string::npos);

@@ -13,12 +13,12 @@ void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& di
   REQUIRE(status.is_ok());
 }
 
-std::unique_ptr<LocalModel> open_model(const std::filesystem::path& dir, ComputePrecision precision,
-                                       int n_threads) {
-  LocalModelOptions options;
+std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,
+                                         ComputePrecision precision, int n_threads) {
+  RuntimeOptions options;
   options.precision = precision;
-  options.n_threads = n_threads;
-  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(dir, options);
+  options.devices.n_threads = n_threads;
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(dir, options);
   INFO(model.status().to_string());
   REQUIRE(model.is_ok());
   return std::move(model).value();

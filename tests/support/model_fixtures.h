@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "common/model/local_model.h"
+#include "common/assembly/model_runtime.h"
 #include "common/model/synthetic/synthetic_model.h"
 
 namespace dancemoe::testing {
@@ -16,9 +16,9 @@ namespace dancemoe::testing {
 void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir);
 
 // Opens a model for tests, REQUIRE-ing success.
-std::unique_ptr<LocalModel> open_model(const std::filesystem::path& dir,
-                                       ComputePrecision precision = ComputePrecision::kF32,
-                                       int n_threads = 2);
+std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,
+                                         ComputePrecision precision = ComputePrecision::kF32,
+                                         int n_threads = 2);
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b);
 

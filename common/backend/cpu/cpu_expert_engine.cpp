@@ -17,6 +17,9 @@ constexpr int64_t kTokenRowsPerSlice = 8 * 512;
 CpuExpertEngine::CpuExpertEngine(ThreadPool& pool, ComputePrecision precision)
     : pool_(pool), precision_(precision) {}
 
+CpuExpertEngine::CpuExpertEngine(std::unique_ptr<ThreadPool> pool, ComputePrecision precision)
+    : owned_pool_(std::move(pool)), pool_(*owned_pool_), precision_(precision) {}
+
 std::string CpuExpertEngine::describe() const {
   return "cpu (" + std::string(kernels::cpu_level_name(kernels::cpu_kernels().level)) + ", " +
          std::to_string(pool_.size()) + " threads)";

@@ -1,5 +1,5 @@
 // CpuExpertEngine: experts on the CPU kernels and a ThreadPool (the default
-// ExpertEngine, common/backend/expert_engine.h). begin() does all the work;
+// ExpertEngine, common/inference/expert_engine.h). begin() does all the work;
 // finish() has nothing left to do.
 //
 // Work split, three pool calls: (1) gate, up and SwiGLU, (2) down, each in
@@ -15,20 +15,24 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "common/backend/expert_engine.h"
-#include "common/model/activations.h"
+#include "common/inference/activations.h"
+#include "common/inference/expert_engine.h"
 #include "common/runtime/thread_pool.h"
 
 namespace dancemoe::backend {
 
 class CpuExpertEngine final : public ExpertEngine {
  public:
+  // Computes on `pool`, which must outlive the engine.
   CpuExpertEngine(ThreadPool& pool, ComputePrecision precision);
+  // Computes on a pool of its own (an expert service worker's).
+  CpuExpertEngine(std::unique_ptr<ThreadPool> pool, ComputePrecision precision);
 
   ComputePrecision precision() const override { return precision_; }
   std::string describe() const override;
@@ -44,6 +48,7 @@ class CpuExpertEngine final : public ExpertEngine {
   };
   void plan_slices(std::span<const ExpertJob> jobs, bool down, std::vector<Slice>* slices) const;
 
+  std::unique_ptr<ThreadPool> owned_pool_;  // set by the owning constructor
   ThreadPool& pool_;
   ComputePrecision precision_;
   ActivationBuffer gathered_;  // [rows, hidden]: x rows of every job, job after job

@@ -25,8 +25,12 @@ void grow(std::vector<float>* v, int64_t n) {
 }  // namespace
 
 CpuForward::CpuForward(const ModelConfig& config, const DenseWeights& weights,
-                       ExpertComputer& computer, ThreadPool& pool)
-    : config_(config), weights_(weights), computer_(computer), pool_(pool) {
+                       ComputePrecision precision, ThreadPool& pool)
+    : config_(config),
+      weights_(weights),
+      precision_(precision),
+      pool_(pool),
+      dense_mlp_(pool, precision) {
   const int64_t half = config_.head_dim / 2;
   inv_freq_.resize(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
@@ -49,7 +53,7 @@ Result<KvCache> CpuForward::new_cache(int64_t capacity) {
 }
 
 void CpuForward::prepare(int64_t n, int64_t capacity) {
-  const ComputePrecision precision = computer_.precision();
+  const ComputePrecision precision = precision_;
   grow(&h_, n * config_.hidden_size);
   xn_.resize(n, config_.hidden_size, precision);
   grow(&q_, n * config_.q_dim());
@@ -272,7 +276,8 @@ Status CpuForward::dense_mlp(int64_t layer) {
   job.tokens.resize(static_cast<size_t>(n));
   job.weights.assign(static_cast<size_t>(n), 1.0f);
   for (int64_t t = 0; t < n; ++t) job.tokens[static_cast<size_t>(t)] = static_cast<int32_t>(t);
-  computer_.run(dense_job_, xn_.f32(), n, hidden, h_.data());
+  dense_mlp_.begin(dense_job_, xn_.f32(), n, hidden, h_.data());
+  dense_mlp_.finish();
   return Status::ok();
 }
 

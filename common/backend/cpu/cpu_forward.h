@@ -1,25 +1,27 @@
 // CpuForward: the forward pass's compute on the CPU kernels
 // (kernels/kernels.h) and a ThreadPool -- the default ForwardEngine
-// (common/backend/forward_engine.h) and the reference the other backends
+// (common/inference/forward_engine.h) and the reference the other backends
 // are checked against.
 //
 // Matrix products are split across the pool by output rows; attention by
 // (token, head). bf16 compute mode rounds activations to bf16 before each
 // bf16-weight product, except the router's, which always sees f32.
 //
-// Owns scratch buffers sized for the largest batch seen, so steady-state
-// decoding allocates nothing. The weights, computer and pool must outlive
-// it. Not thread-safe.
+// Dense MLP layers run on an expert engine of its own over the same pool
+// (every core of the forward), not on a device's: a dense layer belongs to
+// the dense part. Owns scratch buffers sized for the largest batch seen, so
+// steady-state decoding allocates nothing. The weights and pool must
+// outlive it. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "common/backend/forward_engine.h"
-#include "common/model/activations.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_compute.h"
+#include "common/backend/cpu/cpu_expert_engine.h"
+#include "common/inference/activations.h"
+#include "common/inference/dense_weights.h"
+#include "common/inference/forward_engine.h"
 #include "common/model/model_config.h"
 #include "common/runtime/thread_pool.h"
 
@@ -27,7 +29,7 @@ namespace dancemoe::backend {
 
 class CpuForward final : public ForwardEngine {
  public:
-  CpuForward(const ModelConfig& config, const DenseWeights& weights, ExpertComputer& computer,
+  CpuForward(const ModelConfig& config, const DenseWeights& weights, ComputePrecision precision,
              ThreadPool& pool);
 
   std::string describe() const override;
@@ -52,8 +54,9 @@ class CpuForward final : public ForwardEngine {
 
   const ModelConfig& config_;
   const DenseWeights& weights_;
-  ExpertComputer& computer_;
+  ComputePrecision precision_;
   ThreadPool& pool_;
+  CpuExpertEngine dense_mlp_;
   int64_t n_ = 0;  // tokens of the current batch
 
   std::vector<double> inv_freq_;  // [head_dim / 2]

@@ -10,50 +10,49 @@
 
 namespace dancemoe::backend::cuda {
 
-Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request,
-                                      const std::vector<int>& ordinals) {
+Result<GpuMemory> probe_cuda_device(int ordinal) {
+  DMOE_ASSIGN_OR_RETURN(std::shared_ptr<CudaDevice> device, CudaDevice::open(ordinal, 0));
+  return GpuMemory{device->label(), device->info().total_bytes, device->free_bytes()};
+}
+
+namespace {
+
+int64_t kv_tokens_for(const ModelConfig& config, const DeviceOptions& options) {
+  return options.kv_cache_tokens > 0
+             ? options.kv_cache_tokens
+             : std::min<int64_t>(
+                   config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096,
+                   4096);
+}
+
+}  // namespace
+
+uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options) {
+  const int64_t engine_tokens = std::min(kExpertEngineTokens, options.max_batch_tokens);
+  return DeviceWeights::dense_bytes(config) +
+         CudaForward::kv_cache_bytes(config, kv_tokens_for(config, options)) +
+         CudaForward::workspace_bytes(config, options.max_batch_tokens) +
+         CudaExpertEngine::workspace_bytes(config, engine_tokens);
+}
+
+Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
   const ModelConfig& config = *request.config;
   const DeviceOptions& options = request.options;
   if (request.precision != ComputePrecision::kBF16) {
-    return invalid_argument("--device " + options.device +
+    return invalid_argument("--devices " + options.text() +
                             ": the CUDA backend computes with bf16 activations; use "
                             "--precision bf16 (f32 is the CPU reference mode)");
   }
-  const size_t n_devices = ordinals.size();
-  if (!options.budget_bytes.empty() && options.budget_bytes.size() != 1 &&
-      options.budget_bytes.size() != n_devices) {
-    return invalid_argument("--device-budget lists " + std::to_string(options.budget_bytes.size()) +
-                            " sizes for " + std::to_string(n_devices) +
-                            " devices (give one, or one per device)");
-  }
-  auto index_of = [&](int ordinal) -> int {
-    const auto it = std::find(ordinals.begin(), ordinals.end(), ordinal);
-    return it == ordinals.end() ? -1 : static_cast<int>(it - ordinals.begin());
-  };
-  // Checked before any device is opened, so a bad flag is named even on a
-  // machine without the device.
-  int dense_index = 0;
-  if (options.dense_device) {
-    dense_index = index_of(*options.dense_device);
-    if (dense_index < 0) {
-      return invalid_argument("--dense-device " + std::to_string(*options.dense_device) +
-                              " is not among --device " + options.device);
-    }
-  }
+  if (request.gpus.empty()) return invalid_argument("no GPU to load onto");
+  const size_t n_devices = request.gpus.size();
+  const int dense_index = 0;
   std::vector<std::shared_ptr<CudaDevice>> devices;
-  for (size_t d = 0; d < n_devices; ++d) {
-    const uint64_t budget = options.budget_bytes.empty()       ? 0
-                            : options.budget_bytes.size() == 1 ? options.budget_bytes[0]
-                                                               : options.budget_bytes[d];
+  for (const GpuRequest& gpu : request.gpus) {
     DMOE_ASSIGN_OR_RETURN(std::shared_ptr<CudaDevice> device,
-                          CudaDevice::open(ordinals[d], budget));
+                          CudaDevice::open(gpu.ordinal, gpu.budget_bytes));
     devices.push_back(std::move(device));
   }
-  const int64_t kv_tokens =
-      options.kv_cache_tokens > 0
-          ? options.kv_cache_tokens
-          : std::min<int64_t>(
-                config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096, 4096);
+  const int64_t kv_tokens = kv_tokens_for(config, options);
   const int64_t engine_tokens = std::min(kExpertEngineTokens, options.max_batch_tokens);
 
   // The plan (common/backend/memory_plan.h): what each device will hold,
@@ -72,8 +71,14 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request,
   plan_request.sizes.expert_workspace_bytes =
       CudaExpertEngine::workspace_bytes(config, engine_tokens);
   plan_request.resident = request.resident;
-  plan_request.expert_ordinals = request.expert_devices;
-  plan_request.device_text = options.device;
+  for (int g : request.expert_gpus) {
+    if (g < 0 || static_cast<size_t>(g) >= n_devices) {
+      return invalid_argument("an expert is placed on GPU index " + std::to_string(g) + " of " +
+                              std::to_string(n_devices));
+    }
+    plan_request.expert_ordinals.push_back(request.gpus[static_cast<size_t>(g)].ordinal);
+  }
+  plan_request.device_text = options.text();
   DMOE_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(plan_request));
 
   UploadPlan upload;
@@ -96,8 +101,20 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request,
                                       weights->holds_all_experts(dense_index);
   DeviceModel model;
   DMOE_ASSIGN_OR_RETURN(model.forward, CudaForward::create(config, weights, forward_options));
-  DMOE_ASSIGN_OR_RETURN(model.experts,
-                        CudaExpertEngine::create(config, weights, *request.pool, engine_tokens));
+  for (size_t d = 0; d < n_devices; ++d) {
+    DMOE_ASSIGN_OR_RETURN(std::unique_ptr<CudaExpertEngine> engine,
+                          CudaExpertEngine::create(config, weights, *request.pool, engine_tokens,
+                                                   static_cast<int>(d)));
+    model.experts.push_back(std::move(engine));
+  }
+  model.new_expert_engine = [&config, weights, engine_tokens](
+                                size_t gpu,
+                                ThreadPool& pool) -> Result<std::unique_ptr<ExpertEngine>> {
+    DMOE_ASSIGN_OR_RETURN(
+        std::unique_ptr<CudaExpertEngine> engine,
+        CudaExpertEngine::create(config, weights, pool, engine_tokens, static_cast<int>(gpu)));
+    return std::unique_ptr<ExpertEngine>(std::move(engine));
+  };
   for (size_t d = 0; d < n_devices; ++d) {
     model.description += (d ? "; " : "") + devices[d]->label() + ": " + plan.devices[d].describe();
   }

@@ -1,13 +1,11 @@
-// The CUDA backend's entry point for the registry
-// (common/backend/backend_registry.cpp): opens the selected GPUs, plans
-// where everything goes -- the dense part, the workspace and the KV cache
-// on the dense device; each expert on the device the placement names (or,
-// without one, spread over the devices by free budget) -- checks the plan
-// against every device's budget and free memory before allocating anything,
-// uploads the weights and builds the engines. Compiled only with CUDA.
+// The CUDA backend's entry points for the registry
+// (common/backend/backend_registry.cpp): probing a GPU, and loading a model
+// onto the GPUs of a device list -- the dense part, the workspace and the
+// KV cache on the first; each expert on the GPU the placement names --
+// after checking the plan against every device's budget and free memory
+// (common/backend/memory_plan.h), before allocating anything; then the
+// weights are uploaded and the engines built. Compiled only with CUDA.
 #pragma once
-
-#include <vector>
 
 #include "common/backend/backend_registry.h"
 
@@ -17,7 +15,12 @@ namespace dancemoe::backend::cuda {
 // run in pieces (the single-node forward does not use the engine).
 constexpr int64_t kExpertEngineTokens = 64;
 
-Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request,
-                                      const std::vector<int>& ordinals);
+Result<GpuMemory> probe_cuda_device(int ordinal);
+
+// What the GPU holding the dense part needs beside experts (see
+// backend_registry.h, gpu_dense_footprint).
+uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options);
+
+Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request);
 
 }  // namespace dancemoe::backend::cuda

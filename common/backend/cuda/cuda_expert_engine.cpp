@@ -90,9 +90,10 @@ CudaExpertEngine::~CudaExpertEngine() = default;
 
 Result<std::unique_ptr<CudaExpertEngine>> CudaExpertEngine::create(
     const ModelConfig& c, std::shared_ptr<const DeviceWeights> weights, ThreadPool& pool,
-    int64_t max_tokens) {
+    int64_t max_tokens, int device_index) {
   std::unique_ptr<CudaExpertEngine> e(new CudaExpertEngine(std::move(weights), pool));
   e->max_tokens_ = max_tokens;
+  e->only_device_ = device_index;
   e->max_groups_ = std::max<int64_t>(c.n_experts, 1) + 1;
   e->max_pairs_ = max_tokens * std::max<int64_t>(c.n_experts_per_token, 1) * 2;
   e->max_inter_ = std::max<int64_t>(c.moe_intermediate_size, 1);
@@ -104,7 +105,8 @@ Result<std::unique_ptr<CudaExpertEngine>> CudaExpertEngine::create(
     auto lane = std::make_unique<Lane>();
     lane->device = devices[d];
     lane->device_index = static_cast<int>(d);
-    if (e->weights_->n_experts_on(static_cast<int>(d)) == 0) {
+    const bool other_device = device_index >= 0 && static_cast<int>(d) != device_index;
+    if (other_device || e->weights_->n_experts_on(static_cast<int>(d)) == 0) {
       e->lanes_.push_back(std::move(lane));  // nothing to run there
       continue;
     }
@@ -310,7 +312,8 @@ void CudaExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, in
     const ExpertOnDevice* on = weights_->find_expert(job.gate.data);
     const bool usable = on != nullptr && on->host_up == job.up.data &&
                         on->host_down == job.down.data && on->inter == max_inter_ &&
-                        job.gate.cols == hidden;
+                        job.gate.cols == hidden &&
+                        (only_device_ < 0 || on->device_index == only_device_);
     if (usable) {
       jobs_on_[static_cast<size_t>(on->device_index)].push_back(static_cast<int32_t>(j));
     } else {

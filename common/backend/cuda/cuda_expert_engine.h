@@ -1,5 +1,5 @@
 // CudaExpertEngine: the CUDA backend's ExpertEngine
-// (common/backend/expert_engine.h) -- ExpertComputer jobs given in host
+// (common/inference/expert_engine.h) -- ExpertComputer jobs given in host
 // memory, computed on the GPUs that hold their experts. This is what a
 // node's executor and expert service reach through ExpertComputer when the
 // model is on GPUs.
@@ -27,7 +27,7 @@
 #include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/backend/cuda/cuda_device.h"
 #include "common/backend/cuda/device_weights.h"
-#include "common/backend/expert_engine.h"
+#include "common/inference/expert_engine.h"
 
 namespace dancemoe::backend::cuda {
 
@@ -35,13 +35,17 @@ class CudaExpertEngine final : public ExpertEngine {
  public:
   static uint64_t workspace_bytes(const ModelConfig& config, int64_t max_tokens);
 
+  // `device_index` (into weights->devices()) restricts the engine to that
+  // GPU -- the one device of a runtime it serves; jobs whose weights are on
+  // another GPU or none run on the CPU fallback. -1: every GPU.
   static Result<std::unique_ptr<CudaExpertEngine>> create(
       const ModelConfig& config, std::shared_ptr<const DeviceWeights> weights, ThreadPool& pool,
-      int64_t max_tokens);
+      int64_t max_tokens, int device_index = -1);
   ~CudaExpertEngine() override;
 
   ComputePrecision precision() const override { return ComputePrecision::kBF16; }
   std::string describe() const override;
+  bool asynchronous() const override { return true; }
   void begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens, int64_t hidden,
              float* out) override;
   void finish() override;
@@ -59,6 +63,7 @@ class CudaExpertEngine final : public ExpertEngine {
   CpuExpertEngine cpu_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   int64_t max_tokens_ = 0;
+  int only_device_ = -1;
   int64_t max_groups_ = 0;
   int64_t max_pairs_ = 0;
   int64_t max_inter_ = 0;

@@ -1,5 +1,5 @@
 // CudaForward: the forward pass on one CUDA device -- the ForwardEngine
-// (common/backend/forward_engine.h) of the CUDA backend. Every stage is a
+// (common/inference/forward_engine.h) of the CUDA backend. Every stage is a
 // few kernel launches on the device's stream (kernels/cuda/*.cuh); the
 // residual stream, activations and KV cache stay on the device, and the
 // host waits once per batch, in finish(), for the logits.
@@ -36,7 +36,7 @@
 
 #include "common/backend/cuda/cuda_device.h"
 #include "common/backend/cuda/device_weights.h"
-#include "common/backend/forward_engine.h"
+#include "common/inference/forward_engine.h"
 #include "common/model/model_config.h"
 
 namespace dancemoe::backend::cuda {

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "common/backend/cuda/cuda_device.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_store.h"
+#include "common/inference/dense_weights.h"
+#include "common/inference/expert_store.h"
 #include "common/model/model_config.h"
 
 namespace dancemoe::backend::cuda {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/base/status.h"
-#include "common/model/dense_weights.h"
+#include "common/model/checkpoint.h"
 #include "common/tensor/dtype.h"
 
 namespace dancemoe {

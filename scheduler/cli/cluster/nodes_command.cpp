@@ -1,5 +1,5 @@
 // `dancemoe nodes`: every node the scheduler knows -- state, endpoints,
-// devices (expert memory and load bandwidth), experts held in the committed
+// devices (experts held, expert memory and load bandwidth), experts held in the committed
 // placement, measured local and remote expert-call latencies and the
 // local-hit ratio since adoption.
 //
@@ -32,8 +32,9 @@ std::string format_nodes(const json& reply) {
     double memory = 0.0;
     std::string devices;
     for (const json& d : n["devices"]) {
-      memory += d.value("expert_budget_bytes", 0.0);
-      devices += (devices.empty() ? "" : ", ") + d.value("name", std::string()) + " @ " +
+      memory += d.value("budget_bytes", 0.0);
+      devices += (devices.empty() ? "" : ", ") + d.value("name", std::string()) + " " +
+                 std::to_string(d.value("experts", int64_t{0})) + " experts @ " +
                  bytes_text(d.value("load_bytes_per_s", 0.0)) + "/s";
     }
     const std::string state = n.value("state", std::string());

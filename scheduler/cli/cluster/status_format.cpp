@@ -51,6 +51,27 @@ std::string format_status(const json& s) {
                     std::to_string(n.value("placement_version", uint64_t{0}))});
   }
   if (rows.size() > 1) out += table(rows, "  ");
+  // Each node's devices: what the committed placement puts on them, against
+  // their budgets, and how fast each computes an expert.
+  std::vector<std::vector<std::string>> devices = {
+      {"NODE", "DEVICE", "KIND", "EXPERTS", "USED", "BUDGET", "US/PAIR"}};
+  i = 0;
+  for (const json& n : nodes["list"]) {
+    const std::string id = p.node(i++, n.value("id", std::string()));
+    if (!n.contains("devices")) continue;
+    for (const json& d : n["devices"]) {
+      char speed[32] = "-";
+      if (d["us_per_pair"].is_number()) {
+        std::snprintf(speed, sizeof speed, "%.1f", d["us_per_pair"].get<double>());
+      }
+      devices.push_back({id, d.value("name", std::string()),
+                         d["kind"].is_string() ? d["kind"].get<std::string>() : "-",
+                         std::to_string(d.value("experts", int64_t{0})),
+                         bytes_text(d.value("bytes_used", 0.0)),
+                         bytes_text(d.value("budget_bytes", 0.0)), speed});
+    }
+  }
+  if (devices.size() > 1) out += p.bold("devices") + "\n" + table(devices, "  ");
   const json& served = s["served_since_adoption"];
   out += p.bold("served     ") + std::to_string(served.value("requests", uint64_t{0})) +
          " requests, " + std::to_string(served.value("tokens", uint64_t{0})) +

@@ -1,4 +1,4 @@
-// `dancemoe bench --model DIR [--threads N] [--prompt-tokens 128]
+// `dancemoe bench --model DIR [--devices LIST] [--threads N] [--prompt-tokens 128]
 // [--gen-tokens 64] --json`: single-node prefill and decode speed, the weight
 // bytes read per decoded token, a measured memory bandwidth and the fraction
 // of the memory roofline (bandwidth / bytes per token) that decode reaches.
@@ -19,7 +19,6 @@ namespace {
 
 struct Options {
   std::string model;
-  int threads = 0;
   ModelBenchParams bench;
   std::string precision = "bf16";
   bool json = false;
@@ -32,20 +31,19 @@ int run(const Options& o) {
     return report_failure("bench", invalid_argument("--precision must be f32 or bf16"));
   Result<backend::DeviceOptions> devices = device_options(o.device);
   if (!devices.is_ok()) return report_failure("bench", devices.status());
-  LocalModelOptions options;
-  options.n_threads = o.threads;
+  RuntimeOptions options;
   options.precision = *precision;
   options.devices = *devices;
-  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(o.model, options);
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(o.model, options);
   if (!model.is_ok()) return report_failure("bench", model.status());
   Result<ModelBenchResult> r = run_model_benchmark(**model, o.bench);
   if (!r.is_ok()) return report_failure("bench", r.status());
-  if (devices->device != "cpu") {
+  if (devices->first_cuda() >= 0) {
     // A GPU run: the CPU memory probe and roofline do not apply
     // (tests/bench/bench_cuda_model.cpp relates decode to the GPU's bandwidth).
     nlohmann::ordered_json out = {{"model", o.model},
-                                  {"device", devices->device},
-                                  {"backend", (*model)->backend_description()},
+                                  {"devices", devices->text()},
+                                  {"backend", (*model)->description()},
                                   {"precision", precision_name(*precision)},
                                   {"prompt_tokens", o.bench.prompt_tokens},
                                   {"gen_tokens", o.bench.gen_tokens},
@@ -59,7 +57,7 @@ int run(const Options& o) {
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
-  const int n_threads = (*model)->pool().size();
+  const int n_threads = (*model)->forward_pool().size();
   model->reset();  // free the weights: the probe wants the memory bus to itself
   const double membw =
       kernels::measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, n_threads, 1.0);
@@ -97,7 +95,6 @@ void setup(CLI::App& root, int* exit_code) {
   CLI::App* cmd =
       root.add_subcommand("bench", "Measure prefill/decode speed against the memory roofline");
   cmd->add_option("--model", o->model, "model directory")->required();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->bench.prompt_tokens, "prefill length")
       ->capture_default_str();
   cmd->add_option("--gen-tokens", o->bench.gen_tokens, "decoded tokens")->capture_default_str();

@@ -1,10 +1,12 @@
 // The device flags of the `dancemoe` commands that load a model (generate,
-// logits, bench): --device, --device-budget, --dense-device,
-// --max-batch-tokens, turned into backend::DeviceOptions.
+// logits, bench) -- the same as the node's: --devices, --device-memory,
+// --threads, --max-batch-tokens, turned into backend::DeviceOptions for the
+// runtime assembly (common/assembly/model_runtime.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
@@ -16,9 +18,9 @@ class App;
 namespace dancemoe::cli {
 
 struct DeviceFlags {
-  std::string device = "cpu";
-  std::string budget;  // "20G" or "20G,16G"
-  int dense_device = -1;
+  std::string devices = "cpu";
+  std::vector<std::string> device_memory;  // DEV=BYTES, repeatable
+  int threads = 0;
   int64_t max_batch_tokens = 512;
 };
 

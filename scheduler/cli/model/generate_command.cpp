@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <random>
 
+#include "common/assembly/model_runtime.h"
 #include "common/generation/generator.h"
-#include "common/model/local_model.h"
 #include "common/tokenizer/chat_format.h"
 #include "common/tokenizer/tokenizer.h"
 #include "scheduler/cli/cli_support.h"
@@ -23,7 +23,6 @@ struct Options {
   bool chat = false;
   GenerationParams generation;
   int64_t seed = -1;
-  int threads = 0;
   std::string precision = "bf16";
   bool quiet = false;
   DeviceFlags device;
@@ -66,13 +65,12 @@ int run(Options o) {
 
   Result<backend::DeviceOptions> devices = device_options(o.device);
   if (!devices.is_ok()) return report_failure("generate", devices.status());
-  LocalModelOptions model_options;
-  model_options.n_threads = o.threads;
+  RuntimeOptions model_options;
   model_options.precision = *precision;
   model_options.devices = *devices;
   ProgressBar bar("loading " + o.model);
   model_options.progress = [&](uint64_t done, uint64_t total) { bar.update(done, total); };
-  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(o.model, model_options);
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(o.model, model_options);
   bar.finish();
   if (!model.is_ok()) return report_failure("generate", model.status());
   Transformer& tf = (*model)->transformer();
@@ -99,9 +97,9 @@ int run(Options o) {
                  static_cast<long long>(result->prompt_tokens),
                  static_cast<double>(result->prompt_tokens) / result->prefill_seconds,
                  result->tokens.size(), decode_rate,
-                 std::string(finish_reason_name(result->finish)).c_str(), (*model)->pool().size(),
-                 std::string(precision_name(*precision)).c_str(),
-                 (*model)->backend_description().c_str());
+                 std::string(finish_reason_name(result->finish)).c_str(),
+                 (*model)->forward_pool().size(), std::string(precision_name(*precision)).c_str(),
+                 (*model)->description().c_str());
   }
   return 0;
 }
@@ -125,7 +123,6 @@ void setup(CLI::App& root, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "sampling seed (default: random)");
   cmd->add_option("--stop", o->generation.stop, "stop string (repeatable)");
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 (fast) or f32 (reference) activations")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "no timing line on stderr");

@@ -3,7 +3,7 @@
 // [n_ids, vocab_size]. Needs no tokenizer files.
 #include <cstdio>
 
-#include "common/model/local_model.h"
+#include "common/assembly/model_runtime.h"
 #include "common/tensor/npy.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
@@ -17,7 +17,6 @@ struct Options {
   std::string ids;
   std::string out;
   std::string precision;  // default: f32 on the CPU, bf16 on a GPU
-  int threads = 0;
   DeviceFlags device;
 };
 
@@ -27,15 +26,14 @@ int run(const Options& options) {
   Result<backend::DeviceOptions> devices = device_options(options.device);
   if (!devices.is_ok()) return report_failure("logits", devices.status());
   const std::string precision_text =
-      !options.precision.empty() ? options.precision : (devices->device == "cpu" ? "f32" : "bf16");
+      !options.precision.empty() ? options.precision : (devices->first_cuda() < 0 ? "f32" : "bf16");
   std::optional<ComputePrecision> precision = parse_precision(precision_text);
   if (!precision)
     return report_failure("logits", invalid_argument("--precision must be f32 or bf16"));
-  LocalModelOptions model_options;
-  model_options.n_threads = options.threads;
+  RuntimeOptions model_options;
   model_options.precision = *precision;
   model_options.devices = *devices;
-  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(options.model, model_options);
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(options.model, model_options);
   if (!model.is_ok()) return report_failure("logits", model.status());
   Transformer& transformer = (*model)->transformer();
   Result<KvCache> cache = transformer.new_cache(static_cast<int64_t>(ids->size()));
@@ -61,7 +59,6 @@ void setup(CLI::App& root, int* exit_code) {
                   "f32 (reference) or bf16 (fast) activations (default: f32 on the CPU, bf16 on a "
                   "GPU)");
   add_device_flags(cmd, &options->device);
-  cmd->add_option("--threads", options->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([options, exit_code] { *exit_code = run(*options); });
 }
 

@@ -24,7 +24,7 @@ uint64_t dense_bytes_per_token(const Checkpoint& ckpt) {
 
 }  // namespace
 
-Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBenchParams& params) {
+Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBenchParams& params) {
   if (params.prompt_tokens < 1 || params.gen_tokens < 1 || params.repeats < 1) {
     return invalid_argument(
         "benchmark needs at least one prompt token, one generated token and one repeat");
@@ -38,7 +38,7 @@ Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBench
   DMOE_ASSIGN_OR_RETURN(KvCache cache, tf.new_cache(params.prompt_tokens + params.gen_tokens));
   std::vector<float> logits;
   ModelBenchResult result;
-  result.n_threads = model.pool().size();
+  result.n_threads = model.forward_pool().size();
 
   // Warm-up: touches every scratch buffer and the KV cache pages once.
   DMOE_RETURN_IF_ERROR(tf.forward(prompt, cache, LogitsMode::kLast, &logits));

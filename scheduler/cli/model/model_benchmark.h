@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
+#include "common/assembly/model_runtime.h"
 #include "common/base/status.h"
-#include "common/model/local_model.h"
 
 namespace dancemoe::cli {
 
@@ -31,6 +31,6 @@ struct ModelBenchResult {
   double bytes_per_token = 0;  // weight bytes read per decoded token
 };
 
-Result<ModelBenchResult> run_model_benchmark(LocalModel& model, const ModelBenchParams& params);
+Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBenchParams& params);
 
 }  // namespace dancemoe::cli

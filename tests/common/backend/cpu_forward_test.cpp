@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include "common/model/transformer.h"
+#include "common/inference/transformer.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
@@ -53,12 +53,13 @@ TEST_CASE("backend seam: a prompt longer than the engine's batch runs in pieces,
   testing::write_model(tiny(), dir.path());
   auto model = testing::open_model(dir.path());
   const ModelConfig& c = model->config();
-  ExpertComputer computer(model->pool(), ComputePrecision::kF32);
+  ExpertComputer computer(
+      std::make_unique<CpuExpertEngine>(model->forward_pool(), ComputePrecision::kF32));
   LocalMoeExecutor moe(model->experts(), computer, c.n_experts);
   Transformer pieces(c,
-                     std::make_unique<SmallBatchEngine>(
-                         std::make_unique<CpuForward>(c, model->dense(), computer, model->pool())),
-                     moe, computer);
+                     std::make_unique<SmallBatchEngine>(std::make_unique<CpuForward>(
+                         c, model->dense(), ComputePrecision::kF32, model->forward_pool())),
+                     moe, ComputePrecision::kF32);
   const std::vector<int32_t> ids = {1, 5, 9, 200, 17, 3, 3, 44, 99, 250, 7};
   std::vector<float> whole, split;
   auto cache_a = model->transformer().new_cache(32);

@@ -12,7 +12,7 @@ namespace {
 
 struct Fixture {
   testing::TempDir dir{"generator"};
-  std::unique_ptr<LocalModel> model;
+  std::unique_ptr<ModelRuntime> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
 
   Fixture() {

@@ -21,14 +21,14 @@ ModelConfig four_layers() {
   return config;
 }
 
-// One device "cpu0" per node holding `experts` of every layer in `layers`.
+// One device "cpu" per node holding `experts` of every layer in `layers`.
 ClusterPlacement make_placement(
     uint64_t version,
     const std::vector<std::tuple<std::string, std::string, std::vector<int32_t>>>& nodes,
     const std::vector<int32_t>& layers) {
   ClusterPlacement p{version, {}};
   for (const auto& [id, endpoint, experts] : nodes) {
-    NodePlacement n{id, endpoint, {{"cpu0", {}}}};
+    NodePlacement n{id, endpoint, {{"cpu", {}}}};
     for (int32_t l : layers) {
       for (int32_t e : experts) n.devices[0].experts.push_back({l, e});
     }
@@ -49,8 +49,8 @@ TEST_CASE("placement file: the nodes form is read, sorted by node id, experts de
   Result<ClusterPlacement> p = placement_from_json(json::parse(R"({
     "version": 3,
     "nodes": {
-      "b": {"expert_endpoint": "tcp://127.0.0.1:2", "devices": {"cpu0": [[0, 1], [0, 1], [2, 0]]}},
-      "a": {"expert_endpoint": "tcp://127.0.0.1:1", "devices": {"cpu0": [[2, 5]], "gpu0": [[0, 7]]}}
+      "b": {"expert_endpoint": "tcp://127.0.0.1:2", "devices": {"cpu": [[0, 1], [0, 1], [2, 0]]}},
+      "a": {"expert_endpoint": "tcp://127.0.0.1:1", "devices": {"cpu": [[2, 5]], "gpu0": [[0, 7]]}}
     }})"),
                                                    "p.json");
   REQUIRE(p.is_ok());
@@ -70,7 +70,7 @@ TEST_CASE("placement file: the nodes form is read, sorted by node id, experts de
 TEST_CASE("placement file: the output of placement solve plus endpoints is accepted") {
   Result<ClusterPlacement> p = placement_from_json(json::parse(R"({
     "policy": "dancemoe",
-    "placement": {"a": {"cpu0": [[0, 0], [0, 1]]}, "b": {"cpu0": [[0, 2]]}},
+    "placement": {"a": {"cpu": [[0, 0], [0, 1]]}, "b": {"cpu": [[0, 2]]}},
     "endpoints": {"a": "tcp://h1:5551", "b": "tcp://h2:5551"}})"),
                                                    "p.json");
   REQUIRE(p.is_ok());
@@ -84,12 +84,12 @@ TEST_CASE("placement file: errors name the file, the JSON path and what was expe
         "p.json: nodes.a.expert_endpoint: expected a ZeroMQ endpoint string such as "
         "\"tcp://127.0.0.1:5551\", got nothing (the field is missing)");
   Status pair = parse_error(
-      R"({"nodes": {"a": {"expert_endpoint": "tcp://x:1", "devices": {"cpu0": [[0, -1]]}}}})");
+      R"({"nodes": {"a": {"expert_endpoint": "tcp://x:1", "devices": {"cpu": [[0, -1]]}}}})");
   CHECK(pair.message().find("nodes.a.devices.cpu0[0]") != std::string::npos);
   CHECK(pair.message().find("[layer, expert]") != std::string::npos);
   CHECK(parse_error(R"({"nodes": {}, "placement": {}})").message().find("exactly one of") !=
         std::string::npos);
-  CHECK(parse_error(R"({"placement": {"a": {"cpu0": []}}, "endpoints": {}})").message() ==
+  CHECK(parse_error(R"({"placement": {"a": {"cpu": []}}, "endpoints": {}})").message() ==
         "p.json: endpoints.a: expected a ZeroMQ endpoint string such as "
         "\"tcp://127.0.0.1:5551\", got nothing (the field is missing)");
   CHECK(parse_error(R"({"version": 0, "nodes": {}})").message().find("version") !=

@@ -21,7 +21,8 @@ std::vector<Body> one_of_each() {
   Register reg;
   reg.node_id = "node-a";
   reg.model_id = "0123456789abcdef0123456789abcdef";
-  reg.devices = {{"cpu0", 8'000'000'000ull, 2.5e9}, {"gpu0", 16'000'000'000ull, 1.2e10}};
+  reg.devices = {{"cpu", 8'000'000'000ull, 2.5e9, "cpu"},
+                 {"cuda:0", 16'000'000'000ull, 1.2e10, "cuda"}};
   reg.host_memory_bytes = 64ull << 30;
   reg.expert_endpoint = "tcp://10.0.0.2:5551";
   reg.http_endpoint = "http://127.0.0.1:8080";
@@ -44,7 +45,7 @@ std::vector<Body> one_of_each() {
 
   PlacementPrepare prepare;
   prepare.version = 10;
-  prepare.nodes = {{"node-a", "tcp://a:5551", {{"cpu0", {{0, 1}, {0, 2}}}}},
+  prepare.nodes = {{"node-a", "tcp://a:5551", {{"cpu", {{0, 1}, {0, 2}}}}},
                    {"node-b", "tcp://b:5551", {{"gpu0", {{1, 3}}}, {"gpu1", {}}}}};
 
   ExpertCall call;
@@ -105,7 +106,8 @@ TEST_CASE("proto: a different major version is refused naming both versions") {
   auto r = decode(encode(e));
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.status().code() == StatusCode::kVersionMismatch);
-  CHECK(r.status().message() == "peer speaks protocol 2.3, this build speaks 1.0");
+  CHECK(r.status().message() ==
+        "peer speaks protocol 2.3, this build speaks 1." + std::to_string(kProtocolMinor));
   e.protocol_major = kProtocolMajor;
   e.protocol_minor = 9;  // a newer minor is compatible
   CHECK(decode(encode(e)).is_ok());

@@ -103,7 +103,7 @@ struct Fixture {
           proto::Register r;
           r.node_id = "a";
           r.model_id = model.checkpoint->model_id();
-          r.devices.push_back({"cpu0", 1 << 30, 1e9});
+          r.devices.push_back({"cpu", 1 << 30, 1e9, "cpu"});
           r.placement_version = migration->committed_version();
           return r;
         },
@@ -153,7 +153,7 @@ TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports le
   CHECK(reg->second.node_id == "a");
   CHECK(reg->second.model_id == f.model.checkpoint->model_id());
   REQUIRE(reg->second.devices.size() == 1);
-  CHECK(reg->second.devices[0].name == "cpu0");
+  CHECK(reg->second.devices[0].name == "cpu");
   scheduler.accept(50);
   f.activity();
   auto report = scheduler.expect<proto::ActivationReport>(5s);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/base/sha256.h"
 #include "common/runtime/thread_pool.h"
 #include "edge_node/remote/wire_tensor.h"
@@ -12,7 +13,10 @@ namespace {
 
 struct Fixture {
   Fixture()
-      : store(*model.checkpoint), blobs(store), pool(2), computer(pool, ComputePrecision::kF32) {
+      : store(*model.checkpoint),
+        blobs(store),
+        pool(2),
+        computer(std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32)) {
     for (int32_t e : {0, 1, 2, 3}) REQUIRE(store.load({0, e}).is_ok());
     handler = std::make_unique<ExpertRequestHandler>(model.config(), store, blobs, computer,
                                                      ServiceIdentity{"b", "lab"}, limits, counters);
@@ -76,7 +80,8 @@ TEST_CASE("expert request: the reply is the per-token gate-weighted sum, equal t
 
   // Reference: the same experts computed locally, ascending expert order.
   ThreadPool pool(1);
-  ExpertComputer reference(pool, ComputePrecision::kF32);
+  ExpertComputer reference(
+      std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32));
   std::vector<ExpertJob> jobs(2);
   for (auto [j, e] : {std::pair{0, 1}, std::pair{1, 3}}) {
     auto w = f.store.get({0, e});

@@ -12,7 +12,7 @@ TEST_CASE("routing table: local experts, remote holders by peer index, and cover
   ClusterPlacement p = testing::make_placement(
       4, {{"b", "tcp://b:1", {0, 1, 2}}, {"a", "tcp://a:1", {2, 3}}, {"c", "tcp://c:1", {3, 4, 5}}},
       layers);
-  auto table = HolderTable::build(p, "b", model.config());
+  auto table = HolderTable::build(p, "b", model.config(), {"cpu"});
   REQUIRE(table.is_ok());
   const HolderTable& t = **table;
   CHECK(t.version() == 4);
@@ -43,11 +43,49 @@ TEST_CASE(
   CHECK(empty->local_experts().empty());
   ClusterPlacement p = testing::make_placement(1, {{"a", "tcp://a:1", {0, 1, 2, 3, 4, 5, 6, 7}}},
                                                model.moe_layers());
-  auto thin = HolderTable::build(p, "thin-client", model.config());
+  auto thin = HolderTable::build(p, "thin-client", model.config(), {"cpu"});
   REQUIRE(thin.is_ok());
   CHECK((*thin)->local_experts().empty());
   CHECK((*thin)->covers_all());
   CHECK((*thin)->remote_holders(0, 5).size() == 1);
+}
+
+}  // namespace dancemoe::node
+
+namespace dancemoe::node {
+
+TEST_CASE("routing table: local experts keep the device the placement names") {
+  testing::TinyModel model;
+  const std::vector<int32_t> layers = model.moe_layers();
+  ClusterPlacement p;
+  p.version = 3;
+  NodePlacement a{"a", "tcp://a:1", {{"cpu:0", {}}, {"cpu:1", {}}}};
+  for (int32_t l : layers) {
+    a.devices[0].experts.push_back({l, 0});
+    a.devices[1].experts.push_back({l, 5});
+  }
+  p.nodes.push_back(a);
+  auto table = HolderTable::build(p, "a", model.config(), {"cpu:0", "cpu:1"});
+  REQUIRE(table.is_ok());
+  CHECK((*table)->local_device(layers[0], 0) == 0);
+  CHECK((*table)->local_device(layers[0], 5) == 1);
+  CHECK((*table)->local_device(layers[0], 3) == -1);
+  const std::vector<ExpertRef> keys = (*table)->local_experts();
+  const std::vector<int32_t> devices = (*table)->local_devices();
+  REQUIRE(keys.size() == devices.size());
+  for (size_t i = 0; i < keys.size(); ++i) CHECK(devices[i] == (keys[i].expert == 0 ? 0 : 1));
+}
+
+TEST_CASE("routing table: a device the node does not have is refused, naming it and the node's") {
+  testing::TinyModel model;
+  ClusterPlacement p = testing::make_placement(7, {{"a", "tcp://a:1", {0, 1}}}, model.moe_layers());
+  p.nodes[0].devices[0].device = "cuda:3";
+  auto table = HolderTable::build(p, "a", model.config(), {"cpu:0", "cpu:1"});
+  REQUIRE_FALSE(table.is_ok());
+  CHECK(table.status().message().find("'cuda:3'") != std::string::npos);
+  CHECK(table.status().message().find("cpu:0, cpu:1") != std::string::npos);
+  // A peer's devices are the peer's business.
+  CHECK(HolderTable::build(p, "b", model.config(), {"cpu"}).is_ok());
 }
 
 }  // namespace dancemoe::node

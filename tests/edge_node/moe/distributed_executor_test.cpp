@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/net/zmq_transport.h"
 #include "common/runtime/thread_pool.h"
 #include "edge_node/expert_service/expert_service.h"
@@ -50,8 +51,8 @@ struct Node {
       : config(model.config()),
         store(*model.checkpoint),
         pool(2),
-        computer(pool, ComputePrecision::kF32),
-        table(*HolderTable::build(placement, "a", model.config())),
+        computer(std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32)),
+        table(*HolderTable::build(placement, "a", model.config(), {"cpu"})),
         peers(context, PeerPoolOptions{}),
         log(model.config()) {
     for (int32_t l : model.moe_layers()) {
@@ -81,7 +82,7 @@ std::vector<float> reference(const testing::TinyModel& model, int64_t layer,
   ExpertStore all(*model.checkpoint);
   REQUIRE(all.load_all().is_ok());
   ThreadPool pool(1);
-  ExpertComputer computer(pool, ComputePrecision::kF32);
+  ExpertComputer computer(std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32));
   LocalMoeExecutor local(all, computer, model.config().n_experts);
   std::vector<float> out = h0;
   REQUIRE(local

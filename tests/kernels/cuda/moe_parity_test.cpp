@@ -1,5 +1,5 @@
 // CUDA parity of the MoE ops: the router (softmax / top-k / renormalise in
-// both orders, top-k 1 to 8, ties) against common/model/routing.cpp, and the
+// both orders, top-k 1 to 8, ties) against common/inference/routing.cpp, and the
 // grouped expert FFN (grouping, gate/up with SwiGLU, down, weighted combine)
 // against the scalar CPU kernels, through the GEMV (decode) and tensor-core
 // GEMM (prefill) paths, with experts nobody chose, experts absent from the
@@ -10,7 +10,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "common/model/routing.h"
+#include "common/inference/routing.h"
 #include "kernels/cuda/expert_ffn.cuh"
 #include "kernels/cuda/moe_combine.cuh"
 #include "kernels/cuda/moe_group.cuh"

@@ -13,7 +13,7 @@ Member member(const std::string& id, uint64_t budget, double speed = 1e9) {
   Member m;
   m.record.node_id = id;
   m.record.expert_endpoint = "tcp://" + id;
-  m.record.devices = {{"gpu0", budget, speed}};
+  m.record.devices = {{"gpu0", budget, speed, "cuda"}};
   m.state = NodeState::kUp;
   return m;
 }
@@ -141,6 +141,25 @@ TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's ex
   CHECK(moves[0].removed == 1);
   CHECK(moves[0].kept == 1);
   CHECK(moves[0].load_bytes == 1000);
+}
+
+}  // namespace dancemoe::scheduler::test
+
+namespace dancemoe::scheduler::test {
+
+TEST_CASE("planner: device compute costs are measured when every device is, else priors by kind") {
+  PlannerOptions options;
+  options.min_measured_pairs = 100;
+  std::vector<store::DeviceRecord> devices = {{"cuda:0", 1000, 1e9, "cuda", 0, 0},
+                                              {"cpu", 1000, 1e9, "cpu", 0, 0}};
+  CHECK(device_compute_costs(devices, options) == std::vector<double>{0.1, 1.0});
+  devices[0].add_compute(500, 500.0);  // 1 us per pair
+  // The CPU has no measurement yet: priors for both, one unit per node.
+  CHECK(device_compute_costs(devices, options) == std::vector<double>{0.1, 1.0});
+  devices[1].add_compute(400, 6000.0);  // 15 us per pair
+  const std::vector<double> measured = device_compute_costs(devices, options);
+  CHECK(measured[0] == doctest::Approx(1.0));
+  CHECK(measured[1] == doctest::Approx(15.0));
 }
 
 }  // namespace dancemoe::scheduler::test

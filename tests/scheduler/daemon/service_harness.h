@@ -108,7 +108,7 @@ class Harness {
     proto::Register reg;
     reg.node_id = node;
     reg.model_id = model_.model_id;
-    reg.devices = {{"gpu0", budget_bytes, load_bytes_per_s}};
+    reg.devices = {{"gpu0", budget_bytes, load_bytes_per_s, "cuda"}};
     reg.expert_endpoint = "tcp://" + node + ":5551";
     return reg;
   }

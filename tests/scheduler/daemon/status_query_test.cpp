@@ -50,8 +50,8 @@ TEST_CASE("status query: reads the state it is shown, before and after a placeme
   record.version = 3;
   record.policy = "optimal";
   record.state = "committed";
-  record.nodes = {{"a", "tcp://a:1", {{"cpu0", {{0, 1}, {2, 5}}}}},
-                  {"b", "tcp://b:1", {{"cpu0", {{0, 1}}}}}};
+  record.nodes = {{"a", "tcp://a:1", {{"cpu", {{0, 1}, {2, 5}}}}},
+                  {"b", "tcp://b:1", {{"cpu", {{0, 1}}}}}};
   f.committed = record;
   Result<nlohmann::ordered_json> placement = query.placement(std::nullopt);
   REQUIRE(placement.is_ok());
@@ -60,7 +60,7 @@ TEST_CASE("status query: reads the state it is shown, before and after a placeme
   CHECK((*placement)["layers"][0]["holders"][1] == nlohmann::json{"a", "b"});
   Result<nlohmann::ordered_json> layer2 = query.placement(2);
   REQUIRE(layer2.is_ok());
-  CHECK((*layer2)["nodes"]["a"]["devices"]["cpu0"].size() == 1);
+  CHECK((*layer2)["nodes"]["a"]["devices"]["cpu"].size() == 1);
   CHECK(query.placement(1).status().message().find("not a MoE layer") != std::string::npos);
   Result<nlohmann::ordered_json> migrations = query.migrations(5);
   REQUIRE(migrations.is_ok());

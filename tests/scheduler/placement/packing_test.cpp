@@ -28,6 +28,25 @@ TEST_CASE("placement packing: balances activation load across a node's devices")
   CHECK(r->method == "test");
 }
 
+TEST_CASE("placement packing: a fast device gets the hot experts, a slow one the cold ones") {
+  // A GPU (cost 0.1) and a CPU (cost 1) with 3 slots each: finishing
+  // soonest sends the three hottest experts to the GPU while it has room.
+  Problem p = testing::small_problem(1, 6, {{3, 3}}, {{9, 8, 7, 3, 2, 1}});
+  p.cluster.nodes[0].devices[0].compute_cost = 0.1;
+  p.cluster.nodes[0].devices[1].compute_cost = 1.0;
+  const Capacity cap = compute_capacity(p.cluster, p.model);
+  Result<Placement> r = pack_onto_devices(p, cap, {{0, 1, 2, 3, 4, 5}}, "test");
+  REQUIRE(r.is_ok());
+  CHECK(r->experts[0][0] == std::vector<ExpertIndex>{0, 1, 2});
+  CHECK(r->experts[0][1] == std::vector<ExpertIndex>{3, 4, 5});
+  // The slow device listed first: the same split, mirrored.
+  std::swap(p.cluster.nodes[0].devices[0].compute_cost, p.cluster.nodes[0].devices[1].compute_cost);
+  r = pack_onto_devices(p, cap, {{0, 1, 2, 3, 4, 5}}, "test");
+  REQUIRE(r.is_ok());
+  CHECK(r->experts[0][1] == std::vector<ExpertIndex>{0, 1, 2});
+  CHECK(r->experts[0][0] == std::vector<ExpertIndex>{3, 4, 5});
+}
+
 TEST_CASE("placement packing: respects unequal device sizes") {
   Problem p = testing::small_problem(1, 5, {{4, 1}}, {{5, 4, 3, 2, 1}});
   const Capacity cap = compute_capacity(p.cluster, p.model);

@@ -90,8 +90,9 @@ TEST_CASE("store: creates the schema, records its version, refuses a newer datab
   auto newer = Store::open(path);
   REQUIRE_FALSE(newer.is_ok());
   CHECK(newer.status().code() == StatusCode::kFailedPrecondition);
-  CHECK(newer.status().message().find("schema version 2 is newer than this dancemoe-scheduler "
-                                      "knows (1)") != std::string::npos);
+  CHECK(newer.status().message().find("schema version " + std::to_string(kSchemaVersion + 1) +
+                                      " is newer than this dancemoe-scheduler knows (" +
+                                      std::to_string(kSchemaVersion) + ")") != std::string::npos);
 
   const std::string junk = (dir.path() / "junk.db").string();
   {
@@ -228,7 +229,7 @@ TEST_CASE("store: nodes and their devices are saved and reloaded") {
   n.first_registered_ms = 1;
   n.last_registered_ms = 2;
   n.expert_endpoint = "tcp://a:5551";
-  n.devices = {{"gpu0", 1000, 2e9}, {"cpu", 500, 1e9}};
+  n.devices = {{"gpu0", 1000, 2e9, "cuda", 0, 0}, {"cpu", 500, 1e9, "cpu", 0, 0}};
   REQUIRE((*store)->save_node(n).is_ok());
   n.last_registered_ms = 3;
   n.devices.pop_back();
@@ -240,6 +241,45 @@ TEST_CASE("store: nodes and their devices are saved and reloaded") {
   CHECK((*nodes)[0].last_registered_ms == 3);
   REQUIRE((*nodes)[0].devices.size() == 1);
   CHECK((*nodes)[0].devices[0].load_bytes_per_s == 2e9);
+  CHECK((*nodes)[0].devices[0].kind == "cuda");
+  CHECK((*nodes)[0].devices[0].us_per_pair() == 0);  // never measured
+}
+
+TEST_CASE("store: each device's reported compute is kept with decay and survives a restart") {
+  testing::TempDir dir("store-compute");
+  const std::string path = (dir.path() / "s.db").string();
+  {
+    auto store = Store::open(path);
+    REQUIRE(store.is_ok());
+    NodeRecord n;
+    n.node_id = "a";
+    n.devices = {{"cpu:0", 1000, 1e9, "cpu", 0, 0}, {"cpu:1", 1000, 1e9, "cpu", 0, 0}};
+    REQUIRE((*store)->save_node(n).is_ok());
+    for (uint64_t seq = 1; seq <= 2; ++seq) {
+      ReportRecord r;
+      r.node_id = "a";
+      r.sequence = seq;
+      r.window_start_ms = static_cast<int64_t>(seq) * 1000;
+      r.window_end_ms = r.window_start_ms + 1000;
+      r.devices = {{"cpu:0", 100, 1000.0}, {"cpu:1", 100, 4000.0}};
+      REQUIRE((*store)->insert_report(r).is_ok());
+    }
+    // Re-registration keeps what was measured.
+    REQUIRE((*store)->save_node(n).is_ok());
+  }
+  auto store = Store::open(path);
+  REQUIRE(store.is_ok());
+  auto nodes = (*store)->load_nodes();
+  REQUIRE(nodes.is_ok());
+  REQUIRE((*nodes)[0].devices.size() == 2);
+  const DeviceRecord& fast = (*nodes)[0].devices[0];
+  const DeviceRecord& slow = (*nodes)[0].devices[1];
+  CHECK(fast.compute_pairs == doctest::Approx(100 * kDeviceComputeDecay + 100));
+  CHECK(fast.us_per_pair() == doctest::Approx(10.0));
+  CHECK(slow.us_per_pair() == doctest::Approx(40.0));
+  DeviceRecord in_memory = (*nodes)[0].devices[0];
+  in_memory.add_compute(100, 3000.0);
+  CHECK(in_memory.us_per_pair() > fast.us_per_pair());
 }
 
 }  // namespace dancemoe::store

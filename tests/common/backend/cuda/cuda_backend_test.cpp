@@ -7,9 +7,9 @@
 
 #include <random>
 
+#include "common/assembly/model_runtime.h"
 #include "common/backend/cpu/cpu_expert_engine.h"
-#include "common/model/local_model.h"
-#include "common/model/moe_executor.h"
+#include "common/inference/moe_executor.h"
 #include "kernels/cpu/numeric.h"
 #include "tests/kernels/cuda/cuda_test_support.h"
 #include "tests/support/model_fixtures.h"
@@ -26,53 +26,56 @@ SyntheticModelSpec small() {
   return s;
 }
 
-Result<std::unique_ptr<LocalModel>> open_with(
+Result<std::unique_ptr<ModelRuntime>> open_with(
     const std::filesystem::path& dir, backend::DeviceOptions devices,
     ComputePrecision precision = ComputePrecision::kBF16) {
-  LocalModelOptions options;
-  options.n_threads = 2;
+  RuntimeOptions options;
+  options.devices.n_threads = 2;
   options.precision = precision;
   options.devices = std::move(devices);
-  return LocalModel::open(dir, options);
+  return ModelRuntime::open(dir, options);
 }
 
-TEST_CASE("cuda backend: out of memory at load names the device, bytes wanted and bytes free") {
+TEST_CASE("cuda backend: too little memory names the device, bytes wanted and bytes free") {
   DMOE_REQUIRE_CUDA();
   TempDir dir("cuda-oom");
   write_model(small(), dir.path());
   backend::DeviceOptions devices;
-  devices.device = "cuda:0";
-  devices.budget_bytes = {1 << 20};
-  Result<std::unique_ptr<LocalModel>> m = open_with(dir.path(), devices);
+  devices.devices = *backend::parse_device_list("cuda:0");
+  devices.expert_memory["cuda:0"] = 1 << 20;
+  Result<std::unique_ptr<ModelRuntime>> m = open_with(dir.path(), devices);
   REQUIRE_FALSE(m.is_ok());
-  MESSAGE("OOM message: " << m.status().message());
+  MESSAGE("budget message: " << m.status().message());
   CHECK(m.status().code() == StatusCode::kResourceExhausted);
-  CHECK(m.status().message().find("cuda:0 (") != std::string::npos);
-  CHECK(m.status().message().find("wanted") != std::string::npos);
-  CHECK(m.status().message().find("free") != std::string::npos);
+  CHECK(m.status().message().find("--devices cuda:0") != std::string::npos);
   CHECK(m.status().message().find("1048576 bytes") != std::string::npos);
+
+  // A KV cache no GPU has room for: the dense part does not fit.
+  devices.expert_memory.clear();
+  devices.kv_cache_tokens = int64_t{1} << 32;
+  m = open_with(dir.path(), devices);
+  REQUIRE_FALSE(m.is_ok());
+  MESSAGE("dense message: " << m.status().message());
+  CHECK(m.status().code() == StatusCode::kResourceExhausted);
+  CHECK(m.status().message().find("cuda:0: the dense part does not fit") != std::string::npos);
+  CHECK(m.status().message().find("free") != std::string::npos);
 }
 
-TEST_CASE("cuda backend: a missing device, f32 precision and a stray dense device are refused") {
+TEST_CASE("cuda backend: a missing device and f32 precision are refused") {
   DMOE_REQUIRE_CUDA();
   TempDir dir("cuda-bad");
   write_model(small(), dir.path());
   backend::DeviceOptions devices;
-  devices.device = "cuda:63";
-  Result<std::unique_ptr<LocalModel>> m = open_with(dir.path(), devices);
+  devices.devices = *backend::parse_device_list("cuda:63");
+  Result<std::unique_ptr<ModelRuntime>> m = open_with(dir.path(), devices);
   REQUIRE_FALSE(m.is_ok());
   CHECK(m.status().code() == StatusCode::kUnavailable);
   CHECK(m.status().message().find("cuda:63") != std::string::npos);
 
-  devices.device = "cuda:0";
+  devices.devices = *backend::parse_device_list("cuda:0");
   m = open_with(dir.path(), devices, ComputePrecision::kF32);
   REQUIRE_FALSE(m.is_ok());
   CHECK(m.status().message().find("--precision bf16") != std::string::npos);
-
-  devices.dense_device = 5;
-  m = open_with(dir.path(), devices);
-  REQUIRE_FALSE(m.is_ok());
-  CHECK(m.status().message().find("--dense-device 5") != std::string::npos);
 }
 
 TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts run on the CPU") {
@@ -80,12 +83,12 @@ TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts r
   TempDir dir("cuda-engine");
   write_model(small(), dir.path());
   backend::DeviceOptions devices;
-  devices.device = "cuda:0";
-  Result<std::unique_ptr<LocalModel>> gpu = open_with(dir.path(), devices);
+  devices.devices = *backend::parse_device_list("cuda:0");
+  Result<std::unique_ptr<ModelRuntime>> gpu = open_with(dir.path(), devices);
   REQUIRE_MESSAGE(gpu.is_ok(), gpu.status().to_string());
-  LocalModel& m = **gpu;
+  ModelRuntime& m = **gpu;
   const ModelConfig& c = m.config();
-  backend::CpuExpertEngine cpu_engine(m.pool(), ComputePrecision::kBF16);
+  backend::CpuExpertEngine cpu_engine(m.forward_pool(), ComputePrecision::kBF16);
 
   std::mt19937 rng(77);
   // A host-only expert (same shape, its own weights): no device holds it.
@@ -99,7 +102,7 @@ TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts r
     for (int32_t e = 0; e < 6; ++e) {
       auto w = m.experts().get({1, e * 2});
       REQUIRE(w != nullptr);
-      ExpertJob job{w->gate, w->up, w->down, {}, {}};
+      ExpertJob job{w->gate, w->up, w->down, {}, {}, 0};
       for (int32_t t = 0; t < n_tokens; ++t) {
         if ((t + e) % 3 != 0) {
           job.tokens.push_back(t);
@@ -112,9 +115,10 @@ TEST_CASE("cuda expert engine: host jobs match the CPU engine, unknown experts r
                         {stray.data() + I * H, kernels::WeightType::kBF16, I, H},
                         {stray.data() + 2 * I * H, kernels::WeightType::kBF16, H, I},
                         {0},
-                        {0.5f}};
+                        {0.5f},
+                        0};
     jobs.push_back(host_only);
-    jobs.push_back(ExpertJob{jobs[0].gate, jobs[0].up, jobs[0].down, {}, {}});  // empty job
+    jobs.push_back(ExpertJob{jobs[0].gate, jobs[0].up, jobs[0].down, {}, {}, 0});  // empty job
     const std::vector<float> x = random_floats(rng, static_cast<size_t>(n_tokens * H), -2.0f, 2.0f);
     std::vector<float> want = random_floats(rng, static_cast<size_t>(n_tokens * H));
     std::vector<float> got = want;

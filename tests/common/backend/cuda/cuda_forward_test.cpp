@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "common/model/local_model.h"
+#include "common/assembly/model_runtime.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/cuda/cuda_test_support.h"
 #include "tests/support/model_fixtures.h"
@@ -21,17 +21,17 @@
 namespace dancemoe::testing {
 namespace {
 
-std::unique_ptr<LocalModel> open_on(const std::filesystem::path& dir, const std::string& device,
-                                    int64_t max_batch = 512, bool via_executor = false,
-                                    bool graphs = true) {
-  LocalModelOptions options;
-  options.n_threads = 0;
+std::unique_ptr<ModelRuntime> open_on(const std::filesystem::path& dir, const std::string& device,
+                                      int64_t max_batch = 512, bool via_executor = false,
+                                      bool graphs = true) {
+  RuntimeOptions options;
+  options.devices.n_threads = 0;
   options.precision = ComputePrecision::kBF16;
-  options.devices.device = device;
+  options.devices.devices = *backend::parse_device_list(device);
   options.devices.max_batch_tokens = max_batch;
   options.devices.experts_via_executor = via_executor;
   options.devices.cuda_graphs = graphs;
-  Result<std::unique_ptr<LocalModel>> model = LocalModel::open(dir, options);
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(dir, options);
   REQUIRE_MESSAGE(model.is_ok(), model.status().to_string());
   return std::move(*model);
 }
@@ -55,7 +55,7 @@ struct Trajectory {
   std::vector<int32_t> greedy;  // argmax of each step's input logits
 };
 
-Trajectory run(LocalModel& m, const std::vector<int32_t>& ids, int steps,
+Trajectory run(ModelRuntime& m, const std::vector<int32_t>& ids, int steps,
                const std::vector<int32_t>* forced) {
   Trajectory tr;
   Transformer& tf = m.transformer();
@@ -127,7 +127,7 @@ std::string describe(const Comparison& c) {
 
 // GPU against the CPU bf16 forward, and -- the noise floor of bf16 compute --
 // the CPU against itself at another SIMD level (other summation orders).
-void check_against_cpu(const std::string& name, LocalModel& cpu, LocalModel& gpu, int n_prompt,
+void check_against_cpu(const std::string& name, ModelRuntime& cpu, ModelRuntime& gpu, int n_prompt,
                        int steps) {
   const std::vector<int32_t> ids = prompt(n_prompt, cpu.config().vocab_size, 7);
   const Trajectory ref = run(cpu, ids, steps, nullptr);
@@ -192,7 +192,7 @@ TEST_CASE("cuda forward: medium preset matches the CPU within 2e-2 with equal gr
   }
   auto cpu = open_on(dir, "cpu");
   auto gpu = open_on(dir, "cuda:0");
-  MESSAGE("medium on " << gpu->backend_description());
+  MESSAGE("medium on " << gpu->description());
   check_against_cpu("qwen3_moe medium", *cpu, *gpu, 16, 32);
 }
 
@@ -266,7 +266,7 @@ TEST_CASE("cuda forward: MoE layers through the executor match the on-device exp
   write_model(spec("qwen3_moe", "small"), dir.path());
   auto device = open_on(dir.path(), "cuda:0");
   auto via_host = open_on(dir.path(), "cuda:0", 512, /*via_executor=*/true);
-  CHECK(device->backend_description() != "");
+  CHECK(device->description() != "");
   int observed = 0;
   via_host->transformer().set_routing_observer(
       [&](int64_t, const RoutingDecision&) { ++observed; });

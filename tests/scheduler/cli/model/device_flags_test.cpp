@@ -1,6 +1,7 @@
-// The device flags of the model-loading commands (--device, --device-budget,
-// --dense-device, --max-batch-tokens): parsed by CLI11 as the commands do,
-// then turned into backend::DeviceOptions.
+// The device flags of the model-loading commands (--devices,
+// --device-memory, --threads, --max-batch-tokens): parsed by CLI11 as the
+// commands do, then turned into backend::DeviceOptions -- the node's flags
+// by the same names.
 #include "scheduler/cli/model/device_flags.h"
 
 #include <doctest/doctest.h>
@@ -21,24 +22,25 @@ DeviceFlags parse(std::vector<std::string> args) {
   return flags;
 }
 
-TEST_CASE("device flags: the defaults run on the CPU") {
+TEST_CASE("device flags: the defaults run on the whole CPU") {
   Result<backend::DeviceOptions> options = device_options(parse({}));
   REQUIRE(options.is_ok());
-  CHECK(options->device == "cpu");
-  CHECK(options->budget_bytes.empty());
-  CHECK_FALSE(options->dense_device.has_value());
+  CHECK(options->text() == "cpu");
+  CHECK(options->expert_memory.empty());
+  CHECK(options->n_threads == 0);
   CHECK(options->max_batch_tokens == 512);
 }
 
-TEST_CASE("device flags: GPUs, budgets, dense device and batch size become device options") {
-  Result<backend::DeviceOptions> options =
-      device_options(parse({"--device", "cuda:1,0", "--device-budget", "20G,512M", "--dense-device",
-                            "0", "--max-batch-tokens", "64"}));
+TEST_CASE("device flags: devices, per-device memory, threads and batch size become options") {
+  Result<backend::DeviceOptions> options = device_options(
+      parse({"--devices", "cuda:1,cpu", "--device-memory", "cuda:1=20G", "--device-memory",
+             "cpu=512M", "--threads", "3", "--max-batch-tokens", "64"}));
   REQUIRE(options.is_ok());
-  CHECK(options->device == "cuda:1,0");
-  CHECK(options->budget_bytes == std::vector<uint64_t>{20ull << 30, 512ull << 20});
-  REQUIRE(options->dense_device.has_value());
-  CHECK(*options->dense_device == 0);
+  CHECK(options->text() == "cuda:1,cpu");
+  CHECK(options->first_cuda() == 0);
+  CHECK(options->expert_memory.at("cuda:1") == 20ull << 30);
+  CHECK(options->expert_memory.at("cpu") == 512ull << 20);
+  CHECK(options->n_threads == 3);
   CHECK(options->max_batch_tokens == 64);
 }
 
@@ -48,11 +50,14 @@ TEST_CASE("device flags: malformed values are refused naming the flag and the va
     std::string want;
   };
   const std::vector<Case> cases = {
-      {{"--device", "gpu0"}, "--device 'gpu0'"},
-      {{"--device", "cuda:0,0"}, "listed twice"},
-      {{"--device-budget", "20Q"}, "--device-budget"},
-      {{"--device-budget", "20G,"}, "--device-budget: expected a byte size"},
-      {{"--dense-device", "-3"}, "--dense-device -3"},
+      {{"--devices", "gpu0"}, "--devices 'gpu0'"},
+      {{"--devices", "cuda:0,cuda:0"}, "listed twice"},
+      {{"--devices", "cpu,cpu:1"}, "overlap"},
+      {{"--device-memory", "cpu=20Q"}, "--device-memory cpu"},
+      {{"--device-memory", "20G"}, "expected DEVICE=BYTES"},
+      {{"--device-memory", "cuda:0=1G"}, "cuda:0 is not among --devices cpu"},
+      {{"--device-memory", "cpu=1G", "--device-memory", "cpu=2G"}, "given twice"},
+      {{"--threads", "-1"}, "--threads -1"},
       {{"--max-batch-tokens", "0"}, "--max-batch-tokens 0"},
   };
   for (const Case& c : cases) {

@@ -1,6 +1,7 @@
-#include "common/model/expert_store.h"
+#include "common/inference/expert_store.h"
 
 #include <cstring>
+#include <utility>
 
 namespace dancemoe {
 namespace {
@@ -10,11 +11,31 @@ uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-ExpertStore::ExpertStore(const Checkpoint& checkpoint)
+ExpertStore::ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes)
     : checkpoint_(checkpoint),
       n_layers_(checkpoint.config().n_layers),
       n_experts_(checkpoint.config().n_experts),
-      slots_(static_cast<size_t>(n_layers_ * n_experts_)) {}
+      slots_(static_cast<size_t>(n_layers_ * n_experts_)) {
+  if (numa_nodes.empty()) numa_nodes.push_back(-1);
+  for (int node : numa_nodes) {
+    arenas_.push_back(std::make_unique<ExpertArena>(size_t{64} << 20, node));
+  }
+}
+
+void assign_expert(const ExpertWeights& weights, ExpertJob* job) {
+  job->gate = weights.gate;
+  job->up = weights.up;
+  job->down = weights.down;
+  job->device = weights.device;
+}
+
+Status ExpertStore::check_device(int32_t device) const {
+  if (device < 0 || device >= n_devices()) {
+    return invalid_argument("device index " + std::to_string(device) + " is out of range [0, " +
+                            std::to_string(n_devices()) + ")");
+  }
+  return Status::ok();
+}
 
 size_t ExpertStore::slot(ExpertRef key) const {
   return static_cast<size_t>(key.layer * n_experts_ + key.expert);
@@ -37,15 +58,17 @@ Status ExpertStore::check_key(ExpertRef key) const {
 }
 
 template <typename Fill>
-Status ExpertStore::make_resident(ExpertRef key, Fill&& fill) {
+Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   const TensorLocation& gate = checkpoint_.tensor(TensorRole::kExpertGate, key.layer, key.expert);
   const TensorLocation& up = checkpoint_.tensor(TensorRole::kExpertUp, key.layer, key.expert);
   const TensorLocation& down = checkpoint_.tensor(TensorRole::kExpertDown, key.layer, key.expert);
   auto expert = std::make_shared<ExpertWeights>();
   expert->key = key;
+  expert->device = device;
   const uint64_t up_offset = align_up(gate.n_bytes);
   const uint64_t down_offset = up_offset + align_up(up.n_bytes);
-  DMOE_ASSIGN_OR_RETURN(expert->storage, arena_.allocate(down_offset + down.n_bytes));
+  DMOE_ASSIGN_OR_RETURN(expert->storage,
+                        arenas_[static_cast<size_t>(device)]->allocate(down_offset + down.n_bytes));
   auto* base = static_cast<uint8_t*>(expert->storage.data());
   DMOE_RETURN_IF_ERROR(fill(gate, base));
   DMOE_RETURN_IF_ERROR(fill(up, base + up_offset));
@@ -58,33 +81,43 @@ Status ExpertStore::make_resident(ExpertRef key, Fill&& fill) {
   expert->down = view(down, base + down_offset);
   expert->n_bytes = gate.n_bytes + up.n_bytes + down.n_bytes;
 
+  std::shared_ptr<const ExpertWeights> replaced;  // freed outside the lock
   std::lock_guard<std::mutex> lock(mutex_);
   auto& entry = slots_[slot(key)];
-  if (entry == nullptr) {  // another thread may have loaded it meanwhile
-    resident_bytes_ += expert->n_bytes;
-    entry = std::move(expert);
-  }
+  // Another thread may have loaded it meanwhile; a copy on another device is
+  // what a move replaces.
+  if (entry != nullptr && entry->device == device) return Status::ok();
+  if (entry != nullptr) resident_bytes_ -= entry->n_bytes;
+  resident_bytes_ += expert->n_bytes;
+  replaced = std::exchange(entry, std::move(expert));
   return Status::ok();
 }
 
-Status ExpertStore::load(ExpertRef key) {
+Status ExpertStore::load(ExpertRef key, int32_t device) {
   DMOE_RETURN_IF_ERROR(check_key(key));
-  if (is_resident(key)) return Status::ok();
-  return make_resident(
-      key, [&](const TensorLocation& t, uint8_t* dst) { return checkpoint_.read_tensor(t, dst); });
+  DMOE_RETURN_IF_ERROR(check_device(device));
+  if (std::shared_ptr<const ExpertWeights> w = get(key); w && w->device == device) {
+    return Status::ok();
+  }
+  return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
+    return checkpoint_.read_tensor(t, dst);
+  });
 }
 
-Status ExpertStore::install(ExpertRef key, std::span<const uint8_t> bytes) {
+Status ExpertStore::install(ExpertRef key, std::span<const uint8_t> bytes, int32_t device) {
   DMOE_RETURN_IF_ERROR(check_key(key));
+  DMOE_RETURN_IF_ERROR(check_device(device));
   if (bytes.size() != expert_bytes(key)) {
     return invalid_argument("expert " + std::to_string(key.expert) + " of layer " +
                             std::to_string(key.layer) + " has " +
                             std::to_string(expert_bytes(key)) + " weight bytes, got " +
                             std::to_string(bytes.size()));
   }
-  if (is_resident(key)) return Status::ok();
+  if (std::shared_ptr<const ExpertWeights> w = get(key); w && w->device == device) {
+    return Status::ok();
+  }
   size_t at = 0;
-  return make_resident(key, [&](const TensorLocation& t, uint8_t* dst) {
+  return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
     std::memcpy(dst, bytes.data() + at, t.n_bytes);
     at += t.n_bytes;
     return Status::ok();
@@ -92,15 +125,25 @@ Status ExpertStore::install(ExpertRef key, std::span<const uint8_t> bytes) {
 }
 
 Status ExpertStore::load_many(const std::vector<ExpertRef>& keys, const LoadProgress& progress) {
+  return load_many(keys, std::vector<int32_t>(keys.size(), 0), progress);
+}
+
+Status ExpertStore::load_many(const std::vector<ExpertRef>& keys,
+                              const std::vector<int32_t>& devices, const LoadProgress& progress) {
+  if (devices.size() != keys.size()) {
+    return invalid_argument("load_many: " + std::to_string(devices.size()) + " devices for " +
+                            std::to_string(keys.size()) + " experts");
+  }
   uint64_t total = 0;
-  for (ExpertRef key : keys) {
-    DMOE_RETURN_IF_ERROR(check_key(key));
-    total += expert_bytes(key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    DMOE_RETURN_IF_ERROR(check_key(keys[i]));
+    DMOE_RETURN_IF_ERROR(check_device(devices[i]));
+    total += expert_bytes(keys[i]);
   }
   uint64_t done = 0;
-  for (ExpertRef key : keys) {
-    DMOE_RETURN_IF_ERROR(load(key));
-    done += expert_bytes(key);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    DMOE_RETURN_IF_ERROR(load(keys[i], devices[i]));
+    done += expert_bytes(keys[i]);
     if (progress) progress(done, total);
   }
   return Status::ok();
@@ -149,6 +192,33 @@ int64_t ExpertStore::n_resident() const {
   int64_t n = 0;
   for (const auto& e : slots_) n += e ? 1 : 0;
   return n;
+}
+
+std::vector<uint64_t> ExpertStore::resident_bytes_by_device() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<uint64_t> bytes(arenas_.size(), 0);
+  for (const auto& e : slots_) {
+    if (e) bytes[static_cast<size_t>(e->device)] += e->n_bytes;
+  }
+  return bytes;
+}
+
+std::vector<int64_t> ExpertStore::n_resident_by_device() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> n(arenas_.size(), 0);
+  for (const auto& e : slots_) {
+    if (e) ++n[static_cast<size_t>(e->device)];
+  }
+  return n;
+}
+
+std::vector<int32_t> ExpertStore::resident_devices() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int32_t> devices;
+  for (const auto& e : slots_) {
+    if (e) devices.push_back(e->device);
+  }
+  return devices;
 }
 
 std::vector<ExpertRef> ExpertStore::resident_keys() const {

@@ -1,4 +1,4 @@
-#include "common/model/expert_store.h"
+#include "common/inference/expert_store.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "common/model/moe_executor.h"
+#include "common/inference/moe_executor.h"
 
 namespace dancemoe {
 
@@ -41,9 +41,7 @@ Status LocalMoeExecutor::run_layer(int64_t layer, const float* x, int64_t n_toke
     }
     if (jobs_.size() <= n_jobs) jobs_.emplace_back();
     ExpertJob& job = jobs_[n_jobs++];
-    job.gate = weights->gate;
-    job.up = weights->up;
-    job.down = weights->down;
+    assign_expert(*weights, &job);
     job.tokens.swap(source.tokens);
     job.weights.swap(source.weights);
     pinned_.push_back(std::move(weights));

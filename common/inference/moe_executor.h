@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "common/base/status.h"
-#include "common/model/expert_compute.h"
-#include "common/model/expert_store.h"
-#include "common/model/routing.h"
+#include "common/inference/expert_compute.h"
+#include "common/inference/expert_store.h"
+#include "common/inference/routing.h"
 
 namespace dancemoe {
 

@@ -18,9 +18,6 @@
 
 namespace dancemoe {
 
-// Called as bytes are read: (bytes done, bytes total).
-using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
-
 struct AttentionWeights {
   kernels::WeightView q, k, v, o;
   const float* q_bias = nullptr;  // [q_dim] or null

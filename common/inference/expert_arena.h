@@ -9,6 +9,12 @@
 // class for the next expert loaded (migration loads and evicts under
 // traffic); the newest slab of a class is unmapped when it empties. Thread-safe; slots
 // keep the arena's state alive, so they may outlive the ExpertArena object.
+//
+// An arena may be bound to a NUMA node (a cpu:N device on a multi-socket
+// machine): every slab's pages then come from that node (mbind before first
+// touch), so the device's threads read their experts from local memory. A
+// kernel that refuses the binding leaves the slab unbound (the default
+// first-touch policy), which is slower but correct.
 #pragma once
 
 #include <cstddef>
@@ -50,7 +56,7 @@ class ExpertArena {
   };
 
   // Slabs hold about this many bytes (at least one slot).
-  explicit ExpertArena(size_t slab_bytes = size_t{64} << 20);
+  explicit ExpertArena(size_t slab_bytes = size_t{64} << 20, int numa_node = -1);
 
   // resource_exhausted when no memory can be had.
   Result<Slot> allocate(size_t n_bytes);

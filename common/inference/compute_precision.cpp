@@ -1,4 +1,4 @@
-#include "common/model/compute_precision.h"
+#include "common/inference/compute_precision.h"
 
 namespace dancemoe {
 

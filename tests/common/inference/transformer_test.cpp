@@ -1,4 +1,4 @@
-#include "common/model/transformer.h"
+#include "common/inference/transformer.h"
 
 #include <doctest/doctest.h>
 
@@ -100,10 +100,10 @@ TEST_CASE("transformer: results do not depend on the thread count") {
 TEST_CASE("transformer: a missing expert, a full context and a bad token are clear errors") {
   testing::TempDir dir("errors");
   testing::write_model(tiny("qwen3_moe"), dir.path());
-  LocalModelOptions options;
+  RuntimeOptions options;
   options.precision = ComputePrecision::kF32;
   options.experts = std::vector<ExpertRef>{{0, 0}, {0, 1}};  // almost nothing resident
-  auto partial = LocalModel::open(dir.path(), options);
+  auto partial = ModelRuntime::open(dir.path(), options);
   REQUIRE(partial.is_ok());
   Transformer& tf = (*partial)->transformer();
   auto cache = tf.new_cache(8);
@@ -138,11 +138,11 @@ TEST_CASE("transformer: a node with only the experts it needs still computes the
   std::vector<float> expected;
   REQUIRE(full->transformer().forward(ids, *cache, LogitsMode::kAll, &expected).is_ok());
 
-  LocalModelOptions options;
+  RuntimeOptions options;
   options.precision = ComputePrecision::kF32;
   options.experts = std::vector<ExpertRef>{};
   for (const auto& [key, _] : used) options.experts->push_back({key.first, key.second});
-  auto subset = LocalModel::open(dir.path(), options);
+  auto subset = ModelRuntime::open(dir.path(), options);
   REQUIRE(subset.is_ok());
   CHECK((*subset)->experts().n_resident() < full->experts().n_resident());
   auto cache2 = (*subset)->transformer().new_cache(8);

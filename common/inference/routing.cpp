@@ -1,4 +1,4 @@
-#include "common/model/routing.h"
+#include "common/inference/routing.h"
 
 #include <algorithm>
 #include <cmath>

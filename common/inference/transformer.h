@@ -11,10 +11,9 @@
 // Prefill runs the prompt tokens as one batch (split into batches of the
 // engine's max_batch_tokens() when longer); decode runs one token against
 // the KV cache. This class is the model's control flow; the compute of each
-// stage is a backend's ForwardEngine (common/backend/forward_engine.h): the
-// CPU kernels and thread pool (the first constructor), or a GPU engine from
-// the backend registry. The routing decision is made in the forward pass
-// and computing the chosen experts is the MoeExecutor's business.
+// stage is a backend's ForwardEngine (common/inference/forward_engine.h): the
+// CPU kernels and a thread pool, or a GPU engine from the backend registry. The routing decision is
+// made in the forward pass and computing the chosen experts is the MoeExecutor's business.
 //
 // Not thread-safe: one Transformer runs one forward at a time. The weights,
 // executor, computer and pool must outlive it.
@@ -27,16 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "common/backend/forward_engine.h"
 #include "common/base/status.h"
-#include "common/model/activations.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_compute.h"
-#include "common/model/kv_cache.h"
+#include "common/inference/compute_precision.h"
+#include "common/inference/forward_engine.h"
+#include "common/inference/kv_cache.h"
+#include "common/inference/moe_executor.h"
+#include "common/inference/routing.h"
 #include "common/model/model_config.h"
-#include "common/model/moe_executor.h"
-#include "common/model/routing.h"
-#include "common/runtime/thread_pool.h"
 
 namespace dancemoe {
 
@@ -44,18 +40,16 @@ enum class LogitsMode { kNone, kLast, kAll };
 
 class Transformer {
  public:
-  // The CPU forward (common/backend/cpu/cpu_forward.h).
-  Transformer(const ModelConfig& config, const DenseWeights& weights, MoeExecutor& moe,
-              ExpertComputer& computer, ThreadPool& pool);
-  // Any backend's forward; `computer` gives the precision.
-  Transformer(const ModelConfig& config, std::unique_ptr<backend::ForwardEngine> engine,
-              MoeExecutor& moe, ExpertComputer& computer);
+  // A backend's forward (common/backend: cpu/cpu_forward.h, or a GPU's from
+  // the registry), computing with `precision`.
+  Transformer(const ModelConfig& config, std::unique_ptr<ForwardEngine> engine, MoeExecutor& moe,
+              ComputePrecision precision);
   ~Transformer();
 
   const ModelConfig& config() const { return config_; }
-  ComputePrecision precision() const { return computer_.precision(); }
+  ComputePrecision precision() const { return precision_; }
   // Where the forward runs, for logs: "cpu (avx512, 16 threads)", "cuda:0 (...)".
-  std::string backend_description() const { return engine_->describe(); }
+  std::string description() const { return engine_->describe(); }
 
   // Runs `tokens` at positions cache.n_past() ... and advances the cache.
   // *logits becomes [n, vocab] with n = 0, 1 (last token) or tokens.size().
@@ -73,9 +67,9 @@ class Transformer {
                    int64_t n_rows, float* logits);
 
   const ModelConfig& config_;
-  std::unique_ptr<backend::ForwardEngine> engine_;
+  std::unique_ptr<ForwardEngine> engine_;
   MoeExecutor& moe_;
-  ExpertComputer& computer_;
+  ComputePrecision precision_;
   RoutingObserver observer_;
 };
 

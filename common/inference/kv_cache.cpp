@@ -1,4 +1,4 @@
-#include "common/model/kv_cache.h"
+#include "common/inference/kv_cache.h"
 
 namespace dancemoe {
 

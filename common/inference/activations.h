@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/model/compute_precision.h"
+#include "common/inference/compute_precision.h"
 #include "kernels/kernels.h"
 
 namespace dancemoe {

@@ -1,4 +1,4 @@
-#include "common/model/expert_arena.h"
+#include "common/inference/expert_arena.h"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // ForwardEngine: the compute of the forward pass on one backend (the CPU
 // kernels with a thread pool, or a CUDA device). The backend seam of the
-// model: Transformer (common/model/transformer.h) owns the control flow --
+// model: Transformer (common/inference/transformer.h) owns the control flow --
 // batches, layers in order, dense vs MoE layers, which logits are wanted,
 // the routing observer -- and calls an engine for each stage, so model code
 // never names a device. Engines are made by the registry
@@ -33,11 +33,11 @@
 #include <string>
 
 #include "common/base/status.h"
-#include "common/model/kv_cache.h"
-#include "common/model/moe_executor.h"
-#include "common/model/routing.h"
+#include "common/inference/kv_cache.h"
+#include "common/inference/moe_executor.h"
+#include "common/inference/routing.h"
 
-namespace dancemoe::backend {
+namespace dancemoe {
 
 class ForwardEngine {
  public:
@@ -57,4 +57,4 @@ class ForwardEngine {
   virtual Status finish(int64_t first_row, int64_t n_rows, float* logits) = 0;
 };
 
-}  // namespace dancemoe::backend
+}  // namespace dancemoe

@@ -1,4 +1,4 @@
-// ExpertEngine: where an ExpertComputer (common/model/expert_compute.h)
+// ExpertEngine: where an ExpertComputer (common/inference/expert_compute.h)
 // runs its experts -- the CPU kernels on a thread pool, or a GPU. This is
 // the backend seam for expert compute: the executors, the expert service
 // and the forward pass see only ExpertComputer and its host-memory
@@ -18,10 +18,10 @@
 #include <span>
 #include <string>
 
-#include "common/model/compute_precision.h"
-#include "common/model/expert_job.h"
+#include "common/inference/compute_precision.h"
+#include "common/inference/expert_job.h"
 
-namespace dancemoe::backend {
+namespace dancemoe {
 
 class ExpertEngine {
  public:
@@ -31,9 +31,14 @@ class ExpertEngine {
   // For logs: "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", ...
   virtual std::string describe() const = 0;
 
+  // True when begin() only enqueues the work (a GPU); false when begin()
+  // computes everything itself (the CPU), so an ExpertComputer with several
+  // devices runs it on a thread of its own to overlap the devices.
+  virtual bool asynchronous() const { return false; }
+
   virtual void begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,
                      int64_t hidden, float* out) = 0;
   virtual void finish() = 0;
 };
 
-}  // namespace dancemoe::backend
+}  // namespace dancemoe

@@ -1,7 +1,13 @@
 // ExpertStore: the resident set of a node's experts. The expert -- the
 // weights of one (layer, expert) pair: gate, up and down projections -- is
 // the unit of storage, placement and migration. Each resident expert owns
-// one aligned HostBuffer holding its three matrices in their on-disk dtype.
+// one aligned slot of host memory holding its three matrices in their
+// on-disk dtype, and is held by one device of the process (an index into
+// the runtime's device list, common/backend/device_options.h): the device
+// whose engine computes it. Every device has its own arena, so a cpu:N
+// device on a NUMA machine keeps its experts in its node's memory; a GPU
+// device's experts keep their host copy here too (the backend copies them
+// to the GPU), which also serves weight transfers to peers.
 //
 // Thread-safety: all methods may be called concurrently. get() hands out a
 // shared_ptr, so an expert evicted while a forward pass still uses it stays
@@ -17,9 +23,10 @@
 #include <vector>
 
 #include "common/base/status.h"
+#include "common/inference/dense_weights.h"
+#include "common/inference/expert_arena.h"
+#include "common/inference/expert_job.h"
 #include "common/model/checkpoint.h"
-#include "common/model/dense_weights.h"
-#include "common/model/expert_arena.h"
 #include "common/model/expert_ref.h"
 #include "kernels/kernels.h"
 
@@ -27,6 +34,7 @@ namespace dancemoe {
 
 struct ExpertWeights {
   ExpertRef key;
+  int32_t device = 0;  // index of the device that holds it
   ExpertArena::Slot storage;
   kernels::WeightView gate;  // [moe_intermediate, hidden]
   kernels::WeightView up;    // [moe_intermediate, hidden]
@@ -36,20 +44,30 @@ struct ExpertWeights {
 
 class ExpertStore {
  public:
-  // The checkpoint must outlive the store.
-  explicit ExpertStore(const Checkpoint& checkpoint);
+  // The checkpoint must outlive the store. numa_nodes[d] is the NUMA node
+  // device d's experts are bound to (-1: none); one entry per device.
+  explicit ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes = {-1});
 
-  // Reads the expert from the checkpoint unless it is already resident.
-  // invalid_argument for a layer without experts or an index out of range.
-  Status load(ExpertRef key);
+  int32_t n_devices() const { return static_cast<int32_t>(arenas_.size()); }
+
+  // Reads the expert from the checkpoint onto `device` unless it is already
+  // resident there; one resident on another device moves (a fresh copy on
+  // the new device replaces it; users of the old copy keep it until they
+  // drop it). invalid_argument for a layer without experts, an index or a
+  // device out of range.
+  Status load(ExpertRef key, int32_t device = 0);
   // Installs an expert from its weight bytes in the checkpoint's layout --
   // gate, up and down back to back, each in its on-disk dtype -- e.g. weights
   // fetched from a peer during a migration. invalid_argument when the byte
-  // count is not the expert's size; a no-op when it is already resident.
-  Status install(ExpertRef key, std::span<const uint8_t> bytes);
-  // Loads a list of experts, reporting progress in bytes.
+  // count is not the expert's size; a no-op when it is already resident on
+  // `device`.
+  Status install(ExpertRef key, std::span<const uint8_t> bytes, int32_t device = 0);
+  // Loads a list of experts onto device 0, or onto devices[i] each (same
+  // length as keys), reporting progress in bytes.
   Status load_many(const std::vector<ExpertRef>& keys, const LoadProgress& progress = {});
-  // Loads every expert of every MoE layer.
+  Status load_many(const std::vector<ExpertRef>& keys, const std::vector<int32_t>& devices,
+                   const LoadProgress& progress = {});
+  // Loads every expert of every MoE layer onto device 0.
   Status load_all(const LoadProgress& progress = {});
   // Drops the store's reference; returns false when it was not resident.
   bool evict(ExpertRef key);
@@ -63,6 +81,11 @@ class ExpertStore {
   uint64_t resident_bytes() const;
   int64_t n_resident() const;
   std::vector<ExpertRef> resident_keys() const;
+  // Per device: bytes and number of the experts it holds. [n_devices]
+  std::vector<uint64_t> resident_bytes_by_device() const;
+  std::vector<int64_t> n_resident_by_device() const;
+  // The device of every resident expert, parallel to resident_keys().
+  std::vector<int32_t> resident_devices() const;
 
   Status check_key(ExpertRef key) const;
 
@@ -71,15 +94,20 @@ class ExpertStore {
   // Allocates the expert's storage, lets `fill` write the three tensors at
   // their offsets, and makes it resident.
   template <typename Fill>
-  Status make_resident(ExpertRef key, Fill&& fill);
+  Status make_resident(ExpertRef key, int32_t device, Fill&& fill);
+  Status check_device(int32_t device) const;
 
   const Checkpoint& checkpoint_;
-  ExpertArena arena_;
+  std::vector<std::unique_ptr<ExpertArena>> arenas_;  // [device]
   int64_t n_layers_;
   int64_t n_experts_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<const ExpertWeights>> slots_;  // [layer * n_experts + expert]
   uint64_t resident_bytes_ = 0;
 };
+
+// Points a job at a resident expert's weights and device (its tokens and
+// gate weights are the caller's).
+void assign_expert(const ExpertWeights& weights, ExpertJob* job);
 
 }  // namespace dancemoe

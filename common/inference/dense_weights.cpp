@@ -1,4 +1,4 @@
-#include "common/model/dense_weights.h"
+#include "common/inference/dense_weights.h"
 
 #include <cstring>
 

@@ -1,19 +1,12 @@
-#include "common/model/transformer.h"
+#include "common/inference/transformer.h"
 
 #include <algorithm>
 
-#include "common/backend/cpu/cpu_forward.h"
-
 namespace dancemoe {
 
-Transformer::Transformer(const ModelConfig& config, const DenseWeights& weights, MoeExecutor& moe,
-                         ExpertComputer& computer, ThreadPool& pool)
-    : Transformer(config, std::make_unique<backend::CpuForward>(config, weights, computer, pool),
-                  moe, computer) {}
-
-Transformer::Transformer(const ModelConfig& config, std::unique_ptr<backend::ForwardEngine> engine,
-                         MoeExecutor& moe, ExpertComputer& computer)
-    : config_(config), engine_(std::move(engine)), moe_(moe), computer_(computer) {}
+Transformer::Transformer(const ModelConfig& config, std::unique_ptr<ForwardEngine> engine,
+                         MoeExecutor& moe, ComputePrecision precision)
+    : config_(config), engine_(std::move(engine)), moe_(moe), precision_(precision) {}
 
 Transformer::~Transformer() = default;
 

@@ -1,0 +1,383 @@
+#include "common/assembly/model_runtime.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "common/assembly/device_budgets.h"
+#include "common/backend/backend_registry.h"
+#include "common/backend/cpu/cpu_expert_engine.h"
+#include "common/backend/cpu/cpu_forward.h"
+#include "common/backend/cpu/cpu_topology.h"
+#include "common/base/byte_size.h"
+
+namespace dancemoe {
+namespace {
+
+// Scratch the CPU forward needs beside weights and KV cache.
+constexpr uint64_t kCpuWorkspaceBytes = 256ull << 20;
+
+// An engine together with the thread pool it computes (or falls back) on:
+// the engines of new_expert_computer() own their pools.
+class PooledEngine final : public ExpertEngine {
+ public:
+  PooledEngine(std::unique_ptr<ThreadPool> pool, std::unique_ptr<ExpertEngine> engine)
+      : pool_(std::move(pool)), engine_(std::move(engine)) {}
+  ComputePrecision precision() const override { return engine_->precision(); }
+  std::string describe() const override { return engine_->describe(); }
+  bool asynchronous() const override { return engine_->asynchronous(); }
+  void begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens, int64_t hidden,
+             float* out) override {
+    engine_->begin(jobs, x, n_tokens, hidden, out);
+  }
+  void finish() override { engine_->finish(); }
+
+ private:
+  std::unique_ptr<ThreadPool> pool_;  // declared first: destroyed after the engine
+  std::unique_ptr<ExpertEngine> engine_;
+};
+
+std::string cpu_label(const backend::CpuSlice& slice) {
+  if (slice.cpus.empty()) return slice.name + " (" + std::to_string(slice.n_threads) + " threads)";
+  std::string cores;
+  for (int c : slice.cpus) cores += (cores.empty() ? "" : ",") + std::to_string(c);
+  std::string label = slice.name + " (cores " + cores;
+  if (slice.numa_node >= 0) label += ", NUMA node " + std::to_string(slice.numa_node);
+  return label + ")";
+}
+
+}  // namespace
+
+// The GPU backend's engines, when the device list has GPUs.
+struct ModelRuntime::Gpus {
+  backend::DeviceModel model;
+  std::unique_ptr<ThreadPool> fallback_pool;  // CPU work of the GPU engines
+};
+
+int default_thread_count() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+ModelRuntime::~ModelRuntime() = default;
+
+Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(const std::filesystem::path& model_dir,
+                                                         const RuntimeOptions& options) {
+  DMOE_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(model_dir));
+  return open(std::move(checkpoint), options);
+}
+
+Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(std::unique_ptr<Checkpoint> checkpoint,
+                                                         const RuntimeOptions& options) {
+  std::unique_ptr<ModelRuntime> rt(new ModelRuntime());
+  rt->checkpoint_ = std::move(checkpoint);
+  rt->device_options_ = options.devices;
+  rt->precision_ = options.precision;
+  DMOE_RETURN_IF_ERROR(rt->resolve_devices(options));
+  DMOE_RETURN_IF_ERROR(rt->plan_budgets(options));
+  std::vector<ExpertRef> keys;
+  std::vector<int32_t> devices;
+  DMOE_RETURN_IF_ERROR(rt->choose_initial_experts(options, &keys, &devices));
+  DMOE_RETURN_IF_ERROR(rt->load_weights(options, keys, devices));
+  DMOE_RETURN_IF_ERROR(rt->build_compute(options, keys, devices));
+  return rt;
+}
+
+int ModelRuntime::device_index(const std::string& name) const {
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (devices_[d].name == name) return static_cast<int>(d);
+  }
+  return -1;
+}
+
+// Step 1: every device of the list exists; CPU devices get their cores.
+Status ModelRuntime::resolve_devices(const RuntimeOptions& options) {
+  const backend::DeviceOptions& list = options.devices;
+  if (list.devices.empty()) return invalid_argument("--devices lists no device");
+  if (list.first_cuda() >= 0 && options.precision != ComputePrecision::kBF16) {
+    return invalid_argument("--devices " + list.text() +
+                            ": GPUs compute with bf16 activations; use --precision bf16 (f32 is "
+                            "the CPU reference mode)");
+  }
+  const backend::CpuTopology topology = backend::CpuTopology::read();
+  DMOE_ASSIGN_OR_RETURN(std::vector<backend::CpuSlice> slices,
+                        backend::resolve_cpu_devices(list.devices, topology, list.n_threads));
+  size_t next_slice = 0;
+  int next_gpu = 0;
+  for (const backend::DeviceName& name : list.devices) {
+    RuntimeDevice d;
+    d.name = name.text();
+    d.kind = name.kind;
+    if (name.is_cpu()) {
+      const backend::CpuSlice& slice = slices[next_slice++];
+      d.cpus = slice.cpus;
+      d.n_threads = slice.n_threads;
+      d.numa_node = slice.numa_node;
+      d.total_bytes = slice.total_bytes;
+      d.available_bytes = slice.available_bytes;
+      d.label = cpu_label(slice);
+    } else {
+      Result<backend::GpuMemory> gpu = backend::probe_gpu(name.index);
+      if (!gpu.is_ok()) return gpu.status().with_context("--devices " + list.text());
+      d.gpu_index = next_gpu++;
+      d.total_bytes = gpu->total_bytes;
+      d.available_bytes = gpu->free_bytes;
+      d.label = gpu->label;
+    }
+    devices_.push_back(std::move(d));
+  }
+  return Status::ok();
+}
+
+// Step 2: the budgets, from --device-memory / --expert-memory or what is free.
+Status ModelRuntime::plan_budgets(const RuntimeOptions& options) {
+  const ModelConfig& config = checkpoint_->config();
+  BudgetRequest request;
+  for (const RuntimeDevice& d : devices_) {
+    DeviceCapacity c;
+    c.name = d.name;
+    c.kind = d.kind;
+    c.total_bytes = d.total_bytes;
+    c.available_bytes = d.available_bytes;
+    const auto it = options.devices.expert_memory.find(d.name);
+    if (it != options.devices.expert_memory.end()) c.requested_bytes = it->second;
+    request.devices.push_back(std::move(c));
+  }
+  request.dense_device = options.devices.first_cuda();
+  request.node_expert_bytes = options.expert_memory_bytes;
+  request.host_reserved_bytes = options.host_reserved_bytes;
+  if (request.dense_device >= 0) {
+    request.dense_bytes = backend::gpu_dense_footprint(config, options.devices);
+    // The host keeps its copy of the dense part too.
+    request.host_reserved_bytes += checkpoint_->dense_bytes();
+  } else {
+    request.dense_bytes = checkpoint_->dense_bytes();
+    request.kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_tokens, 0)) *
+                             static_cast<uint64_t>(config.n_layers * config.kv_dim()) * 2 * 4;
+    request.workspace_bytes = kCpuWorkspaceBytes;
+  }
+  DMOE_ASSIGN_OR_RETURN(std::vector<uint64_t> budgets, plan_expert_budgets(request));
+  for (size_t d = 0; d < devices_.size(); ++d) devices_[d].expert_budget_bytes = budgets[d];
+  return Status::ok();
+}
+
+// Step 3: which experts are loaded at open, and onto which device.
+Status ModelRuntime::choose_initial_experts(const RuntimeOptions& options,
+                                            std::vector<ExpertRef>* keys,
+                                            std::vector<int32_t>* devices) const {
+  const ModelConfig& config = checkpoint_->config();
+  if (options.experts) {
+    *keys = *options.experts;
+  } else {
+    for (int32_t l = 0; l < config.n_layers; ++l) {
+      if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+      for (int32_t e = 0; e < config.n_experts; ++e) keys->push_back({l, e});
+    }
+  }
+  const int32_t n_devices = static_cast<int32_t>(devices_.size());
+  if (!options.expert_devices.empty()) {
+    if (options.expert_devices.size() != keys->size()) {
+      return invalid_argument("expert_devices names " +
+                              std::to_string(options.expert_devices.size()) + " devices for " +
+                              std::to_string(keys->size()) + " experts");
+    }
+    for (int32_t d : options.expert_devices) {
+      if (d < 0 || d >= n_devices) {
+        return invalid_argument("an initial expert is placed on device index " + std::to_string(d) +
+                                " of " + std::to_string(n_devices));
+      }
+    }
+    *devices = options.expert_devices;
+    return Status::ok();
+  }
+  // Spread: GPUs first (they are faster), in list order, then the CPU
+  // devices, each expert to the one with the most budget left.
+  std::vector<uint64_t> left;
+  for (const RuntimeDevice& d : devices_) left.push_back(d.expert_budget_bytes);
+  uint64_t wanted = 0;
+  for (ExpertRef key : *keys) {
+    const uint64_t bytes = checkpoint_->expert_bytes(key.layer, key.expert);
+    wanted += bytes;
+    int32_t chosen = -1;
+    for (int32_t d = 0; d < n_devices && chosen < 0; ++d) {
+      if (devices_[static_cast<size_t>(d)].kind == backend::DeviceKind::kCuda &&
+          left[static_cast<size_t>(d)] >= bytes) {
+        chosen = d;
+      }
+    }
+    for (int32_t d = 0; d < n_devices && chosen < 0; ++d) {
+      if (devices_[static_cast<size_t>(d)].kind != backend::DeviceKind::kCpu) continue;
+      if (left[static_cast<size_t>(d)] < bytes) continue;
+      int32_t best = d;
+      for (int32_t o = d + 1; o < n_devices; ++o) {
+        if (devices_[static_cast<size_t>(o)].kind == backend::DeviceKind::kCpu &&
+            left[static_cast<size_t>(o)] > left[static_cast<size_t>(best)]) {
+          best = o;
+        }
+      }
+      chosen = best;
+    }
+    if (chosen < 0) {
+      uint64_t budget = 0;
+      for (const RuntimeDevice& d : devices_) budget += d.expert_budget_bytes;
+      uint64_t all = 0;
+      for (ExpertRef k : *keys) all += checkpoint_->expert_bytes(k.layer, k.expert);
+      return resource_exhausted("the experts to load need " + format_bytes(all) +
+                                " but the expert budgets of --devices " + device_options_.text() +
+                                " total " + format_bytes(budget) +
+                                " (set --device-memory, or load fewer experts)");
+    }
+    left[static_cast<size_t>(chosen)] -= bytes;
+    devices->push_back(chosen);
+  }
+  (void)wanted;
+  return Status::ok();
+}
+
+// Step 4: weights into host memory.
+Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vector<ExpertRef>& keys,
+                                  const std::vector<int32_t>& devices) {
+  std::vector<int> numa_nodes;
+  for (const RuntimeDevice& d : devices_) numa_nodes.push_back(d.numa_node);
+  store_ = std::make_unique<ExpertStore>(*checkpoint_, numa_nodes);
+  uint64_t expert_total = 0;
+  for (ExpertRef key : keys) {
+    DMOE_RETURN_IF_ERROR(store_->check_key(key));
+    expert_total += store_->expert_bytes(key);
+  }
+  const uint64_t dense_total = checkpoint_->dense_bytes();
+  const uint64_t total = dense_total + expert_total;
+  LoadProgress dense_progress, expert_progress;
+  if (options.progress) {
+    dense_progress = [&](uint64_t done, uint64_t) { options.progress(done, total); };
+    expert_progress = [&](uint64_t done, uint64_t) { options.progress(dense_total + done, total); };
+  }
+  DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*checkpoint_, dense_progress));
+  dense_.emplace(std::move(dense));
+  return store_->load_many(keys, devices, expert_progress);
+}
+
+// Step 5: pools, engines, forward, executor, transformer.
+Status ModelRuntime::build_compute(const RuntimeOptions& options,
+                                   const std::vector<ExpertRef>& keys,
+                                   const std::vector<int32_t>& devices) {
+  const ModelConfig& config = checkpoint_->config();
+  // The forward's pool: the "cpu" device's, else every CPU device's cores,
+  // else (GPUs only) the machine's cores for the CPU side of the GPU engines.
+  std::vector<int> forward_cpus;
+  int forward_threads = 0;
+  int whole_cpu = -1;
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const RuntimeDevice& dev = devices_[d];
+    if (dev.kind != backend::DeviceKind::kCpu) continue;
+    if (dev.cpus.empty()) whole_cpu = static_cast<int>(d);
+    forward_cpus.insert(forward_cpus.end(), dev.cpus.begin(), dev.cpus.end());
+    forward_threads += dev.n_threads;
+  }
+  if (whole_cpu >= 0) {
+    forward_cpus.clear();
+    forward_threads = devices_[static_cast<size_t>(whole_cpu)].n_threads;
+  }
+  if (forward_threads == 0) {
+    forward_threads =
+        options.devices.n_threads > 0 ? options.devices.n_threads : default_thread_count();
+  }
+  std::sort(forward_cpus.begin(), forward_cpus.end());
+  forward_pool_ = std::make_unique<ThreadPool>(forward_threads, forward_cpus);
+
+  std::vector<std::unique_ptr<ExpertEngine>> engines(devices_.size());
+  device_pools_.resize(devices_.size());
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    const RuntimeDevice& dev = devices_[d];
+    if (dev.kind != backend::DeviceKind::kCpu) continue;
+    ThreadPool* pool = forward_pool_.get();
+    if (!dev.cpus.empty()) {
+      device_pools_[d] = std::make_unique<ThreadPool>(dev.n_threads, dev.cpus);
+      pool = device_pools_[d].get();
+    }
+    engines[d] = std::make_unique<backend::CpuExpertEngine>(*pool, precision_);
+  }
+
+  std::unique_ptr<ForwardEngine> forward;
+  description_.clear();
+  if (options.devices.first_cuda() >= 0) {
+    gpus_ = std::make_unique<Gpus>();
+    gpus_->fallback_pool = std::make_unique<ThreadPool>(forward_threads, forward_cpus);
+    backend::BackendLoadRequest request;
+    request.config = &config;
+    request.dense = &*dense_;
+    request.experts = store_.get();
+    request.pool = gpus_->fallback_pool.get();
+    request.precision = precision_;
+    request.options = options.devices;
+    for (const RuntimeDevice& dev : devices_) {
+      if (dev.kind != backend::DeviceKind::kCuda) continue;
+      const int ordinal =
+          options.devices.devices[static_cast<size_t>(&dev - devices_.data())].index;
+      // The budget the backend checks against is the whole process's use of
+      // the GPU: experts plus, on the first GPU, the dense footprint.
+      uint64_t budget = dev.expert_budget_bytes;
+      if (dev.gpu_index == 0) budget += backend::gpu_dense_footprint(config, options.devices);
+      request.gpus.push_back({ordinal, budget});
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const RuntimeDevice& dev = devices_[static_cast<size_t>(devices[i])];
+      if (dev.kind != backend::DeviceKind::kCuda) continue;
+      request.resident.push_back(keys[i]);
+      request.expert_gpus.push_back(dev.gpu_index);
+    }
+    DMOE_ASSIGN_OR_RETURN(gpus_->model, backend::load_device_backend(request));
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      const RuntimeDevice& dev = devices_[d];
+      if (dev.kind != backend::DeviceKind::kCuda) continue;
+      engines[d] = std::move(gpus_->model.experts[static_cast<size_t>(dev.gpu_index)]);
+    }
+    forward = std::move(gpus_->model.forward);
+    description_ = gpus_->model.description;
+  } else {
+    forward = std::make_unique<backend::CpuForward>(config, *dense_, precision_, *forward_pool_);
+    description_ = forward->describe();
+  }
+  computer_ = std::make_unique<ExpertComputer>(std::move(engines));
+  if (devices_.size() > 1 || !devices_.front().cpus.empty()) {
+    description_ += "; experts on ";
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      description_ += (d ? ", " : "") + devices_[d].label + " [" +
+                      format_bytes(devices_[d].expert_budget_bytes) + " budget]";
+    }
+  }
+  if (options.make_executor) {
+    DMOE_ASSIGN_OR_RETURN(executor_, options.make_executor(*this));
+  } else {
+    executor_ = std::make_unique<LocalMoeExecutor>(*store_, *computer_, config.n_experts);
+  }
+  transformer_ = std::make_unique<Transformer>(config, std::move(forward), *executor_, precision_);
+  return Status::ok();
+}
+
+Result<std::unique_ptr<ExpertComputer>> ModelRuntime::new_expert_computer(int cpu_threads) const {
+  std::vector<std::unique_ptr<ExpertEngine>> engines;
+  for (const RuntimeDevice& dev : devices_) {
+    int n = dev.n_threads > 0 ? dev.n_threads : forward_pool_->size();
+    if (cpu_threads > 0) n = std::min(n, cpu_threads);
+    auto pool = std::make_unique<ThreadPool>(n, dev.cpus);
+    std::unique_ptr<ExpertEngine> engine;
+    if (dev.kind == backend::DeviceKind::kCpu) {
+      engines.push_back(std::make_unique<backend::CpuExpertEngine>(std::move(pool), precision_));
+      continue;
+    }
+    if (gpus_ && gpus_->model.new_expert_engine) {
+      DMOE_ASSIGN_OR_RETURN(
+          engine, gpus_->model.new_expert_engine(static_cast<size_t>(dev.gpu_index), *pool));
+    } else {
+      return internal_error("no GPU backend for " + dev.name);
+    }
+    engines.push_back(std::make_unique<PooledEngine>(std::move(pool), std::move(engine)));
+  }
+  return std::make_unique<ExpertComputer>(std::move(engines));
+}
+
+uint64_t ModelRuntime::resident_weight_bytes() const {
+  return dense_->n_bytes() + store_->resident_bytes();
+}
+
+}  // namespace dancemoe

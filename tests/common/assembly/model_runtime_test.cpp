@@ -1,0 +1,104 @@
+// The one assembly of the runtime: a model opened on two CPU devices (two
+// slices of this machine's cores) computes what it computes on one, holds
+// each expert on the device it was given, and refuses what cannot fit
+// before reading a weight.
+#include "common/assembly/model_runtime.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe {
+namespace {
+
+SyntheticModelSpec tiny() {
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  spec.seed = 8;
+  spec.write_tokenizer = false;
+  return spec;
+}
+
+Result<std::unique_ptr<ModelRuntime>> open(const std::filesystem::path& dir,
+                                           const std::string& devices,
+                                           RuntimeOptions options = {}) {
+  options.precision = ComputePrecision::kF32;
+  options.devices.devices = *backend::parse_device_list(devices);
+  return ModelRuntime::open(dir, options);
+}
+
+std::vector<float> logits_of(ModelRuntime& m, const std::vector<int32_t>& ids) {
+  auto cache = m.transformer().new_cache(static_cast<int64_t>(ids.size()));
+  REQUIRE(cache.is_ok());
+  std::vector<float> logits;
+  REQUIRE(m.transformer().forward(ids, *cache, LogitsMode::kAll, &logits).is_ok());
+  return logits;
+}
+
+TEST_CASE("model runtime: two CPU devices compute what one does, experts spread over both") {
+  testing::TempDir dir("runtime-two");
+  testing::write_model(tiny(), dir.path());
+  auto one = open(dir.path(), "cpu");
+  REQUIRE_MESSAGE(one.is_ok(), one.status().to_string());
+  auto two = open(dir.path(), "cpu:0,cpu:1");
+  REQUIRE_MESSAGE(two.is_ok(), two.status().to_string());
+  REQUIRE((*two)->devices().size() == 2);
+  CHECK((*two)->devices()[0].name == "cpu:0");
+  CHECK((*two)->devices()[1].name == "cpu:1");
+  CHECK((*two)->devices()[0].cpus != (*two)->devices()[1].cpus);
+  CHECK((*two)->expert_computer().n_devices() == 2);
+  const std::vector<int64_t> held = (*two)->experts().n_resident_by_device();
+  CHECK(held[0] > 0);
+  CHECK(held[1] > 0);
+  CHECK(held[0] + held[1] == (*one)->experts().n_resident());
+  const std::vector<int32_t> ids = {1, 5, 9, 200, 17, 3, 3, 44};
+  CHECK(testing::max_abs_diff(logits_of(**one, ids), logits_of(**two, ids)) <= 1e-4f);
+}
+
+TEST_CASE("model runtime: initial experts go to the devices they are given, and can move") {
+  testing::TempDir dir("runtime-place");
+  testing::write_model(tiny(), dir.path());
+  RuntimeOptions options;
+  options.experts = std::vector<ExpertRef>{{2, 0}, {2, 1}, {2, 2}};
+  options.expert_devices = {1, 0, 1};
+  auto m = open(dir.path(), "cpu:0,cpu:1", options);
+  REQUIRE_MESSAGE(m.is_ok(), m.status().to_string());
+  CHECK((*m)->experts().get({2, 0})->device == 1);
+  CHECK((*m)->experts().get({2, 1})->device == 0);
+  REQUIRE((*m)->experts().load({2, 0}, 0).is_ok());  // a move between devices
+  CHECK((*m)->experts().get({2, 0})->device == 0);
+  CHECK((*m)->experts().n_resident() == 3);
+  CHECK((*m)->experts().n_resident_by_device() == std::vector<int64_t>{2, 1});
+  CHECK((*m)->device_index("cpu:1") == 1);
+  CHECK((*m)->device_index("cuda:0") == -1);
+  // Each new computer has engines of its own on both devices.
+  auto extra = (*m)->new_expert_computer(1);
+  REQUIRE(extra.is_ok());
+  CHECK((*extra)->n_devices() == 2);
+}
+
+TEST_CASE("model runtime: budgets too small or too large are refused before loading") {
+  testing::TempDir dir("runtime-budget");
+  testing::write_model(tiny(), dir.path());
+  RuntimeOptions small;
+  small.devices.expert_memory["cpu:1"] = 1000;
+  small.devices.expert_memory["cpu:0"] = 1000;
+  auto m = open(dir.path(), "cpu:0,cpu:1", small);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().code() == StatusCode::kResourceExhausted);
+  CHECK(m.status().message().find("the experts to load need") != std::string::npos);
+  CHECK(m.status().message().find("--devices cpu:0,cpu:1") != std::string::npos);
+  RuntimeOptions huge;
+  huge.devices.expert_memory["cpu"] = uint64_t{1} << 60;
+  m = open(dir.path(), "cpu", huge);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().message().find("cpu: --device-memory asks for") != std::string::npos);
+  RuntimeOptions slices;
+  m = open(dir.path(), "cpu:0,cpu:7", slices);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().message().find("cpu:7") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace dancemoe

@@ -1,0 +1,180 @@
+// A node with two devices in a real cluster (issue 12): `dancemoe-node
+// --devices cpu:0,cpu:1` (two slices of this machine's cores, each with its
+// own threads and experts) attached to the real scheduler beside a
+// one-device node. The scheduler sees both devices, commits a placement
+// that puts experts on each of them, the node computes each expert on the
+// device that holds it and reports per-device compute, and greedy output
+// equals one node holding every expert on one device, token for token.
+#include <doctest/doctest.h>
+
+#include <random>
+
+#include "tests/integration/node_cluster.h"
+#include "tests/support/scheduler_process.h"
+
+namespace dancemoe::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+json greedy(const std::vector<int32_t>& prompt, int max_tokens) {
+  return {{"prompt_tokens", prompt},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
+
+const json* node_in(const json& list, const std::string& id) {
+  for (const json& n : list) {
+    if (n["id"] == id) return &n;
+  }
+  return nullptr;
+}
+
+TEST_CASE("devices: a two-device node in a cluster places, computes and answers as one node") {
+  TempDir work("devices");
+  const std::filesystem::path model = work.path() / "tiny";
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  write_model(spec, model);
+  const std::vector<int32_t> layers = moe_layers_of(model);
+  auto checkpoint = Checkpoint::open(model);
+  REQUIRE(checkpoint.is_ok());
+  const int32_t n_experts = (*checkpoint)->config().n_experts;
+  uint64_t all_bytes = 0;
+  for (int32_t l : layers) {
+    for (int32_t e = 0; e < n_experts; ++e) all_bytes += (*checkpoint)->expert_bytes(l, e);
+  }
+
+  SchedulerProcess scheduler(
+      DMOE_SCHEDULER_PATH, work.path(),
+      {"--model", model.string(), "--heartbeat-interval", "0.2", "--report-interval", "0.4",
+       "--cold-start-settle", "0.5", "--prepare-timeout", "30", "--interval", "3600"});
+  scheduler.start();
+  const std::vector<std::string> f32 = {"--precision", "f32", "--wire-dtype", "f32"};
+  auto attached = [&](const std::string& id, const std::string& devices, uint64_t memory) {
+    std::vector<std::string> extra = {"--scheduler", scheduler.endpoint(), "--devices",
+                                      devices,       "--expert-memory",    std::to_string(memory)};
+    extra.insert(extra.end(), f32.begin(), f32.end());
+    return std::make_unique<NodeProcess>(work.path(), id, node_args(model, free_tcp_port(), extra));
+  };
+  // "a": two devices with room for 70 % of the experts between them; "b":
+  // one device with room for 40 %. The cold start covers every expert once.
+  auto a = attached("a", "cpu:0,cpu:1", all_bytes * 7 / 10);
+  auto b = attached("b", "cpu", all_bytes * 4 / 10);
+  REQUIRE(a->wait_ready());
+  REQUIRE(b->wait_ready());
+  REQUIRE(eventually(
+      [&] {
+        auto s = scheduler_query(scheduler.endpoint(), "status");
+        return s.is_ok() && !(*s)["placement"].is_null() &&
+               a->stats()["placement_version"].get<uint64_t>() >= 1 &&
+               b->stats()["placement_version"].get<uint64_t>() >= 1;
+      },
+      60s));
+
+  // The scheduler knows a's two devices and what the placement put on each.
+  auto nodes = scheduler_query(scheduler.endpoint(), "nodes");
+  REQUIRE(nodes.is_ok());
+  const json* na = node_in((*nodes)["nodes"], "a");
+  REQUIRE(na != nullptr);
+  INFO((*na)["devices"].dump());
+  REQUIRE((*na)["devices"].size() == 2);
+  for (const json& d : (*na)["devices"]) {
+    CHECK(d["kind"] == "cpu");
+    CHECK(d["experts"].get<int64_t>() > 0);
+    CHECK(d["bytes_used"].get<uint64_t>() > 0);
+    CHECK(d["bytes_used"].get<uint64_t>() <= d["budget_bytes"].get<uint64_t>());
+  }
+  CHECK((*na)["devices"][0]["name"] == "cpu:0");
+  CHECK((*na)["devices"][1]["name"] == "cpu:1");
+  // The node holds them there too.
+  const json stats = a->stats();
+  REQUIRE(stats["devices"].size() == 2);
+  CHECK(stats["devices"][0]["experts"].get<int64_t>() ==
+        (*na)["devices"][0]["experts"].get<int64_t>());
+  CHECK(stats["devices"][1]["experts"].get<int64_t>() ==
+        (*na)["devices"][1]["experts"].get<int64_t>());
+
+  // The reference: one standalone node, one device, every expert.
+  const int port = free_tcp_port();
+  PlacementSpec single;
+  for (int32_t x = 0; x < n_experts; ++x) single.experts["all"].push_back(x);
+  write_json(work.path() / "single.json",
+             placement_json(single, layers, n_experts, {{"all", endpoint_of(port)}}));
+  std::vector<std::string> reference_args = f32;
+  reference_args.insert(reference_args.end(),
+                        {"--placement", (work.path() / "single.json").string()});
+  NodeProcess reference(work.path(), "all", node_args(model, port, reference_args));
+  REQUIRE(reference.wait_ready());
+  for (uint32_t seed : {3u, 4u}) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> prompt(12);
+    for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 500);
+    const json want = reference.generate(greedy(prompt, 32));
+    for (NodeProcess* node : {a.get(), b.get()}) {
+      CAPTURE(node->id());
+      const json got = node->generate(greedy(prompt, 32));
+      REQUIRE(got["tokens"].size() == 32);
+      CHECK(got["tokens"] == want["tokens"]);
+    }
+  }
+
+  // Both devices of "a" computed experts, and the scheduler measured them.
+  const json after = a->stats();
+  for (const json& d : after["devices"]) {
+    CAPTURE(d.dump());
+    CHECK(d["compute"]["pairs"].get<uint64_t>() > 0);
+    CHECK(d["compute"]["busy_us"].get<double>() > 0);
+  }
+  REQUIRE(eventually(
+      [&] {
+        auto n = scheduler_query(scheduler.endpoint(), "nodes");
+        if (!n.is_ok()) return false;
+        const json* node = node_in((*n)["nodes"], "a");
+        return node != nullptr && !(*node)["devices"][0]["us_per_pair"].is_null() &&
+               !(*node)["devices"][1]["us_per_pair"].is_null();
+      },
+      20s));
+  // The status summary lists the devices too.
+  auto status = scheduler_query(scheduler.endpoint(), "status");
+  REQUIRE(status.is_ok());
+  const json* sa = node_in((*status)["nodes"]["list"], "a");
+  REQUIRE(sa != nullptr);
+  CHECK((*sa)["devices"].size() == 2);
+}
+
+TEST_CASE("devices: an unknown device or a budget over the device is refused before loading") {
+  TempDir work("devices-bad");
+  const std::filesystem::path model = work.path() / "tiny";
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  write_model(spec, model);
+  PlacementSpec empty;
+  empty.experts["x"] = {};
+  write_json(work.path() / "p.json",
+             placement_json(empty, moe_layers_of(model), 8, {{"x", "tcp://127.0.0.1:1"}}));
+  struct Case {
+    std::vector<std::string> flags;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"--devices", "gpu0"}, "--devices 'gpu0'"},
+      {{"--devices", "cpu:0,cpu:5"}, "cpu:5"},
+      {{"--devices", "cpu", "--device-memory", "cpu=1000000T"}, "cpu: --device-memory asks for"},
+      {{"--devices", "cpu", "--device-memory", "cuda:0=1G"}, "cuda:0 is not among --devices cpu"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.want);
+    std::vector<std::string> flags = {"--placement", (work.path() / "p.json").string()};
+    flags.insert(flags.end(), c.flags.begin(), c.flags.end());
+    NodeProcess node(work.path(), "x", node_args(model, free_tcp_port(), flags));
+    const std::optional<int> code = node.process().wait(30s);
+    REQUIRE(code.has_value());
+    CHECK(*code != 0);
+    CHECK(node.process().log().find(c.want) != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace dancemoe::testing
