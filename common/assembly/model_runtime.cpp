@@ -317,7 +317,7 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
       // the GPU: experts plus, on the first GPU, the dense footprint.
       uint64_t budget = dev.expert_budget_bytes;
       if (dev.gpu_index == 0) budget += backend::gpu_dense_footprint(config, options.devices);
-      request.gpus.push_back({ordinal, budget});
+      request.gpus.push_back({ordinal, budget, dev.expert_budget_bytes});
     }
     for (size_t i = 0; i < keys.size(); ++i) {
       const RuntimeDevice& dev = devices_[static_cast<size_t>(devices[i])];
@@ -329,7 +329,12 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
     for (size_t d = 0; d < devices_.size(); ++d) {
       const RuntimeDevice& dev = devices_[d];
       if (dev.kind != backend::DeviceKind::kCuda) continue;
-      engines[d] = std::move(gpus_->model.experts[static_cast<size_t>(dev.gpu_index)]);
+      const size_t g = static_cast<size_t>(dev.gpu_index);
+      engines[d] = std::move(gpus_->model.experts[g]);
+      // Experts put on this GPU from now on (migrations) are copied into its slots.
+      if (g < gpus_->model.residency.size()) {
+        store_->set_residency(static_cast<int32_t>(d), gpus_->model.residency[g]);
+      }
     }
     forward = std::move(gpus_->model.forward);
     description_ = gpus_->model.description;

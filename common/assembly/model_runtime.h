@@ -20,10 +20,10 @@
 //      and the Transformer.
 //
 // Experts loaded later (a node's migrations) go through experts() onto a
-// device index; the device's engine computes them from then on. A GPU holds
-// the experts it was given at open on the device; ones put on it later are
-// computed from their host copy by the CPU fallback of its engine until the
-// runtime is rebuilt (see docs/devices.md).
+// device index; the device's engine computes them from then on. A GPU gets
+// expert slots for its whole budget at open, and the store copies experts
+// put on it later into a free slot (ExpertResidency), so it computes them
+// on the GPU (see docs/devices.md).
 //
 // Owns all its parts; one forward at a time (the Transformer's contract);
 // experts() and new_expert_computer() may be used from other threads.

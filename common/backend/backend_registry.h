@@ -14,6 +14,7 @@
 #include "common/backend/device_options.h"
 #include "common/inference/dense_weights.h"
 #include "common/inference/expert_engine.h"
+#include "common/inference/expert_residency.h"
 #include "common/inference/expert_store.h"
 #include "common/inference/forward_engine.h"
 #include "common/model/model_config.h"
@@ -32,6 +33,9 @@ struct GpuMemory {
 struct GpuRequest {
   int ordinal = 0;
   uint64_t budget_bytes = 0;  // everything this process may allocate there; 0: all free
+  // Of that, for experts: the GPU gets slots for this many bytes of experts
+  // (at least the experts it is given at load), so experts can arrive later.
+  uint64_t expert_budget_bytes = 0;
 };
 
 struct BackendLoadRequest {
@@ -54,6 +58,9 @@ struct BackendLoadRequest {
 struct DeviceModel {
   std::unique_ptr<ForwardEngine> forward;
   std::vector<std::unique_ptr<ExpertEngine>> experts;  // one per entry of gpus
+  // Per entry of gpus: its copies of the experts the ExpertStore puts on it
+  // later (ExpertStore::set_residency).
+  std::vector<std::shared_ptr<ExpertResidency>> residency;
   // Another engine for GPU `gpu` (its own stream and workspace), for a
   // thread besides the forward's (the node's expert service workers).
   std::function<Result<std::unique_ptr<ExpertEngine>>(size_t gpu, ThreadPool& cpu_fallback)>

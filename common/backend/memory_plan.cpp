@@ -7,17 +7,18 @@ namespace dancemoe::backend {
 
 std::string DevicePlan::describe() const {
   return "dense weights " + format_bytes(dense_bytes) + ", " + std::to_string(n_experts) +
-         " experts " + format_bytes(expert_bytes) + ", KV cache " + format_bytes(kv_cache_bytes) +
+         " experts" + (n_slots > n_experts ? " in " + std::to_string(n_slots) + " slots " : " ") +
+         format_bytes(expert_bytes) + ", KV cache " + format_bytes(kv_cache_bytes) +
          ", workspace " + format_bytes(workspace_bytes);
 }
 
 Result<MemoryPlan> plan_memory(const PlanRequest& request) {
   const size_t n_devices = request.devices.size();
-  if (n_devices == 0) return invalid_argument("--device " + request.device_text + ": no device");
+  if (n_devices == 0) return invalid_argument("--devices " + request.device_text + ": no device");
   if (request.dense_index < 0 || static_cast<size_t>(request.dense_index) >= n_devices) {
     return invalid_argument("dense device index " + std::to_string(request.dense_index) +
                             " is not among the " + std::to_string(n_devices) +
-                            " devices of --device " + request.device_text);
+                            " devices of --devices " + request.device_text);
   }
   const PlanSizes& sizes = request.sizes;
   MemoryPlan plan;
@@ -47,7 +48,7 @@ Result<MemoryPlan> plan_memory(const PlanRequest& request) {
                                 std::to_string(request.resident[i].expert) + " of layer " +
                                 std::to_string(request.resident[i].layer) + " on device " +
                                 std::to_string(request.expert_ordinals[i]) +
-                                ", which is not among --device " + request.device_text);
+                                ", which is not among --devices " + request.device_text);
       }
       place(i, d);
     }
@@ -72,7 +73,12 @@ Result<MemoryPlan> plan_memory(const PlanRequest& request) {
   }
   for (size_t d = 0; d < n_devices; ++d) {
     DevicePlan& p = plan.devices[d];
-    if (p.n_experts > 0) p.workspace_bytes += sizes.expert_workspace_bytes;
+    p.n_slots = p.n_experts;
+    if (d < request.expert_slots.size() && request.expert_slots[d] > p.n_slots) {
+      p.n_slots = request.expert_slots[d];
+      p.expert_bytes = static_cast<uint64_t>(p.n_slots) * sizes.expert_bytes;
+    }
+    if (p.n_slots > 0) p.workspace_bytes += sizes.expert_workspace_bytes;
     const PlanDevice& device = request.devices[d];
     if (p.total_bytes() > device.limit_bytes()) {
       return resource_exhausted(device.label + ": not enough memory for the model: wanted " +

@@ -48,14 +48,18 @@ struct PlanRequest {
   // Device ordinal of each resident expert (the placement's (node, device));
   // empty: spread over the devices, each to the one with the most room left.
   std::vector<int> expert_ordinals;
-  std::string device_text;  // the --device text, for errors
+  // Expert slots to reserve per device (parallel to devices; empty: none
+  // beyond the resident experts): room for experts that arrive later.
+  std::vector<int64_t> expert_slots;
+  std::string device_text;  // the --devices text, for errors
 };
 
 // What one device holds.
 struct DevicePlan {
   uint64_t dense_bytes = 0;
-  uint64_t expert_bytes = 0;
-  int64_t n_experts = 0;
+  uint64_t expert_bytes = 0;  // every slot, filled or not
+  int64_t n_experts = 0;      // filled at load
+  int64_t n_slots = 0;        // >= n_experts
   uint64_t kv_cache_bytes = 0;
   uint64_t workspace_bytes = 0;
   uint64_t total_bytes() const {

@@ -20,6 +20,14 @@ ExpertStore::ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nod
   for (int node : numa_nodes) {
     arenas_.push_back(std::make_unique<ExpertArena>(size_t{64} << 20, node));
   }
+  residencies_.resize(arenas_.size());
+}
+
+void ExpertStore::set_residency(int32_t device, std::shared_ptr<ExpertResidency> residency) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device >= 0 && device < n_devices()) {
+    residencies_[static_cast<size_t>(device)] = std::move(residency);
+  }
 }
 
 void assign_expert(const ExpertWeights& weights, ExpertJob* job) {
@@ -81,16 +89,41 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   expert->down = view(down, base + down_offset);
   expert->n_bytes = gate.n_bytes + up.n_bytes + down.n_bytes;
 
-  std::shared_ptr<const ExpertWeights> replaced;  // freed outside the lock
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& entry = slots_[slot(key)];
-  // Another thread may have loaded it meanwhile; a copy on another device is
-  // what a move replaces.
-  if (entry != nullptr && entry->device == device) return Status::ok();
-  if (entry != nullptr) resident_bytes_ -= entry->n_bytes;
-  resident_bytes_ += expert->n_bytes;
-  replaced = std::exchange(entry, std::move(expert));
+  std::shared_ptr<ExpertResidency> residency;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    residency = residencies_[static_cast<size_t>(device)];
+  }
+  std::shared_ptr<const ExpertWeights> published = expert;
+  if (residency) DMOE_RETURN_IF_ERROR(residency->make_resident(published));
+  std::shared_ptr<const ExpertWeights> replaced;  // told and freed outside the lock
+  std::shared_ptr<const ExpertWeights> unused;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& entry = slots_[slot(key)];
+    // Another thread may have loaded it meanwhile; a copy on another device
+    // is what a move replaces.
+    if (entry != nullptr && entry->device == device) {
+      unused = std::move(published);
+    } else {
+      if (entry != nullptr) resident_bytes_ -= entry->n_bytes;
+      resident_bytes_ += expert->n_bytes;
+      replaced = std::exchange(entry, std::move(published));
+    }
+  }
+  if (unused && residency) residency->release(*unused);
+  release_from_device(replaced);
   return Status::ok();
+}
+
+void ExpertStore::release_from_device(const std::shared_ptr<const ExpertWeights>& dropped) {
+  if (dropped == nullptr) return;
+  std::shared_ptr<ExpertResidency> residency;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    residency = residencies_[static_cast<size_t>(dropped->device)];
+  }
+  if (residency) residency->release(*dropped);
 }
 
 Status ExpertStore::load(ExpertRef key, int32_t device) {
@@ -167,6 +200,7 @@ bool ExpertStore::evict(ExpertRef key) {
     slots_[slot(key)] = nullptr;
     if (dropped) resident_bytes_ -= dropped->n_bytes;
   }
+  release_from_device(dropped);
   return dropped != nullptr;  // freed here, outside the lock, unless still in use
 }
 

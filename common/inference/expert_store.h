@@ -26,6 +26,7 @@
 #include "common/inference/dense_weights.h"
 #include "common/inference/expert_arena.h"
 #include "common/inference/expert_job.h"
+#include "common/inference/expert_residency.h"
 #include "common/model/checkpoint.h"
 #include "common/model/expert_ref.h"
 #include "kernels/kernels.h"
@@ -49,6 +50,9 @@ class ExpertStore {
   explicit ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes = {-1});
 
   int32_t n_devices() const { return static_cast<int32_t>(arenas_.size()); }
+  // Device `device` keeps copies of its experts (a GPU): told of every expert
+  // that arrives on it or leaves it from now on. Set before loading.
+  void set_residency(int32_t device, std::shared_ptr<ExpertResidency> residency);
 
   // Reads the expert from the checkpoint onto `device` unless it is already
   // resident there; one resident on another device moves (a fresh copy on
@@ -96,9 +100,12 @@ class ExpertStore {
   template <typename Fill>
   Status make_resident(ExpertRef key, int32_t device, Fill&& fill);
   Status check_device(int32_t device) const;
+  // Tells the device of an expert the store dropped (no lock held).
+  void release_from_device(const std::shared_ptr<const ExpertWeights>& dropped);
 
   const Checkpoint& checkpoint_;
-  std::vector<std::unique_ptr<ExpertArena>> arenas_;  // [device]
+  std::vector<std::unique_ptr<ExpertArena>> arenas_;           // [device]
+  std::vector<std::shared_ptr<ExpertResidency>> residencies_;  // [device], null: none
   int64_t n_layers_;
   int64_t n_experts_;
   mutable std::mutex mutex_;

@@ -25,6 +25,21 @@ int64_t kv_tokens_for(const ModelConfig& config, const DeviceOptions& options) {
                    4096);
 }
 
+// The ExpertStore's view of one GPU's expert slots.
+class GpuResidency final : public ExpertResidency {
+ public:
+  GpuResidency(std::shared_ptr<const DeviceWeights> weights, int device_index)
+      : weights_(std::move(weights)), device_index_(device_index) {}
+  Status make_resident(const std::shared_ptr<const ExpertWeights>& expert) override {
+    return weights_->install(expert, device_index_);
+  }
+  void release(const ExpertWeights& expert) override { weights_->release(expert); }
+
+ private:
+  std::shared_ptr<const DeviceWeights> weights_;
+  int device_index_;
+};
+
 }  // namespace
 
 uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options) {
@@ -78,6 +93,10 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
     }
     plan_request.expert_ordinals.push_back(request.gpus[static_cast<size_t>(g)].ordinal);
   }
+  for (const GpuRequest& gpu : request.gpus) {
+    plan_request.expert_slots.push_back(static_cast<int64_t>(
+        gpu.expert_budget_bytes / std::max<uint64_t>(1, plan_request.sizes.expert_bytes)));
+  }
   plan_request.device_text = options.text();
   DMOE_ASSIGN_OR_RETURN(MemoryPlan plan, plan_memory(plan_request));
 
@@ -88,6 +107,7 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
   upload.resident = request.resident;
   upload.expert_device = plan.expert_index;
   upload.devices = devices;
+  for (const DevicePlan& d : plan.devices) upload.expert_slots.push_back(d.n_slots);
   upload.dense_device = dense_index;
   upload.progress = request.progress;
   DMOE_ASSIGN_OR_RETURN(std::shared_ptr<const DeviceWeights> weights,
@@ -106,6 +126,9 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
                           CudaExpertEngine::create(config, weights, *request.pool, engine_tokens,
                                                    static_cast<int>(d)));
     model.experts.push_back(std::move(engine));
+  }
+  for (size_t d = 0; d < n_devices; ++d) {
+    model.residency.push_back(std::make_shared<GpuResidency>(weights, static_cast<int>(d)));
   }
   model.new_expert_engine = [&config, weights, engine_tokens](
                                 size_t gpu,

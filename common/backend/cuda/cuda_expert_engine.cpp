@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <shared_mutex>
 
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/expert_ffn.cuh"
@@ -106,7 +107,7 @@ Result<std::unique_ptr<CudaExpertEngine>> CudaExpertEngine::create(
     lane->device = devices[d];
     lane->device_index = static_cast<int>(d);
     const bool other_device = device_index >= 0 && static_cast<int>(d) != device_index;
-    if (other_device || e->weights_->n_experts_on(static_cast<int>(d)) == 0) {
+    if (other_device || e->weights_->expert_slots(static_cast<int>(d)) == 0) {
       e->lanes_.push_back(std::move(lane));  // nothing to run there
       continue;
     }
@@ -304,6 +305,8 @@ void CudaExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, in
   n_tokens_ = n_tokens;
   hidden_ = hidden;
   pending_ = true;
+  // From the lookups until the kernels are queued: no slot is reused meanwhile.
+  const std::shared_lock<std::shared_mutex> slots = weights_->read_lock();
   for (auto& ids : jobs_on_) ids.clear();
   cpu_jobs_.clear();
   for (size_t j = 0; j < jobs.size(); ++j) {

@@ -5,7 +5,8 @@
 // model is on GPUs.
 //
 // begin(): each job is matched to its device copy (DeviceWeights::
-// find_expert, by the job's host weight pointers); per device, the tokens
+// find_expert, by the job's host weight pointers, under the weights' read
+// lock until the kernels are queued); per device, the tokens
 // and the job table are staged in page-locked memory and sent in one copy,
 // then the grouped expert kernels and the weighted combine run on the
 // engine's own stream of that device (not the forward's: a node's expert
@@ -13,8 +14,9 @@
 // back. Nothing waits: begin() returns with the GPUs busy, which is the
 // window a node spends on its remote experts. finish() waits for every
 // device and adds the partial sums into `out`, devices in order. Jobs whose
-// weights no device holds (an expert loaded after the upload) run on the
-// CPU engine inside begin().
+// weights no device holds run on the CPU engine inside begin(). A device
+// has a lane when it has expert slots, even if they are empty at creation
+// (a node's experts arrive with its first placement).
 //
 // Batches beyond the workspace (max_tokens tokens, or more groups / pairs
 // than it holds) are done in pieces, synchronously. Memory is allocated at

@@ -39,6 +39,8 @@ int64_t norm_width(const ModelConfig& c, bool q) {
   return q ? c.q_dim() : c.kv_dim();
 }
 
+}  // namespace
+
 // Copies host data to the device, rounding f16 / f32 matrices to bf16.
 class Uploader {
  public:
@@ -88,6 +90,8 @@ class Uploader {
   const LoadProgress& progress_;
   std::vector<uint16_t> staging_;
 };
+
+namespace {
 
 struct LayerOffsets {
   uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
@@ -267,24 +271,32 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
                                      uint64_t total_bytes) {
   const ModelConfig& c = *plan.config;
   const int n_devices = static_cast<int>(plan.devices.size());
-  const uint64_t one_expert = expert_bytes(c);
+  slot_bytes_ = expert_bytes(c);
   const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
                                static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
                                sizeof(void*);
   tables_.resize(static_cast<size_t>(n_devices));
+  slots_.resize(static_cast<size_t>(n_devices));
   experts_on_.assign(static_cast<size_t>(n_devices), 0);
   const int64_t E = std::max<int64_t>(c.n_experts, 1);
   for (int d = 0; d < n_devices; ++d) {
     CudaDevice& dev = *plan.devices[static_cast<size_t>(d)];
     const std::vector<size_t>& mine = on_device[static_cast<size_t>(d)];
-    const uint64_t bytes = mine.size() * one_expert + table_bytes;
-    DMOE_ASSIGN_OR_RETURN(
-        DeviceMemory mem,
-        dev.allocate(bytes, "expert weights (" + std::to_string(mine.size()) + " experts)"));
-    auto* eb = mem.as<uint8_t>();
-    std::vector<const uint16_t*> table(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
+    Slots& slots = slots_[static_cast<size_t>(d)];
+    slots.capacity = static_cast<int64_t>(mine.size());
+    if (static_cast<size_t>(d) < plan.expert_slots.size()) {
+      slots.capacity = std::max(slots.capacity, plan.expert_slots[static_cast<size_t>(d)]);
+    }
+    const uint64_t bytes = static_cast<uint64_t>(slots.capacity) * slot_bytes_ + table_bytes;
+    DMOE_ASSIGN_OR_RETURN(DeviceMemory mem,
+                          dev.allocate(bytes, "expert weights (" + std::to_string(slots.capacity) +
+                                                  " expert slots)"));
+    slots.base = mem.as<uint8_t>();
+    slots.table.assign(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
+    uint8_t* table_dst = slots.base + static_cast<uint64_t>(slots.capacity) * slot_bytes_;
+    tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    memory_.push_back(std::move(mem));
     Uploader up(dev, total_bytes, plan.progress);
-    const uint64_t part = one_expert / 3;
     for (size_t j = 0; j < mine.size(); ++j) {
       const ExpertRef key = plan.resident[mine[j]];
       std::shared_ptr<const ExpertWeights> ew = plan.experts->get(key);
@@ -292,32 +304,129 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
         return failed_precondition("expert " + std::to_string(key.expert) + " of layer " +
                                    std::to_string(key.layer) + " is not resident on the host");
       }
-      uint8_t* dst = eb + j * one_expert;
-      DMOE_RETURN_IF_ERROR(up.matrix(ew->gate, dst));
-      DMOE_RETURN_IF_ERROR(up.matrix(ew->up, dst + part));
-      DMOE_RETURN_IF_ERROR(up.matrix(ew->down, dst + 2 * part));
-      ExpertOnDevice on;
-      on.device_index = d;
-      on.gate = reinterpret_cast<const uint16_t*>(dst);
-      on.up = reinterpret_cast<const uint16_t*>(dst + part);
-      on.down = reinterpret_cast<const uint16_t*>(dst + 2 * part);
-      on.inter = ew->gate.rows;
-      on.host_up = ew->up.data;
-      on.host_down = ew->down.data;
-      by_host_gate_[ew->gate.data] = on;
+      Held held;
+      held.slot = static_cast<int64_t>(j);
+      held.key = key;
+      DMOE_RETURN_IF_ERROR(write_slot(*ew, d, held.slot, up, &held.on));
       const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
-      table[row + static_cast<size_t>(key.expert)] = on.gate;
-      table[row + static_cast<size_t>(E + key.expert)] = on.up;
-      table[row + static_cast<size_t>(2 * E + key.expert)] = on.down;
-      pinned_host_.push_back(std::move(ew));
+      slots.table[row + static_cast<size_t>(key.expert)] = held.on.gate;
+      slots.table[row + static_cast<size_t>(E + key.expert)] = held.on.up;
+      slots.table[row + static_cast<size_t>(2 * E + key.expert)] = held.on.down;
+      held.host = std::move(ew);
+      by_host_gate_[held.host->gate.data] = std::move(held);
     }
-    uint8_t* table_dst = eb + mine.size() * one_expert;
-    DMOE_RETURN_IF_ERROR(up.copy(table_dst, table.data(), table.size() * sizeof(void*)));
-    tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    for (int64_t i = slots.capacity; i-- > static_cast<int64_t>(mine.size());) {
+      slots.free.push_back(i);
+    }
+    DMOE_RETURN_IF_ERROR(
+        up.copy(table_dst, slots.table.data(), slots.table.size() * sizeof(void*)));
     experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
-    memory_.push_back(std::move(mem));
   }
   return Status::ok();
+}
+
+// Copies one expert's three matrices (bf16 on the device) into `slot` of
+// device `device_index`; `on` receives where they went.
+Status DeviceWeights::write_slot(const ExpertWeights& host, int device_index, int64_t slot,
+                                 Uploader& up, ExpertOnDevice* on) const {
+  uint8_t* dst =
+      slots_[static_cast<size_t>(device_index)].base + static_cast<uint64_t>(slot) * slot_bytes_;
+  const uint64_t part = slot_bytes_ / 3;
+  DMOE_RETURN_IF_ERROR(up.matrix(host.gate, dst));
+  DMOE_RETURN_IF_ERROR(up.matrix(host.up, dst + part));
+  DMOE_RETURN_IF_ERROR(up.matrix(host.down, dst + 2 * part));
+  on->device_index = device_index;
+  on->gate = reinterpret_cast<const uint16_t*>(dst);
+  on->up = reinterpret_cast<const uint16_t*>(dst + part);
+  on->down = reinterpret_cast<const uint16_t*>(dst + 2 * part);
+  on->inter = host.gate.rows;
+  on->host_up = host.up.data;
+  on->host_down = host.down.data;
+  return Status::ok();
+}
+
+// Copies the three table entries of `key` on device `device_index` from
+// the host copy of the tables to the device.
+Status DeviceWeights::write_table_entries(int device_index, ExpertRef key) const {
+  const Slots& slots = slots_[static_cast<size_t>(device_index)];
+  const CudaDevice& dev = *devices_[static_cast<size_t>(device_index)];
+  const LoadProgress no_progress;
+  Uploader up(dev, 0, no_progress);
+  const int64_t E = std::max<int64_t>(n_experts_, 1);
+  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
+  auto* table = const_cast<const uint16_t**>(tables_[static_cast<size_t>(device_index)]);
+  for (int64_t part = 0; part < 3; ++part) {
+    const size_t at = row + static_cast<size_t>(part * E + key.expert);
+    DMOE_RETURN_IF_ERROR(up.copy(table + at, &slots.table[at], sizeof(void*)));
+  }
+  return Status::ok();
+}
+
+Status DeviceWeights::install(const std::shared_ptr<const ExpertWeights>& host,
+                              int device_index) const {
+  if (device_index < 0 || static_cast<size_t>(device_index) >= slots_.size()) {
+    return invalid_argument("no GPU index " + std::to_string(device_index));
+  }
+  std::unique_lock<std::shared_mutex> lock(slots_mutex_);
+  if (by_host_gate_.count(host->gate.data) != 0) return Status::ok();
+  Slots& slots = slots_[static_cast<size_t>(device_index)];
+  const CudaDevice& dev = *devices_[static_cast<size_t>(device_index)];
+  if (slots.free.empty() && !slots.released.empty()) {
+    // Kernels queued before those releases may still read the slots.
+    dev.make_current();
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return internal_error(dev.label() + ": waiting for the device before reusing expert slots: " +
+                            kernels::cuda::error_string(e));
+    }
+    slots.free.insert(slots.free.end(), slots.released.begin(), slots.released.end());
+    slots.released.clear();
+  }
+  if (slots.free.empty()) {
+    return resource_exhausted(dev.label() + ": all " + std::to_string(slots.capacity) +
+                              " expert slots are taken (" +
+                              std::to_string(slot_bytes_ * static_cast<uint64_t>(slots.capacity)) +
+                              " bytes of expert memory)");
+  }
+  Held held;
+  held.slot = slots.free.back();
+  held.key = host->key;
+  const LoadProgress no_progress;
+  Uploader up(dev, 0, no_progress);
+  DMOE_RETURN_IF_ERROR(write_slot(*host, device_index, held.slot, up, &held.on));
+  const int64_t E = std::max<int64_t>(n_experts_, 1);
+  const size_t row = static_cast<size_t>(held.key.layer) * 3 * static_cast<size_t>(E);
+  slots.table[row + static_cast<size_t>(held.key.expert)] = held.on.gate;
+  slots.table[row + static_cast<size_t>(E + held.key.expert)] = held.on.up;
+  slots.table[row + static_cast<size_t>(2 * E + held.key.expert)] = held.on.down;
+  DMOE_RETURN_IF_ERROR(write_table_entries(device_index, held.key));
+  slots.free.pop_back();
+  held.host = host;
+  by_host_gate_[host->gate.data] = std::move(held);
+  ++experts_on_[static_cast<size_t>(device_index)];
+  return Status::ok();
+}
+
+void DeviceWeights::release(const ExpertWeights& host) const {
+  std::unique_lock<std::shared_mutex> lock(slots_mutex_);
+  const auto it = by_host_gate_.find(host.gate.data);
+  if (it == by_host_gate_.end()) return;
+  const int d = it->second.on.device_index;
+  Slots& slots = slots_[static_cast<size_t>(d)];
+  const ExpertRef key = it->second.key;
+  const int64_t E = std::max<int64_t>(n_experts_, 1);
+  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
+  for (int64_t part = 0; part < 3; ++part) {
+    slots.table[row + static_cast<size_t>(part * E + key.expert)] = nullptr;
+  }
+  // A table entry left pointing at the slot is harmless until it is reused,
+  // and reuse waits for the device; still, clear it so the fused path (a
+  // device holding every expert) never sees a stale expert.
+  (void)write_table_entries(d, key);
+  slots.released.push_back(it->second.slot);
+  --experts_on_[static_cast<size_t>(d)];
+  by_host_gate_.erase(it);
 }
 
 Result<std::shared_ptr<const DeviceWeights>> DeviceWeights::upload(const UploadPlan& plan) {
@@ -355,18 +464,24 @@ const uint16_t* const* DeviceWeights::down_table(int device_index, int64_t layer
 }
 
 bool DeviceWeights::holds_all_experts(int device_index) const {
+  std::shared_lock<std::shared_mutex> lock(slots_mutex_);
   int64_t n_moe = 0;
   for (const DeviceLayer& l : layers_) n_moe += l.router != nullptr ? 1 : 0;
   return experts_on_[static_cast<size_t>(device_index)] == n_moe * n_experts_;
 }
 
 int64_t DeviceWeights::n_experts_on(int device_index) const {
+  std::shared_lock<std::shared_mutex> lock(slots_mutex_);
   return experts_on_[static_cast<size_t>(device_index)];
+}
+
+int64_t DeviceWeights::expert_slots(int device_index) const {
+  return slots_[static_cast<size_t>(device_index)].capacity;
 }
 
 const ExpertOnDevice* DeviceWeights::find_expert(const void* host_gate) const {
   const auto it = by_host_gate_.find(host_gate);
-  return it == by_host_gate_.end() ? nullptr : &it->second;
+  return it == by_host_gate_.end() ? nullptr : &it->second.on;
 }
 
 }  // namespace dancemoe::backend::cuda

@@ -9,14 +9,25 @@
 // experts it holds (null elsewhere), the operands of the grouped expert
 // kernels. find_expert() maps an expert's HOST weights (an ExpertJob's
 // WeightViews, which come from the ExpertStore) to its device copy; the
-// table keeps those host weights alive, so their addresses cannot be reused
-// by another expert while the mapping exists.
+// mapping keeps those host weights alive, so their addresses cannot be
+// reused by another expert while it exists.
 //
-// Immutable after upload(); safe to share between threads.
+// Experts live in slots: each device gets room for `expert_slots` experts at
+// upload (at least those it is given then), so experts can arrive and leave
+// later -- a node's migrations -- through install() and release() (the
+// ExpertResidency the ExpertStore calls; cuda_backend.cpp adapts it). A
+// released slot is reused only after the device has finished all the work
+// queued before the release (a device synchronise at the next install), and
+// engines hold read_lock() from looking experts up until their kernels are
+// queued, so no kernel reads a slot being overwritten.
+//
+// The dense part is immutable after upload(); the expert slots are
+// guarded by a reader/writer lock. Safe to share between threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -26,6 +37,8 @@
 #include "common/model/model_config.h"
 
 namespace dancemoe::backend::cuda {
+
+class Uploader;  // device_weights.cpp
 
 struct DeviceAttention {
   const uint16_t* q = nullptr;  // [q_dim, hidden]
@@ -61,6 +74,9 @@ struct ExpertOnDevice {
 };
 
 struct UploadPlan {
+  // Experts each device has room for (empty, or an entry below the
+  // experts it is given: exactly those).
+  std::vector<int64_t> expert_slots;
   const ModelConfig* config = nullptr;
   const DenseWeights* dense = nullptr;
   const ExpertStore* experts = nullptr;
@@ -96,9 +112,22 @@ class DeviceWeights {
   // Whether device `device_index` holds every expert of every MoE layer.
   bool holds_all_experts(int device_index) const;
   int64_t n_experts_on(int device_index) const;
+  int64_t expert_slots(int device_index) const;
 
-  // The device copy of the expert whose host gate weights are at `host_gate`.
+  // Held by an engine from its lookups until its kernels are queued.
+  std::shared_lock<std::shared_mutex> read_lock() const {
+    return std::shared_lock<std::shared_mutex>(slots_mutex_);
+  }
+  // The device copy of the expert whose host gate weights are at
+  // `host_gate`; nullptr when no device holds it. Call under read_lock().
   const ExpertOnDevice* find_expert(const void* host_gate) const;
+
+  // Copies `host` (an expert the ExpertStore holds for device
+  // `device_index`) into a free slot there and points the device's tables
+  // at it. resource_exhausted naming the device when every slot is taken.
+  Status install(const std::shared_ptr<const ExpertWeights>& host, int device_index) const;
+  // Frees the slot of `host`'s copy (no-op when none).
+  void release(const ExpertWeights& host) const;
 
  private:
   struct DenseLayout;  // where each dense tensor goes (device_weights.cpp)
@@ -123,9 +152,30 @@ class DeviceWeights {
   const float* final_norm_ = nullptr;
   // [device][layer][3][n_experts] device pointers, one block per device.
   std::vector<const uint16_t* const*> tables_;
-  std::vector<int64_t> experts_on_;
-  std::vector<std::shared_ptr<const ExpertWeights>> pinned_host_;
-  std::unordered_map<const void*, ExpertOnDevice> by_host_gate_;
+
+  // The expert slots of one device (guarded by slots_mutex_).
+  struct Slots {
+    uint8_t* base = nullptr;  // slot i at base + i * slot_bytes
+    int64_t capacity = 0;
+    std::vector<int64_t> free;
+    std::vector<int64_t> released;       // reusable after the device finishes queued work
+    std::vector<const uint16_t*> table;  // host copy of the device's pointer tables
+  };
+  struct Held {
+    ExpertOnDevice on;
+    int64_t slot = 0;
+    ExpertRef key;
+    std::shared_ptr<const ExpertWeights> host;  // keeps the host address unique
+  };
+  Status write_slot(const ExpertWeights& host, int device_index, int64_t slot, Uploader& up,
+                    ExpertOnDevice* on) const;
+  Status write_table_entries(int device_index, ExpertRef key) const;
+
+  uint64_t slot_bytes_ = 0;
+  mutable std::shared_mutex slots_mutex_;
+  mutable std::vector<Slots> slots_;
+  mutable std::vector<int64_t> experts_on_;
+  mutable std::unordered_map<const void*, Held> by_host_gate_;
 };
 
 }  // namespace dancemoe::backend::cuda

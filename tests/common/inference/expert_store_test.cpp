@@ -47,3 +47,54 @@ TEST_CASE("expert store: load, hold and evict single experts with exact sizes") 
 }
 
 }  // namespace dancemoe
+
+namespace dancemoe {
+namespace {
+
+// Records what the store tells a device with copies of its own (a GPU's
+// ExpertResidency), and can refuse.
+struct RecordingResidency final : ExpertResidency {
+  Status make_resident(const std::shared_ptr<const ExpertWeights>& expert) override {
+    if (refuse) return resource_exhausted("no slot left");
+    arrived.push_back(expert->key);
+    return Status::ok();
+  }
+  void release(const ExpertWeights& expert) override { left.push_back(expert.key); }
+  bool refuse = false;
+  std::vector<ExpertRef> arrived;
+  std::vector<ExpertRef> left;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "expert store: a device with copies of its own is told of arrivals, moves and evictions") {
+  testing::TempDir dir("store-residency");
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  spec.write_tokenizer = false;
+  testing::write_model(spec, dir.path());
+  auto ckpt = Checkpoint::open(dir.path());
+  REQUIRE(ckpt.is_ok());
+  ExpertStore store(**ckpt, {-1, -1});
+  auto gpu = std::make_shared<RecordingResidency>();
+  store.set_residency(1, gpu);
+  REQUIRE(store.load({0, 2}, 0).is_ok());  // a CPU device: nothing to tell
+  REQUIRE(store.load({0, 3}, 1).is_ok());
+  REQUIRE(store.load({0, 3}, 1).is_ok());  // already there
+  CHECK(gpu->arrived == std::vector<ExpertRef>{{0, 3}});
+  REQUIRE(store.load({0, 2}, 1).is_ok());  // a move onto the GPU
+  CHECK(gpu->arrived.size() == 2);
+  REQUIRE(store.load({0, 3}, 0).is_ok());  // a move off it
+  CHECK(gpu->left == std::vector<ExpertRef>{{0, 3}});
+  CHECK(store.evict({0, 2}));
+  CHECK(gpu->left.size() == 2);
+  // A device that cannot take an expert fails the load; nothing is published.
+  gpu->refuse = true;
+  Status s = store.load({0, 5}, 1);
+  CHECK(s.code() == StatusCode::kResourceExhausted);
+  CHECK(store.get({0, 5}) == nullptr);
+  CHECK(store.n_resident_by_device() == std::vector<int64_t>{1, 0});
+}
+
+}  // namespace dancemoe
