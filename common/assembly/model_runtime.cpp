@@ -317,7 +317,8 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
       // the GPU: experts plus, on the first GPU, the dense footprint.
       uint64_t budget = dev.expert_budget_bytes;
       if (dev.gpu_index == 0) budget += backend::gpu_dense_footprint(config, options.devices);
-      request.gpus.push_back({ordinal, budget, dev.expert_budget_bytes});
+      request.gpus.push_back(
+          {ordinal, budget, options.reserve_gpu_expert_budget ? dev.expert_budget_bytes : 0});
     }
     for (size_t i = 0; i < keys.size(); ++i) {
       const RuntimeDevice& dev = devices_[static_cast<size_t>(devices[i])];

@@ -21,7 +21,8 @@
 //
 // Experts loaded later (a node's migrations) go through experts() onto a
 // device index; the device's engine computes them from then on. A GPU gets
-// expert slots for its whole budget at open, and the store copies experts
+// expert slots for its whole budget at open (reserve_gpu_expert_budget),
+// and the store copies experts
 // put on it later into a free slot (ExpertResidency), so it computes them
 // on the GPU (see docs/devices.md).
 //
@@ -67,6 +68,9 @@ struct RuntimeOptions {
   uint64_t host_reserved_bytes = 0;
   int64_t kv_cache_tokens = 4096;
   LoadProgress progress;  // over dense + initial expert bytes
+  // Reserve each GPU's whole expert budget at open so experts can arrive
+  // later (a node's migrations); false: room for the initial experts only.
+  bool reserve_gpu_expert_budget = false;
   // Builds the MoE executor from the assembled parts (the node's
   // distributed executor); null: a LocalMoeExecutor.
   std::function<Result<std::unique_ptr<MoeExecutor>>(ModelRuntime&)> make_executor;

@@ -99,6 +99,7 @@ Status NodeAgent::build_runtime() {
   if (o.expert_memory_bytes > 0) runtime.expert_memory_bytes = o.expert_memory_bytes;
   runtime.host_reserved_bytes = o.offload_cache_bytes;
   runtime.kv_cache_tokens = o.context_tokens;
+  runtime.reserve_gpu_expert_budget = true;  // the placement brings the experts later
   runtime.make_executor = [this](ModelRuntime& rt) -> Result<std::unique_ptr<MoeExecutor>> {
     NodeParts& parts = *parts_;
     const NodeOptions& opts = options_;
