@@ -7,6 +7,14 @@
 
 namespace dancemoe::testing {
 
+SyntheticModelSpec tiny_spec(uint64_t seed) {
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  spec.seed = seed;
+  spec.write_tokenizer = false;
+  return spec;
+}
+
 void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir) {
   Status status = write_synthetic_model(spec, dir);
   INFO(status.to_string());

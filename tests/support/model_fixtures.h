@@ -12,6 +12,9 @@
 
 namespace dancemoe::testing {
 
+// The tiny preset (Qwen3-MoE layout) with `seed`, without a tokenizer.
+SyntheticModelSpec tiny_spec(uint64_t seed);
+
 // Writes the synthetic model described by `spec` into `dir` (REQUIREs success).
 void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir);
 

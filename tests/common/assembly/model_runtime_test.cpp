@@ -12,14 +12,6 @@
 namespace dancemoe {
 namespace {
 
-SyntheticModelSpec tiny() {
-  SyntheticModelSpec spec;
-  spec.preset = "tiny";
-  spec.seed = 8;
-  spec.write_tokenizer = false;
-  return spec;
-}
-
 Result<std::unique_ptr<ModelRuntime>> open(const std::filesystem::path& dir,
                                            const std::string& devices,
                                            RuntimeOptions options = {}) {
@@ -38,7 +30,7 @@ std::vector<float> logits_of(ModelRuntime& m, const std::vector<int32_t>& ids) {
 
 TEST_CASE("model runtime: two CPU devices compute what one does, experts spread over both") {
   testing::TempDir dir("runtime-two");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(8), dir.path());
   auto one = open(dir.path(), "cpu");
   REQUIRE_MESSAGE(one.is_ok(), one.status().to_string());
   auto two = open(dir.path(), "cpu:0,cpu:1");
@@ -58,7 +50,7 @@ TEST_CASE("model runtime: two CPU devices compute what one does, experts spread 
 
 TEST_CASE("model runtime: initial experts go to the devices they are given, and can move") {
   testing::TempDir dir("runtime-place");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(8), dir.path());
   RuntimeOptions options;
   options.experts = std::vector<ExpertRef>{{2, 0}, {2, 1}, {2, 2}};
   options.expert_devices = {1, 0, 1};
@@ -80,7 +72,7 @@ TEST_CASE("model runtime: initial experts go to the devices they are given, and 
 
 TEST_CASE("model runtime: budgets too small or too large are refused before loading") {
   testing::TempDir dir("runtime-budget");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(8), dir.path());
   RuntimeOptions small;
   small.devices.expert_memory["cpu:1"] = 1000;
   small.devices.expert_memory["cpu:0"] = 1000;

@@ -18,14 +18,6 @@
 namespace dancemoe::testing {
 namespace {
 
-SyntheticModelSpec tiny_spec() {
-  SyntheticModelSpec s;
-  s.preset = "tiny";
-  s.seed = 9;
-  s.write_tokenizer = false;
-  return s;
-}
-
 Result<std::unique_ptr<ModelRuntime>> open_on(
     const std::filesystem::path& dir, backend::DeviceOptions devices,
     ComputePrecision precision = ComputePrecision::kBF16) {
@@ -48,7 +40,7 @@ int n_cuda_devices() {
 
 TEST_CASE("backend registry: a model opens on the CPU backend by default") {
   TempDir dir("registry-cpu");
-  write_model(tiny_spec(), dir.path());
+  write_model(tiny_spec(9), dir.path());
   Result<std::unique_ptr<ModelRuntime>> m = open_on(dir.path(), {});
   REQUIRE_MESSAGE(m.is_ok(), m.status().to_string());
   CHECK((*m)->description().rfind("cpu", 0) == 0);
@@ -61,7 +53,7 @@ TEST_CASE("backend registry: cuda without a CUDA build or without a device is a 
     return;
   }
   TempDir dir("registry-nodev");
-  write_model(tiny_spec(), dir.path());
+  write_model(tiny_spec(9), dir.path());
   for (const char* list : {"cuda:0", "cpu,cuda:1"}) {
     CAPTURE(list);
     backend::DeviceOptions devices;
@@ -82,7 +74,7 @@ TEST_CASE("backend registry: cuda without a CUDA build or without a device is a 
 
 TEST_CASE("backend registry: f32 on a GPU is refused before any device is opened") {
   TempDir dir("registry-flags");
-  write_model(tiny_spec(), dir.path());
+  write_model(tiny_spec(9), dir.path());
   backend::DeviceOptions devices;
   devices.devices = *backend::parse_device_list("cuda:0");
   Result<std::unique_ptr<ModelRuntime>> m = open_on(dir.path(), devices, ComputePrecision::kF32);
@@ -93,7 +85,7 @@ TEST_CASE("backend registry: f32 on a GPU is refused before any device is opened
 
 TEST_CASE("backend registry: a placement of the wrong length is refused") {
   TempDir dir("registry-placement");
-  write_model(tiny_spec(), dir.path());
+  write_model(tiny_spec(9), dir.path());
   RuntimeOptions options;
   options.devices.n_threads = 1;
   options.expert_devices = {0, 0, 0};

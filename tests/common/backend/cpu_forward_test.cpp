@@ -40,17 +40,9 @@ class SmallBatchEngine final : public ForwardEngine {
 
 class ForeignStorage final : public KvCache::ExternalStorage {};
 
-SyntheticModelSpec tiny() {
-  SyntheticModelSpec spec;
-  spec.preset = "tiny";
-  spec.seed = 5;
-  spec.write_tokenizer = false;
-  return spec;
-}
-
 TEST_CASE("backend seam: a prompt longer than the engine's batch runs in pieces, same logits") {
   testing::TempDir dir("seam");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(5), dir.path());
   auto model = testing::open_model(dir.path());
   const ModelConfig& c = model->config();
   ExpertComputer computer(
@@ -81,7 +73,7 @@ TEST_CASE("backend seam: a prompt longer than the engine's batch runs in pieces,
 
 TEST_CASE("backend seam: the CPU engine refuses a KV cache another backend made") {
   testing::TempDir dir("seam");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(5), dir.path());
   auto model = testing::open_model(dir.path());
   const ModelConfig& c = model->config();
   KvCache foreign =

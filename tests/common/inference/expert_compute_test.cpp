@@ -15,14 +15,6 @@
 namespace dancemoe {
 namespace {
 
-SyntheticModelSpec tiny() {
-  SyntheticModelSpec spec;
-  spec.preset = "tiny";
-  spec.seed = 21;
-  spec.write_tokenizer = false;
-  return spec;
-}
-
 // Jobs for experts 0..5 of layer `layer`, expert e on device e % n_devices.
 std::vector<ExpertJob> make_jobs(const ExpertStore& store, int32_t layer, int n_devices,
                                  int64_t n_tokens, std::mt19937& rng) {
@@ -45,7 +37,7 @@ std::vector<ExpertJob> make_jobs(const ExpertStore& store, int32_t layer, int n_
 
 TEST_CASE("expert computer: jobs on two CPU devices sum to what one device computes") {
   testing::TempDir dir("compute");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(21), dir.path());
   auto model = testing::open_model(dir.path());
   const int64_t H = model->config().hidden_size;
   ThreadPool pool_a(1), pool_b(1), pool_one(2);
@@ -81,7 +73,7 @@ TEST_CASE("expert computer: jobs on two CPU devices sum to what one device compu
 
 TEST_CASE("expert computer: a device without jobs is idle and reports no time") {
   testing::TempDir dir("compute-idle");
-  testing::write_model(tiny(), dir.path());
+  testing::write_model(testing::tiny_spec(21), dir.path());
   auto model = testing::open_model(dir.path());
   const int64_t H = model->config().hidden_size;
   ThreadPool pool_a(1), pool_b(1);

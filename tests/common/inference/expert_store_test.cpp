@@ -70,10 +70,7 @@ struct RecordingResidency final : ExpertResidency {
 TEST_CASE(
     "expert store: a device with copies of its own is told of arrivals, moves and evictions") {
   testing::TempDir dir("store-residency");
-  SyntheticModelSpec spec;
-  spec.preset = "tiny";
-  spec.write_tokenizer = false;
-  testing::write_model(spec, dir.path());
+  testing::write_model(testing::tiny_spec(0), dir.path());
   auto ckpt = Checkpoint::open(dir.path());
   REQUIRE(ckpt.is_ok());
   ExpertStore store(**ckpt, {-1, -1});
