@@ -5,9 +5,14 @@
 // layers on the device (router, grouping, experts, combine without a host
 // round trip), with and without decode-step CUDA graphs, and through the
 // executor (routing and activations to the host and back each MoE layer:
-// what a node with remote experts does).
+// what a node with remote experts does) -- and on `--devices cuda:0,cpu`
+// with half the experts in host RAM, computed by the CPU (the GPU's
+// --device-memory set to half the experts' bytes).
 //
 //   build/cuda/tests/bench_cuda_model [--model DIR] [--prompt-tokens 128] [--gen-tokens 64]
+//
+// "of peak" relates the weight bytes a decoded token reads to the GPU's peak
+// bandwidth; on cuda:0,cpu half of those bytes come from host memory.
 //
 // Without --model, the medium preset is generated (once) under the build tree.
 #include <cstdio>
@@ -15,6 +20,7 @@
 #include <filesystem>
 #include <string>
 
+#include "common/model/checkpoint.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "kernels/cuda/device.cuh"
 #include "scheduler/cli/model/model_benchmark.h"
@@ -58,16 +64,33 @@ int main(int argc, char** argv) {
               "bytes/token", "decode GB/s", "of peak");
   struct Variant {
     const char* name;
+    const char* devices;
     bool via_executor;
     bool graphs;
+    bool half_in_host;
   };
-  for (const Variant& v : {Variant{"on the device, decode graphs", false, true},
-                           Variant{"on the device, no graphs", false, false},
-                           Variant{"through the executor (host trip)", true, false}}) {
+  auto checkpoint = Checkpoint::open(model_dir);
+  if (!checkpoint.is_ok()) {
+    std::fprintf(stderr, "%s\n", checkpoint.status().to_string().c_str());
+    return 1;
+  }
+  uint64_t expert_bytes = 0;  // every routed expert, as the GPU holds them (bf16)
+  const ModelConfig& config = (*checkpoint)->config();
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+    expert_bytes += static_cast<uint64_t>(config.n_experts) * 3 *
+                    static_cast<uint64_t>(config.hidden_size * config.moe_intermediate_size) * 2;
+  }
+  for (const Variant& v :
+       {Variant{"on the device, decode graphs", "cuda:0", false, true, false},
+        Variant{"on the device, no graphs", "cuda:0", false, false, false},
+        Variant{"through the executor (host trip)", "cuda:0", true, false, false},
+        Variant{"cuda:0,cpu, half the experts on cpu", "cuda:0,cpu", true, false, true}}) {
     RuntimeOptions options;
-    options.devices.devices = *backend::parse_device_list("cuda:0");
+    options.devices.devices = *backend::parse_device_list(v.devices);
     options.devices.experts_via_executor = v.via_executor;
     options.devices.cuda_graphs = v.graphs;
+    if (v.half_in_host) options.devices.expert_memory["cuda:0"] = expert_bytes / 2;
     auto model = ModelRuntime::open(model_dir, options);
     if (!model.is_ok()) {
       std::fprintf(stderr, "%s\n", model.status().to_string().c_str());

@@ -12,6 +12,10 @@
 #include "tests/integration/node_cluster.h"
 #include "tests/support/scheduler_process.h"
 
+#if DMOE_HAVE_CUDA
+#include "kernels/cuda/device.cuh"
+#endif
+
 namespace dancemoe::testing {
 namespace {
 
@@ -173,6 +177,96 @@ TEST_CASE("devices: an unknown device or a budget over the device is refused bef
     REQUIRE(code.has_value());
     CHECK(*code != 0);
     CHECK(node.process().log().find(c.want) != std::string::npos);
+  }
+}
+
+int n_cuda_devices() {
+#if DMOE_HAVE_CUDA
+  std::string why;
+  return kernels::cuda::device_count(&why);
+#else
+  return 0;
+#endif
+}
+
+// The GPU check of the devices issue: one node computes on cuda:0 (dense part
+// and hot experts) and its CPU (the rest of its experts) in a 3-node
+// cluster; greedy output equals the all-CPU cluster's reference (bf16: the
+// GPU computes with bf16 activations).
+TEST_CASE("devices: a cuda:0,cpu node in a 3-node cluster answers as the all-CPU cluster") {
+  if (n_cuda_devices() == 0) {
+    MESSAGE("SKIPPED: no CUDA device (this case runs where a GPU is lent)");
+    return;
+  }
+  TempDir work("devices-gpu");
+  const std::filesystem::path model = work.path() / "small";
+  SyntheticModelSpec spec;
+  spec.preset = "small";
+  write_model(spec, model);
+  const std::vector<int32_t> layers = moe_layers_of(model);
+  auto checkpoint = Checkpoint::open(model);
+  REQUIRE(checkpoint.is_ok());
+  const int32_t n_experts = (*checkpoint)->config().n_experts;
+  uint64_t all_bytes = 0;
+  for (int32_t l : layers) {
+    for (int32_t e = 0; e < n_experts; ++e) all_bytes += (*checkpoint)->expert_bytes(l, e);
+  }
+  SchedulerProcess scheduler(
+      DMOE_SCHEDULER_PATH, work.path(),
+      {"--model", model.string(), "--heartbeat-interval", "0.2", "--report-interval", "0.4",
+       "--cold-start-settle", "0.5", "--prepare-timeout", "60", "--interval", "3600"});
+  scheduler.start();
+  std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
+  const std::string third = std::to_string(all_bytes / 3);
+  const std::map<std::string, std::vector<std::string>> flags = {
+      {"a",
+       {"--devices", "cuda:0,cpu", "--device-memory", "cuda:0=" + third, "--device-memory",
+        "cpu=" + third}},
+      {"b", {"--expert-memory", std::to_string(all_bytes * 4 / 10)}},
+      {"c", {"--expert-memory", std::to_string(all_bytes * 4 / 10)}}};
+  for (const auto& [id, extra] : flags) {
+    std::vector<std::string> args = {"--scheduler", scheduler.endpoint(), "--wire-dtype", "f32"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    nodes[id] =
+        std::make_unique<NodeProcess>(work.path(), id, node_args(model, free_tcp_port(), args));
+  }
+  for (auto& [id, node] : nodes) REQUIRE(node->wait_ready(120s));
+  REQUIRE(eventually(
+      [&] {
+        for (auto& [id, node] : nodes) {
+          if (node->stats()["placement_version"].get<uint64_t>() < 1) return false;
+        }
+        return true;
+      },
+      120s));
+  const json devices = nodes["a"]->stats()["devices"];
+  INFO(devices.dump());
+  REQUIRE(devices.size() == 2);
+  CHECK(devices[0]["kind"] == "cuda");
+  CHECK(devices[0]["experts"].get<int64_t>() > 0);
+
+  const int port = free_tcp_port();
+  PlacementSpec single;
+  for (int32_t x = 0; x < n_experts; ++x) single.experts["all"].push_back(x);
+  write_json(work.path() / "single.json",
+             placement_json(single, layers, n_experts, {{"all", endpoint_of(port)}}));
+  NodeProcess reference(
+      work.path(), "all",
+      node_args(model, port, {"--placement", (work.path() / "single.json").string()}));
+  REQUIRE(reference.wait_ready());
+  for (uint32_t seed : {11u, 12u, 13u}) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> prompt(16);
+    for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 4000);
+    const json want = reference.generate(greedy(prompt, 32));
+    for (auto& [id, node] : nodes) {
+      CAPTURE(id);
+      const json got = node->generate(greedy(prompt, 32));
+      CHECK(got["tokens"] == want["tokens"]);
+    }
+  }
+  for (const json& d : nodes["a"]->stats()["devices"]) {
+    MESSAGE(d["name"] << ": " << d["compute"].dump());
   }
 }
 
