@@ -92,6 +92,12 @@ class [[nodiscard]] Result {
     return is_ok() ? kOkStatus : std::get<Status>(state_);
   }
 
+  // This result, its error (if any) prefixed "<context>: " as Status::with_context does.
+  Result with_context(std::string_view context) && {
+    if (is_ok()) return std::move(*this);
+    return Result(std::get<Status>(state_).with_context(context));
+  }
+
   T& value() & { return std::get<T>(state_); }
   const T& value() const& { return std::get<T>(state_); }
   T&& value() && { return std::get<T>(std::move(state_)); }

@@ -3,6 +3,34 @@
 #include <zmq_addon.hpp>
 
 namespace dancemoe::net {
+namespace {
+
+// ZMQ_ZAP_ENFORCE_DOMAIN (a draft option in libzmq 4.3): without it a CURVE
+// server whose context has no ZAP handler admits every client. Set where
+// the library knows it; receivers check sender_key per message regardless.
+constexpr int kZapEnforceDomain = 93;
+
+void apply_curve(zmq::socket_t& socket, const CurveOptions& curve) {
+  if (curve.server_key.empty()) {
+    socket.set(zmq::sockopt::curve_server, 1);
+    socket.set(zmq::sockopt::curve_secretkey, curve.own.secret_key);
+    socket.set(zmq::sockopt::zap_domain, "dancemoe");
+    const int enforce = 1;
+    (void)zmq_setsockopt(socket.handle(), kZapEnforceDomain, &enforce, sizeof enforce);
+  } else {
+    socket.set(zmq::sockopt::curve_serverkey, curve.server_key);
+    socket.set(zmq::sockopt::curve_publickey, curve.own.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, curve.own.secret_key);
+  }
+}
+
+// The ZAP User-Id of a received frame, or empty (a plain connection).
+std::string user_id_of(zmq::message_t& frame) {
+  const char* value = zmq_msg_gets(frame.handle(), "User-Id");
+  return value != nullptr ? std::string(value) : std::string();
+}
+
+}  // namespace
 
 Result<zmq::socket_t> make_socket(zmq::context_t& context, zmq::socket_type type,
                                   const SocketOptions& options) {
@@ -19,6 +47,10 @@ Result<zmq::socket_t> make_socket(zmq::context_t& context, zmq::socket_type type
     if (options.reconnect_ms > 0) socket.set(zmq::sockopt::reconnect_ivl, options.reconnect_ms);
     if (options.reconnect_max_ms > 0) {
       socket.set(zmq::sockopt::reconnect_ivl_max, options.reconnect_max_ms);
+    }
+    if (options.curve) {
+      DMOE_RETURN_IF_ERROR(require_curve());
+      apply_curve(socket, *options.curve);
     }
     return socket;
   } catch (const zmq::error_t& e) {
@@ -122,7 +154,8 @@ std::optional<ReceivedMessage> receive_message(zmq::socket_t& socket,
                            std::to_string(n_body_frames) + " frames");
       return out;
     }
-    const zmq::message_t& env = frames[next];
+    zmq::message_t& env = frames[next];
+    out.sender_key = user_id_of(env);
     const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(env.data()), env.size());
     out.envelope = proto::decode(bytes, limits);
     if (out.envelope.is_ok()) {

@@ -9,6 +9,13 @@
 // `envelope` holds the error, with the routing id and sequence (when known)
 // so the receiver can answer with an Error and count it.
 //
+// CURVE (docs/security.md): SocketOptions::curve makes a socket a CURVE
+// server (its own key pair; clients are admitted by the context's
+// ZapHandler, zap_handler.h) or a CURVE client (its key pair and the
+// server's pinned public key); without it the socket is plain, which only
+// --insecure asks for. A message received over CURVE names the key that sent
+// it (ReceivedMessage::sender_key).
+//
 // Thread-safety: as ZeroMQ's -- one thread per socket.
 #pragma once
 
@@ -20,10 +27,17 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "common/net/curve_keys.h"
 #include "common/proto/codec.h"
 #include "common/proto/messages.h"
 
 namespace dancemoe::net {
+
+struct CurveOptions {
+  CurveKeyPair own;
+  // A client pins the server's public key; empty makes the socket a server.
+  std::string server_key;
+};
 
 struct SocketOptions {
   int64_t max_message_bytes = int64_t{256} << 20;  // ZMQ_MAXMSGSIZE
@@ -37,6 +51,7 @@ struct SocketOptions {
   bool immediate = false;
   int reconnect_ms = 0;
   int reconnect_max_ms = 0;
+  std::optional<CurveOptions> curve;  // nullopt: plain (--insecure)
 };
 
 // Creates a socket with the options applied. Errors from ZeroMQ (bad
@@ -55,6 +70,9 @@ struct ReceivedMessage {
   // an error (a field out of range), else 0: for Error.in_reply_to.
   uint64_t sequence = 0;
   std::vector<uint8_t> payload;  // raw frame, if any
+  // The Z85 public key the sender's CURVE handshake proved (the ZAP User-Id);
+  // empty on a plain connection.
+  std::string sender_key;
 };
 
 // Sends envelope (+ payload when non-empty), prefixed by routing_id on ROUTER sockets.
