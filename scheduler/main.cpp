@@ -1,7 +1,8 @@
 // `dancemoe-scheduler`: the global scheduler daemon (DESIGN.md §5-8).
 //
-//   dancemoe-scheduler --model DIR [--config FILE.toml] [--control tcp://*:5550]
-//                      [--db FILE] [--cluster-id ID] [--interval S] ...
+//   dancemoe-scheduler --model DIR --secret-key FILE --nodes-keys DIR --operator-keys DIR
+//                      [--config FILE.toml] [--control tcp://*:5550]
+//                      [--db FILE] [--cluster-id ID] [--interval S] ... | --insecure
 //
 // Every setting is a TOML key and a flag (scheduler/config/scheduler_config.h);
 // --help lists them with units and defaults. Exit codes: 0 after a clean
@@ -17,6 +18,7 @@
 #include <map>
 #include <string>
 
+#include "common/net/curve_keys.h"
 #include "scheduler/config/scheduler_config.h"
 #include "scheduler/daemon/control_server.h"
 #include "scheduler/daemon/service.h"
@@ -50,14 +52,28 @@ int serve(const SchedulerConfig& config) {
   const Status identity = (*store)->bind_identity(model->model_id, config.cluster_id);
   if (!identity.is_ok()) return fail(identity.message(), 2);
 
+  KeyRing keys = KeyRing::insecure();
+  std::optional<net::CurveKeyPair> own_key;
+  if (!config.insecure) {
+    Result<net::CurveKeyPair> pair = net::read_secret_key_file(config.secret_key);
+    if (!pair.is_ok()) return fail("--secret-key: " + pair.status().message(), 2);
+    own_key = *pair;
+    Result<KeyRing> ring = KeyRing::load(config.nodes_keys, config.operator_keys);
+    if (!ring.is_ok()) return fail(ring.status().message(), 2);
+    keys = std::move(*ring);
+    spdlog::info("CurveZMQ on: {} admitted node key(s), {} operator key(s); public key {}",
+                 keys.node_keys().size(), keys.n_operator_keys(), own_key->public_key);
+  }
+
   SystemClock clock;
-  SchedulerService service(service_options(config), *model, store->get(), &clock);
+  SchedulerService service(service_options(config), *model, store->get(), &clock, std::move(keys));
   const Status started = service.start();
   if (!started.is_ok()) return fail(started.to_string(), 1);
 
   ControlServerOptions server_options;
   server_options.endpoint = config.control;
   server_options.max_message_bytes = config.max_message_bytes;
+  server_options.curve = own_key;
   Result<std::unique_ptr<ControlServer>> server = ControlServer::bind(server_options, &service);
   if (!server.is_ok()) return fail(server.status().message(), 1);
 
@@ -102,6 +118,11 @@ int main(int argc, char** argv) {
     const std::string help =
         std::string(key.help) +
         " [default: " + (default_text(key).empty() ? std::string("none") : default_text(key)) + "]";
+    if (std::holds_alternative<bool SchedulerConfig::*>(key.field)) {
+      // A switch: `--insecure` alone means true.
+      flags[key.name] = app.add_flag(flag_name(key) + "{true}", flag_values[key.name], help);
+      continue;
+    }
     const char* type = std::holds_alternative<double SchedulerConfig::*>(key.field)    ? "NUMBER"
                        : std::holds_alternative<int64_t SchedulerConfig::*>(key.field) ? "INT"
                                                                                        : "TEXT";

@@ -81,6 +81,13 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   DMOE_RETURN_IF_ERROR(fill(gate, base));
   DMOE_RETURN_IF_ERROR(fill(up, base + up_offset));
   DMOE_RETURN_IF_ERROR(fill(down, base + down_offset));
+  // Nothing becomes resident that the manifest does not vouch for, whether
+  // it came from the files or from a peer (expert_manifest.h).
+  if (const ExpertManifest* manifest = checkpoint_.manifest()) {
+    DMOE_RETURN_IF_ERROR(
+        manifest->check(key, expert_digest({base, gate.n_bytes}, {base + up_offset, up.n_bytes},
+                                           {base + down_offset, down.n_bytes})));
+  }
   auto view = [](const TensorLocation& t, const uint8_t* data) {
     return kernels::WeightView{data, to_weight_type(t.dtype), t.shape[0], t.shape[1]};
   };

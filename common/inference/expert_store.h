@@ -58,7 +58,8 @@ class ExpertStore {
   // resident there; one resident on another device moves (a fresh copy on
   // the new device replaces it; users of the old copy keep it until they
   // drop it). invalid_argument for a layer without experts, an index or a
-  // device out of range.
+  // device out of range, and for weights whose digest is not the manifest's
+  // (expert_manifest.h; install() checks the same).
   Status load(ExpertRef key, int32_t device = 0);
   // Installs an expert from its weight bytes in the checkpoint's layout --
   // gate, up and down back to back, each in its on-disk dtype -- e.g. weights

@@ -125,6 +125,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
                      ": no model.safetensors or model.safetensors.index.json found");
   }
   DMOE_RETURN_IF_ERROR(ckpt->check_required_tensors());
+  DMOE_ASSIGN_OR_RETURN(ckpt->manifest_, ExpertManifest::read(model_dir, ckpt->config_));
 
   DMOE_ASSIGN_OR_RETURN(std::string config_text, read_file(model_dir / "config.json"));
   ckpt->compute_model_id(nlohmann::json::parse(config_text).dump());
@@ -187,6 +188,10 @@ void Checkpoint::compute_model_id(const std::string& canonical_config) {
   for (const TensorLocation* t : sorted) {
     hash.update("\n" + t->name + " " + std::string(dtype_name(t->dtype)) + " " +
                 shape_text(t->shape));
+  }
+  if (manifest_) {
+    const Digest manifest = manifest_->identity();
+    hash.update("\nmanifest " + to_hex(manifest));
   }
   std::array<uint8_t, 32> digest = hash.finish();
   model_id_ = to_hex(std::span<const uint8_t>(digest.data(), 16));

@@ -21,6 +21,7 @@
 
 #include "common/base/status.h"
 #include "common/base/unique_fd.h"
+#include "common/model/expert_manifest.h"
 #include "common/model/model_config.h"
 #include "common/tensor/dtype.h"
 
@@ -55,9 +56,12 @@ class Checkpoint {
   // Reads a tensor's bytes into dst (n_bytes of them).
   Status read_tensor(const TensorLocation& tensor, void* dst) const;
 
-  // Stable identity: SHA-256 over the canonical config.json and the sorted
-  // tensor index (names, dtypes, shapes); 32 hex characters.
+  // Stable identity: SHA-256 over the canonical config.json, the sorted
+  // tensor index (names, dtypes, shapes) and, when the directory has one,
+  // the expert manifest's digests; 32 hex characters.
   const std::string& model_id() const { return model_id_; }
+  // The per-expert digests (expert_manifest.h); nullptr without a manifest.
+  const ExpertManifest* manifest() const { return manifest_ ? &*manifest_ : nullptr; }
 
   // Exact bytes of one expert's weights (gate + up + down), and of the dense part.
   uint64_t expert_bytes(int64_t layer, int64_t expert) const;
@@ -79,6 +83,7 @@ class Checkpoint {
   std::vector<std::filesystem::path> files_;
   std::vector<UniqueFd> fds_;
   std::unordered_map<std::string, TensorLocation> tensors_;
+  std::optional<ExpertManifest> manifest_;
   std::string model_id_;
 };
 

@@ -154,6 +154,33 @@ Status ModelConfig::validate(const std::string& file_name) const {
   if (n_experts > 65535) {
     return fail("the number of experts (" + std::to_string(n_experts) + ") exceeds 65535");
   }
+  // Sizes are bounded before anything is sized from them: the tensor list,
+  // the expert slots and the scheduler's tables have one entry per (layer,
+  // expert), and a forged config.json must not make a process allocate
+  // beyond memory (it aborted on num_experts 2147483647) before the
+  // safetensors headers are compared with it.
+  struct Bound {
+    const char* field;
+    int64_t value;
+    int64_t max;
+  };
+  for (const Bound& b :
+       {Bound{"vocab_size", vocab_size, int64_t{1} << 24},
+        Bound{"hidden_size", hidden_size, int64_t{1} << 17},
+        Bound{"num_attention_heads", n_heads, 4096}, Bound{"num_key_value_heads", n_kv_heads, 4096},
+        Bound{"head_dim", head_dim, 4096},
+        Bound{"the expert intermediate size", moe_intermediate_size, int64_t{1} << 20},
+        Bound{"intermediate_size", dense_intermediate_size, int64_t{1} << 20},
+        Bound{"max_position_embeddings", max_position_embeddings, int64_t{1} << 24}}) {
+    if (b.value > b.max) {
+      return fail(std::string(b.field) + " (" + std::to_string(b.value) + ") exceeds " +
+                  std::to_string(b.max));
+    }
+  }
+  if (n_layers * n_experts > (int64_t{1} << 20)) {
+    return fail("num_hidden_layers x experts (" + std::to_string(n_layers) + " x " +
+                std::to_string(n_experts) + ") exceeds 1048576 experts in all");
+  }
   if (n_experts_per_token > n_experts) {
     return fail("num_experts_per_tok (" + std::to_string(n_experts_per_token) +
                 ") exceeds the number of experts (" + std::to_string(n_experts) + ")");

@@ -1,5 +1,6 @@
 #include "common/proto/codec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/base/check.h"
@@ -75,6 +76,7 @@ struct Encoder {
     rb.add_resident(resident);
     rb.add_placement_version(m.placement_version);
     rb.add_resident_devices(resident_devices);
+    rb.add_migration_headroom_bytes(m.migration_headroom_bytes);
     return {w::Body::Register, rb.Finish().Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const RegisterReply& m) {
@@ -85,7 +87,8 @@ struct Encoder {
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const Heartbeat& m) {
     return {w::Body::Heartbeat,
-            w::CreateHeartbeat(b, m.placement_version, m.requests_in_flight).Union()};
+            w::CreateHeartbeat(b, m.placement_version, m.requests_in_flight, m.members_version)
+                .Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const ActivationReport& m) {
     std::vector<w::ExpertCount> counts;
@@ -173,9 +176,27 @@ struct Encoder {
             w::CreateError(b, static_cast<w::ErrorCode>(m.code), str(m.message), m.in_reply_to)
                 .Union()};
   }
+  std::pair<w::Body, fb::Offset<void>> operator()(const Members& m) {
+    std::vector<fb::Offset<w::MemberKey>> keys;
+    for (const MemberKey& k : m.members) {
+      keys.push_back(w::CreateMemberKey(b, str(k.node_id), str(k.key_name), str(k.public_key)));
+    }
+    auto list = b.CreateVector(keys);
+    return {w::Body::Members, w::CreateMembers(b, m.version, list).Union()};
+  }
 };
 
 // ---------------------------------------------------------------- decoding
+
+// 40 characters of ZeroMQ's Z85 alphabet (common/net checks a key fully
+// before any socket uses it).
+bool looks_like_z85_key(const std::string& s) {
+  static const std::string_view kAlphabet =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
+           return kAlphabet.find(c) != std::string_view::npos;
+         });
+}
 
 class Decoder {
  public:
@@ -267,6 +288,7 @@ class Decoder {
   Result<Body> decode_expert_weights_request(const w::Envelope& e) const;
   Result<Body> decode_expert_weights_chunk(const w::Envelope& e) const;
   Result<Body> decode_error(const w::Envelope& e) const;
+  Result<Body> decode_members(const w::Envelope& e) const;
 
   const DecodeLimits& limits_;
 };
@@ -304,6 +326,7 @@ Result<Body> Decoder::decode_register(const w::Envelope& e) const {
                             std::to_string(r.resident.size()) + " resident experts");
   }
   r.placement_version = m->placement_version();
+  r.migration_headroom_bytes = m->migration_headroom_bytes();
   return Body(std::move(r));
 }
 
@@ -320,7 +343,7 @@ Result<Body> Decoder::decode_register_reply(const w::Envelope& e) const {
 
 Result<Body> Decoder::decode_heartbeat(const w::Envelope& e) const {
   const w::Heartbeat* m = e.body_as_Heartbeat();
-  return Body(Heartbeat{m->placement_version(), m->requests_in_flight()});
+  return Body(Heartbeat{m->placement_version(), m->requests_in_flight(), m->members_version()});
 }
 
 Result<Body> Decoder::decode_activation_report(const w::Envelope& e) const {
@@ -509,6 +532,27 @@ Result<Body> Decoder::decode_error(const w::Envelope& e) const {
   return Body(std::move(err));
 }
 
+Result<Body> Decoder::decode_members(const w::Envelope& e) const {
+  const w::Members* m = e.body_as_Members();
+  Members out;
+  out.version = m->version();
+  DMOE_RETURN_IF_ERROR(list_size(m->members(), "Members.members"));
+  if (m->members()) {
+    for (const w::MemberKey* k : *m->members()) {
+      MemberKey key;
+      DMOE_RETURN_IF_ERROR(string(k->node_id(), "Members.members.node_id", &key.node_id));
+      DMOE_RETURN_IF_ERROR(string(k->key_name(), "Members.members.key_name", &key.key_name));
+      DMOE_RETURN_IF_ERROR(string(k->public_key(), "Members.members.public_key", &key.public_key));
+      if (!looks_like_z85_key(key.public_key)) {
+        return invalid_argument("Members.members.public_key of '" + key.key_name +
+                                "': expected 40 Z85 characters");
+      }
+      out.members.push_back(std::move(key));
+    }
+  }
+  return Body(std::move(out));
+}
+
 Result<Body> Decoder::body(const w::Envelope& e) const {
   // The verifier accepts a union type without its value (the value field is
   // optional), so every body_as_X() below would be null.
@@ -549,6 +593,8 @@ Result<Body> Decoder::body(const w::Envelope& e) const {
       return decode_expert_weights_chunk(e);
     case w::Body::Error:
       return decode_error(e);
+    case w::Body::Members:
+      return decode_members(e);
     case w::Body::NONE:
       break;
   }
@@ -574,7 +620,8 @@ std::string_view body_name(const Body& body) {
                                        "ExpertResult",
                                        "ExpertWeightsRequest",
                                        "ExpertWeightsChunk",
-                                       "Error"};
+                                       "Error",
+                                       "Members"};
   static_assert(std::size(kNames) == std::variant_size_v<Body>);
   return kNames[body.index()];
 }

@@ -19,7 +19,9 @@
 namespace dancemoe::proto {
 
 inline constexpr uint16_t kProtocolMajor = 1;
-inline constexpr uint16_t kProtocolMinor = 1;  // 1.1: devices' kind and compute in reports
+// 1.1: devices' kind and compute in reports; 1.2: Members, Heartbeat's
+// members version, Register's migration headroom (docs/security.md).
+inline constexpr uint16_t kProtocolMinor = 2;
 
 // Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
@@ -61,6 +63,7 @@ struct Register {
   std::vector<ExpertRef> resident;
   std::vector<uint16_t> resident_devices;
   uint64_t placement_version = 0;
+  uint64_t migration_headroom_bytes = 0;
   friend bool operator==(const Register&, const Register&) = default;
 };
 
@@ -76,6 +79,7 @@ struct RegisterReply {
 struct Heartbeat {
   uint64_t placement_version = 0;
   uint32_t requests_in_flight = 0;
+  uint64_t members_version = 0;
   friend bool operator==(const Heartbeat&, const Heartbeat&) = default;
 };
 
@@ -188,10 +192,25 @@ struct Error {
   friend bool operator==(const Error&, const Error&) = default;
 };
 
+// One admitted node key (docs/security.md); node_id is empty until a node
+// registers with it.
+struct MemberKey {
+  std::string node_id;
+  std::string key_name;
+  std::string public_key;  // Z85
+  friend bool operator==(const MemberKey&, const MemberKey&) = default;
+};
+
+struct Members {
+  uint64_t version = 0;
+  std::vector<MemberKey> members;
+  friend bool operator==(const Members&, const Members&) = default;
+};
+
 using Body =
     std::variant<Register, RegisterReply, Heartbeat, ActivationReport, Ack, PlacementPrepare, Ready,
                  Commit, Abort, StatusRequest, StatusReply, ExpertCall, ExpertResult,
-                 ExpertWeightsRequest, ExpertWeightsChunk, Error>;
+                 ExpertWeightsRequest, ExpertWeightsChunk, Error, Members>;
 
 // "Register", "ExpertCall", ... for logs and error messages.
 std::string_view body_name(const Body& body);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 
+#include "common/net/curve_keys.h"
 #include "common/placement/placement_json.h"
 #include "edge_node/agent/node_resources.h"
 
@@ -48,6 +49,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const NodeOptions& options) 
 }
 
 Status NodeAgent::init() {
+  DMOE_RETURN_IF_ERROR(load_keys());
   DMOE_RETURN_IF_ERROR(build_runtime());
   DMOE_RETURN_IF_ERROR(start_expert_service());
   if (!options_.placement_file.empty()) DMOE_RETURN_IF_ERROR(apply_placement_file());
@@ -64,6 +66,33 @@ Status NodeAgent::init() {
   return Status::ok();
 }
 
+// The node's key pair and the members it trusts (standalone: --peer-keys;
+// attached: none until the scheduler sends them), and the ZAP handler that
+// admits them to the expert service.
+Status NodeAgent::load_keys() {
+  NodeParts& p = *parts_;
+  const NodeOptions& o = options_;
+  if (o.insecure) {
+    p.members = std::make_shared<MemberKeys>(std::nullopt);
+    return Status::ok();
+  }
+  DMOE_ASSIGN_OR_RETURN(net::CurveKeyPair own,
+                        net::read_secret_key_file(o.secret_key).with_context("--secret-key"));
+  p.members = std::make_shared<MemberKeys>(own);
+  if (!o.scheduler.empty()) {
+    DMOE_ASSIGN_OR_RETURN(
+        p.scheduler_key,
+        net::read_public_key_file(o.scheduler_key).with_context("--scheduler-key"));
+  }
+  if (!o.peer_keys.empty()) {
+    DMOE_ASSIGN_OR_RETURN(proto::Members members, members_from_directory(o.peer_keys));
+    p.members->replace(members);
+  }
+  DMOE_ASSIGN_OR_RETURN(p.zap, net::ZapHandler::start(p.context, p.members->allowlist()));
+  spdlog::info("CurveZMQ on: public key {}", own.public_key);
+  return Status::ok();
+}
+
 // The model on this node's devices (common/assembly/model_runtime.h) with
 // no experts yet -- the placement brings them -- and the distributed
 // executor as its MoE executor; the tokenizer; how fast experts load from
@@ -74,6 +103,12 @@ Status NodeAgent::build_runtime() {
   const NodeOptions& o = options_;
   DMOE_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(o.model_dir));
   const Checkpoint& ckpt = *checkpoint;  // owned by the runtime below
+  if (ckpt.manifest() == nullptr) {
+    spdlog::info(
+        "{}: no {}; expert weights are loaded and fetched unverified "
+        "(`dancemoe model manifest --model DIR` writes one; docs/security.md)",
+        o.model_dir, ExpertManifest::kFileName);
+  }
   const ModelConfig& config = ckpt.config();
   if (std::optional<std::filesystem::path> tok = ckpt.tokenizer_path()) {
     DMOE_ASSIGN_OR_RETURN(p.tokenizer, tokenizer::Tokenizer::load(*tok));
@@ -87,6 +122,7 @@ Status NodeAgent::build_runtime() {
   PeerPoolOptions peer_options;
   peer_options.send_timeout =
       std::min<std::chrono::milliseconds>(o.call_timeout, std::chrono::milliseconds(200));
+  peer_options.members = p.members;
   p.peers = std::make_unique<PeerPool>(p.context, peer_options);
   if (o.offload_cache_bytes > 0) {
     p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
@@ -139,6 +175,7 @@ Status NodeAgent::build_runtime() {
   migration.source = o.expert_source;
   migration.throttle = o.throttle;
   migration.memory_limit_bytes = p.expert_budget + p.migration_headroom;
+  migration.members = p.members;
   p.migration = std::make_unique<MigrationExecutor>(
       p.checkpoint(), p.store(), *p.table, *p.log, p.context, migration,
       [this] { return parts_->runner && parts_->runner->in_flight() > 0; });
@@ -167,6 +204,7 @@ Status NodeAgent::start_expert_service() {
   service.precision = o.precision;
   service.limits.max_call_tokens = o.max_call_tokens;
   service.identity = {o.node_id, o.cluster_id};
+  service.members = p.members;
   DMOE_ASSIGN_OR_RETURN(
       p.service, ExpertService::start(p.context, p.checkpoint().config(), p.store(), service));
   p.advertise = advertised_endpoint(o.advertise, p.service->bound_endpoint());
@@ -226,6 +264,7 @@ proto::Register NodeAgent::registration() const {
   for (int32_t d : p.store().resident_devices())
     r.resident_devices.push_back(static_cast<uint16_t>(d));
   r.placement_version = p.migration->committed_version();
+  r.migration_headroom_bytes = p.migration_headroom;
   return r;
 }
 
@@ -239,6 +278,8 @@ void NodeAgent::start_scheduler_link() {
   link.report_interval = o.report_interval;
   link.report_interval_from_flag = o.report_interval_set;
   link.report_buffer = o.report_buffer;
+  link.members = p.members;
+  link.scheduler_key = p.scheduler_key;
   p.link = std::make_unique<SchedulerLink>(
       p.context, link, [this] { return registration(); }, *p.migration, *p.log,
       [this] { return parts_->runner->in_flight(); });
@@ -284,6 +325,14 @@ Status NodeAgent::reload_placement() {
 }
 
 void NodeAgent::poll() {
+  const int64_t now_ms = system_clock().steady_ms();
+  if (options_.insecure && now_ms >= next_insecure_warning_ms_) {
+    next_insecure_warning_ms_ = now_ms + 60'000;
+    spdlog::warn(
+        "INSECURE: --insecure is set -- no CurveZMQ, no keys: anyone who reaches {} may call "
+        "this node's experts, download its weights and answer as its peers (docs/security.md)",
+        parts_->service ? parts_->service->bound_endpoint() : options_.experts_bind);
+  }
   std::optional<uint64_t> ready;
   {
     std::lock_guard<std::mutex> lock(parts_->reload_mutex);

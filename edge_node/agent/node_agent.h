@@ -2,7 +2,9 @@
 // it builds the node's parts (node_parts.h) in order, serves HTTP through
 // NodeHttpBackend, and runs the standalone placement reloads.
 //
-// start() loads the dense weights, applies the standalone placement (if
+// start() reads the keys (docs/security.md: the node's key pair, the
+// scheduler's pinned key or the standalone --peer-keys, and a ZAP handler
+// admitting the members), loads the dense weights, applies the standalone placement (if
 // any), binds the expert service and the HTTP API, starts the scheduler
 // link (attached mode) and writes the ready file:
 //   {"node_id", "expert_endpoint" (bound), "advertise", "http" (HOST:PORT),
@@ -39,7 +41,8 @@ class NodeAgent {
   // Standalone mode: reads the placement file again and migrates to it
   // (prepare, then commit as soon as it is loaded). Called on SIGHUP.
   Status reload_placement();
-  // Commits a standalone reload whose loading finished (called by the main loop).
+  // Commits a standalone reload whose loading finished, and repeats the
+  // --insecure warning every minute (called by the main loop).
   void poll();
   // True when the scheduler refused this node (the process should exit).
   bool refused() const;
@@ -52,6 +55,7 @@ class NodeAgent {
   explicit NodeAgent(const NodeOptions& options);
   // init() runs the steps below in order.
   Status init();
+  Status load_keys();
   Status build_runtime();
   Status start_expert_service();
   Status apply_placement_file();
@@ -60,6 +64,7 @@ class NodeAgent {
   proto::Register registration() const;
 
   NodeOptions options_;
+  int64_t next_insecure_warning_ms_ = 0;
   std::unique_ptr<NodeParts> parts_;
   std::unique_ptr<NodeHttpBackend> backend_;
 };

@@ -102,7 +102,8 @@ json NodeHttpBackend::stats() {
                 {"call_tokens", sc.call_tokens.load()},
                 {"chunks", sc.chunks.load()},
                 {"errors", sc.errors.load()},
-                {"bad_messages", sc.bad_messages.load()}}},
+                {"bad_messages", sc.bad_messages.load()},
+                {"refused", sc.refused.load()}}},
               {"migration",
                {{"state", m.state},
                 {"committed_version", m.committed_version},
@@ -179,8 +180,8 @@ void NodeHttpBackend::write_metrics(PrometheusWriter& out) {
   in.expert_budget_bytes = p.expert_budget;
   in.migration = p.migration->status();
   const ServiceCounters& sc = p.service->counters();
-  in.service = {sc.calls.load(), sc.call_tokens.load(), sc.chunks.load(), sc.errors.load(),
-                sc.bad_messages.load()};
+  in.service = {sc.calls.load(),  sc.call_tokens.load(),  sc.chunks.load(),
+                sc.errors.load(), sc.bad_messages.load(), sc.refused.load()};
   if (p.offload) {
     in.offload =
         NodeMetricsInputs::Offload{p.offload->hits(), p.offload->loads(),

@@ -96,6 +96,8 @@ void write_node_metrics(PrometheusWriter& out, const NodeMetricsInputs& in) {
   out.sample("dancemoe_node_service_calls_total", {{"outcome", "error"}}, d(in.service.errors));
   out.sample("dancemoe_node_service_calls_total", {{"outcome", "bad_message"}},
              d(in.service.bad_messages));
+  out.sample("dancemoe_node_service_calls_total", {{"outcome", "refused_key"}},
+             d(in.service.refused));
   one(out, "dancemoe_node_service_call_tokens_total", "counter",
       "tokens computed for peers' ExpertCalls", d(in.service.call_tokens));
   one(out, "dancemoe_node_service_weight_chunks_total", "counter",

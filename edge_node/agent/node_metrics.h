@@ -28,6 +28,7 @@ struct NodeMetricsInputs {
   MigrationStatus migration;
   struct Service {
     uint64_t calls = 0, call_tokens = 0, chunks = 0, errors = 0, bad_messages = 0;
+    uint64_t refused = 0;  // messages from keys that are not current members
   } service;
   struct Offload {
     uint64_t hits = 0, loads = 0, resident_bytes = 0, capacity_bytes = 0;

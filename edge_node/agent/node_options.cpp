@@ -1,5 +1,8 @@
 #include "edge_node/agent/node_options.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -25,6 +28,37 @@ struct RawNodeFlags {
   CLI::Option* report_interval_option = nullptr;
 };
 
+namespace {
+
+Status check_node_security(const NodeOptions& o) {
+  const bool any_key = !o.secret_key.empty() || !o.scheduler_key.empty() || !o.peer_keys.empty();
+  if (o.insecure) {
+    if (any_key) {
+      return invalid_argument(
+          "--insecure with --secret-key/--scheduler-key/--peer-keys: choose keys or --insecure");
+    }
+    return Status::ok();
+  }
+  const bool attached = !o.scheduler.empty();
+  if (o.secret_key.empty() || (attached && o.scheduler_key.empty()) ||
+      (!attached && o.peer_keys.empty())) {
+    return invalid_argument(
+        std::string("dancemoe-node needs keys: --secret-key FILE and ") +
+        (attached ? "--scheduler-key FILE.pub (the scheduler's)"
+                  : "--peer-keys DIR (the cluster's nodes, NODE_ID.pub each)") +
+        " -- see `dancemoe keys generate` and docs/security.md -- or --insecure to run "
+        "without authentication");
+  }
+  if (attached && !o.peer_keys.empty()) {
+    return invalid_argument(
+        "--peer-keys is for standalone mode; attached, the scheduler sends "
+        "the members' keys");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag) {
   size_t used = 0;
   double value = 0;
@@ -46,6 +80,36 @@ Result<std::chrono::milliseconds> parse_duration(const std::string& text, const 
   return std::chrono::milliseconds(static_cast<int64_t>(std::llround(value * ms_per_unit)));
 }
 
+Result<std::string> default_experts_bind(const std::string& advertise) {
+  if (advertise.empty()) return std::string("tcp://127.0.0.1:5551");
+  const std::string prefix = "tcp://";
+  const size_t colon = advertise.rfind(':');
+  if (advertise.rfind(prefix, 0) != 0 || colon == std::string::npos || colon < prefix.size()) {
+    return invalid_argument("--advertise: expected tcp://HOST:PORT, got '" + advertise + "'");
+  }
+  std::string host = advertise.substr(prefix.size(), colon - prefix.size());
+  const std::string port = advertise.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  // ZeroMQ binds addresses and interface names, not DNS names: resolve here.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) {
+    return invalid_argument("--advertise: cannot resolve host '" + host +
+                            "'; pass --experts tcp://ADDRESS:PORT to bind explicitly");
+  }
+  char text[NI_MAXHOST] = {};
+  const int rc = ::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                               NI_NUMERICHOST);
+  const bool v6 = found->ai_family == AF_INET6;
+  ::freeaddrinfo(found);
+  if (rc != 0) return invalid_argument("--advertise: cannot resolve host '" + host + "'");
+  return prefix + (v6 ? "[" + std::string(text) + "]" : std::string(text)) + ":" + port;
+}
+
 std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   auto raw = std::make_shared<RawNodeFlags>();
   app.add_option("--model", o->model_dir, "HuggingFace-layout model directory (this node's copy)")
@@ -60,8 +124,9 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--placement", o->placement_file,
                  "standalone mode: placement file (common/placement/placement_json.h); "
                  "SIGHUP reloads it");
-  app.add_option("--experts", o->experts_bind, "expert service bind endpoint (port * or 0: any)")
-      ->capture_default_str();
+  app.add_option("--experts", o->experts_bind,
+                 "expert service bind endpoint (port * or 0: any; default: the --advertise "
+                 "address, else tcp://127.0.0.1:5551)");
   app.add_option("--advertise", o->advertise,
                  "expert endpoint peers use to reach this node (default: the bound one)");
   app.add_option("--http", o->http, "HTTP API HOST:PORT (port 0: any)")->capture_default_str();
@@ -133,6 +198,15 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
                  "cap on migration loading, bytes per second (e.g. 200M; default: none)");
   app.add_option("--log-level", o->log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
+  app.add_option("--secret-key", o->secret_key,
+                 "this node's CURVE secret key file, NAME.key (dancemoe keys generate)");
+  app.add_option("--scheduler-key", o->scheduler_key,
+                 "attached: the scheduler's public key file, NAME.pub (pinned)");
+  app.add_option("--peer-keys", o->peer_keys,
+                 "standalone: directory of the cluster's node keys, NODE_ID.pub each");
+  app.add_flag("--insecure", o->insecure,
+               "no CurveZMQ and no keys: anyone reaching the expert port may call experts and "
+               "download weights (warned every minute)");
   return raw;
 }
 
@@ -200,6 +274,10 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     if (const char* key = std::getenv("DANCEMOE_API_KEY")) o->api_key = key;
   }
   if (o->max_queued > 100000) return invalid_argument("--max-queued: at most 100000");
+  DMOE_RETURN_IF_ERROR(check_node_security(*o));
+  if (o->experts_bind.empty()) {
+    DMOE_ASSIGN_OR_RETURN(o->experts_bind, default_experts_bind(o->advertise));
+  }
   if (!(o->throttle.latency_bound > 0)) {
     return invalid_argument("--migration-latency-bound: must be > 0");
   }

@@ -25,7 +25,9 @@ struct NodeOptions {
   std::string cluster_id = "default";  // the scheduler's default too
   std::string scheduler;               // tcp://HOST:PORT: attached mode
   std::string placement_file;          // standalone mode
-  std::string experts_bind = "tcp://*:5551";
+  // Expert service bind endpoint; default (empty): the --advertise address,
+  // else tcp://127.0.0.1:5551 -- never every interface unless asked.
+  std::string experts_bind;
   std::string advertise;  // expert endpoint peers use; default: the bound one
   std::string http = "127.0.0.1:8080";
   std::string api_key;     // --api-key or $DANCEMOE_API_KEY; empty: /v1/* is open
@@ -36,7 +38,13 @@ struct NodeOptions {
 
   // --devices, --device-memory and --threads (the threads of a "cpu" device).
   backend::DeviceOptions devices;
-  uint64_t expert_memory_bytes = 0;       // 0: what the devices have free (device_budgets.h)
+  uint64_t expert_memory_bytes = 0;  // 0: what the devices have free (device_budgets.h)
+
+  // Security (docs/security.md): CurveZMQ unless `insecure`.
+  std::string secret_key;     // this node's NAME.key
+  std::string scheduler_key;  // attached: the scheduler's NAME.pub, pinned
+  std::string peer_keys;      // standalone: directory of NODE_ID.pub of the cluster's nodes
+  bool insecure = false;
   uint64_t migration_headroom_bytes = 0;  // 0: half the expert budget
   uint64_t offload_cache_bytes = 256ull << 20;
   int service_workers = 1;
@@ -60,6 +68,11 @@ struct NodeOptions {
 struct RawNodeFlags;
 std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* options);
 Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* options);
+
+// The expert service's bind endpoint when --experts is not given: the host
+// of `advertise` (resolved to an address of this machine) and its port, or
+// tcp://127.0.0.1:5551 without --advertise.
+Result<std::string> default_experts_bind(const std::string& advertise);
 
 // "10s", "500ms", "2m", "1500" (milliseconds) -> milliseconds.
 Result<std::chrono::milliseconds> parse_duration(const std::string& text, const std::string& flag);

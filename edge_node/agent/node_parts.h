@@ -21,6 +21,7 @@
 #include <zmq.hpp>
 
 #include "common/assembly/model_runtime.h"
+#include "common/net/zap_handler.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/agent/prompt_runner.h"
@@ -30,6 +31,7 @@
 #include "edge_node/http/http_server.h"
 #include "edge_node/migration/migration_executor.h"
 #include "edge_node/moe/distributed_executor.h"
+#include "edge_node/remote/member_keys.h"
 #include "edge_node/remote/offload_cache.h"
 #include "edge_node/remote/peer_pool.h"
 #include "edge_node/trace/trace_writer.h"
@@ -38,6 +40,11 @@ namespace dancemoe::node {
 
 struct NodeParts {
   zmq::context_t context{1};
+  // CURVE (docs/security.md): the node's key pair and the members it trusts;
+  // the context's ZAP handler admits them. Declared right after the
+  // context: destroyed after every socket user, before the context.
+  std::shared_ptr<MemberKeys> members;
+  std::unique_ptr<net::ZapHandler> zap;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null without tokenizer.json
   std::unique_ptr<HolderTableHandle> table;
   std::unique_ptr<ActivationLog> log;
@@ -54,6 +61,7 @@ struct NodeParts {
   std::unique_ptr<SchedulerLink> link;  // null in standalone mode
 
   std::string advertise;       // the expert endpoint peers are told
+  std::string scheduler_key;   // Z85, pinned (attached mode with keys)
   uint64_t expert_budget = 0;  // over every device
   uint64_t migration_headroom = 0;
   double load_bytes_per_s = 0;  // disk to host, measured at start

@@ -48,6 +48,9 @@ bool SchedulerLink::open_socket() {
   net::SocketOptions options;
   options.routing_id = options_.node_id;
   options.send_timeout = std::chrono::milliseconds(0);  // never block this thread on a send
+  if (options_.members && options_.members->secure()) {
+    options.curve = net::CurveOptions{*options_.members->own(), options_.scheduler_key};
+  }
   Result<zmq::socket_t> socket = net::make_socket(context_, zmq::socket_type::dealer, options);
   if (!socket.is_ok()) {
     spdlog::error("scheduler link: {}", socket.status().to_string());
@@ -115,7 +118,11 @@ void SchedulerLink::run() {
       }
     }
     if (state_ == State::kRegistering && now - register_sent_ > options_.register_timeout) {
-      lose("no RegisterReply within " + std::to_string(options_.register_timeout.count()) + " ms");
+      lose("no RegisterReply within " + std::to_string(options_.register_timeout.count()) + " ms" +
+           (options_.members && options_.members->secure()
+                ? " (a scheduler that does not admit this node's key, or whose key is not "
+                  "--scheduler-key, never answers)"
+                : ""));
       backoff_ = std::min<Millis>(backoff_ * 2, options_.max_backoff);
     }
     if (socket_) {
@@ -135,7 +142,8 @@ void SchedulerLink::run() {
     if (state_ == State::kAttached) {
       if (now - last_heartbeat_ >= heartbeat_interval_) {
         last_heartbeat_ = now;
-        send(proto::Heartbeat{migration_.committed_version(), in_flight_ ? in_flight_() : 0});
+        send(proto::Heartbeat{migration_.committed_version(), in_flight_ ? in_flight_() : 0,
+                              options_.members ? options_.members->version() : 0});
       }
       const auto resend_after = std::max<Millis>(2 * heartbeat_interval_, std::chrono::seconds(2));
       for (auto& [seq, report] : reports_.due(now, resend_after)) {
@@ -197,6 +205,14 @@ void SchedulerLink::handle(const proto::Envelope& e) {
     status_.attached = true;
     status_.reason.clear();
     ++status_.registrations;
+    return;
+  }
+  if (const auto* members = std::get_if<proto::Members>(&e.body)) {
+    if (options_.members && options_.members->secure()) {
+      options_.members->replace(*members);
+      spdlog::info("members v{:x}: {} admitted node key(s)", members->version,
+                   members->members.size());
+    }
     return;
   }
   if (const auto* ack = std::get_if<proto::Ack>(&e.body)) {

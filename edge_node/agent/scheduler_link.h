@@ -14,6 +14,9 @@
 //   control     PlacementPrepare -> MigrationExecutor::prepare, then Ready
 //               or Abort when loading ends; Commit / Abort -> the executor,
 //               answered with an Ack (or an Error saying why not).
+//   members     Members (docs/security.md) replace the node's MemberKeys;
+//               every heartbeat names the members version held, so a lost
+//               Members message is resent within one heartbeat.
 //   lost        nothing heard for `missed_heartbeats` intervals (or an Error
 //               while attached): the socket is closed and re-created, and
 //               the node registers again with back-off (Lazy Pirate); it
@@ -37,6 +40,7 @@
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/activation/report_buffer.h"
 #include "edge_node/migration/migration_executor.h"
+#include "edge_node/remote/member_keys.h"
 
 namespace dancemoe::node {
 
@@ -51,6 +55,10 @@ struct SchedulerLinkOptions {
   std::chrono::milliseconds register_timeout{2000};
   std::chrono::milliseconds max_backoff{5000};
   size_t report_buffer = 360;
+  // CURVE towards the scheduler (its pinned key) and the members it sends;
+  // null or insecure: plain socket, Members ignored.
+  std::shared_ptr<MemberKeys> members;
+  std::string scheduler_key;  // Z85 public key of the scheduler
   // Time for backoffs, heartbeats, report windows and liveness; tests give a
   // FakeClock. Must outlive the link.
   const Clock* clock = &system_clock();

@@ -46,6 +46,7 @@ Result<std::unique_ptr<ExpertService>> ExpertService::start(zmq::context_t& cont
       max_tokens * config.hidden_size * 4 +
       max_tokens * std::max<int64_t>(config.n_experts_per_token, 1) * 16 + (int64_t{1} << 20);
   router_options.send_timeout = std::chrono::milliseconds(1000);
+  if (s->options_.members) router_options.curve = s->options_.members->server_options();
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t router,
                         net::make_socket(context, zmq::socket_type::router, router_options));
   DMOE_RETURN_IF_ERROR(net::bind(router, s->options_.bind_endpoint).with_context("--experts"));
@@ -104,7 +105,7 @@ void ExpertService::frontend_loop(zmq::socket_t router, zmq::socket_t replies) {
     if (poller.readable(from_peers)) {
       std::optional<net::ReceivedMessage> m =
           net::receive_message(router, std::chrono::milliseconds(0), /*router=*/true, limits);
-      if (!m) continue;
+      if (!m || !admitted(*m)) continue;
       auto job = std::make_unique<Job>();
       job->routing_id = std::move(m->routing_id);
       job->envelope = std::move(m->envelope);
@@ -128,6 +129,14 @@ Result<std::unique_ptr<ExpertComputer>> ExpertService::new_computer() const {
   if (options_.make_computer) return options_.make_computer();
   return std::make_unique<ExpertComputer>(std::make_unique<backend::CpuExpertEngine>(
       std::make_unique<ThreadPool>(options_.threads_per_worker), options_.precision));
+}
+
+bool ExpertService::admitted(const net::ReceivedMessage& m) {
+  const MemberKeys* members = options_.members.get();
+  if (members == nullptr || !members->secure()) return true;
+  if (!m.sender_key.empty() && members->allowlist()->contains(m.sender_key)) return true;
+  counters_.refused.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 void ExpertService::send_overloaded(zmq::socket_t& router, const Job& job) {
@@ -162,6 +171,7 @@ void ExpertService::inline_loop(zmq::socket_t router) {
                net::receive_message(router, wait, /*router=*/true, limits)) {
       wait = std::chrono::milliseconds(0);
       if (m->routing_id.empty()) continue;  // an interrupted receive, not a message
+      if (!admitted(*m)) continue;
       Job job;
       job.routing_id = std::move(m->routing_id);
       job.envelope = std::move(m->envelope);

@@ -13,6 +13,13 @@
 // A full queue is answered at once with a resource_exhausted Error, so a
 // flood cannot pile up work; anything malformed gets an Error reply
 // (request_handler.h). stop() (or the destructor) joins every thread.
+//
+// With member keys (docs/security.md) the ROUTER is a CURVE server: the
+// context's ZAP handler admits only current members, and every message is
+// checked again against the members of the moment -- one from a key that
+// is not (or no longer) a member is dropped unanswered and counted
+// (ServiceCounters::refused), so a revoked node's open connection stops
+// working as soon as the scheduler's members reach this node.
 #pragma once
 
 #include <atomic>
@@ -30,6 +37,7 @@
 #include "common/inference/expert_store.h"
 #include "common/model/model_config.h"
 #include "edge_node/expert_service/request_handler.h"
+#include "edge_node/remote/member_keys.h"
 
 namespace dancemoe::node {
 
@@ -45,6 +53,9 @@ struct ExpertServiceOptions {
   ServiceLimits limits;
   ServiceIdentity identity;
   size_t max_queued = 64;  // messages waiting for a worker
+  // Who may call (null or insecure: anyone). The context's ZAP handler must
+  // admit the same allowlist.
+  std::shared_ptr<const MemberKeys> members;
 };
 
 class ExpertService {
@@ -74,6 +85,8 @@ class ExpertService {
   void inline_loop(zmq::socket_t router);
   // The resource_exhausted Error for a call refused by a full queue.
   void send_overloaded(zmq::socket_t& router, const Job& job);
+  // False (counted) for a message from a key that is not a current member.
+  bool admitted(const net::ReceivedMessage& m);
 
   zmq::context_t& context_;
   const ModelConfig& config_;

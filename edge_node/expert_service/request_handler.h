@@ -49,6 +49,7 @@ struct ServiceCounters {
   std::atomic<uint64_t> chunks{0};
   std::atomic<uint64_t> errors{0};        // Error replies of any kind
   std::atomic<uint64_t> bad_messages{0};  // undecodable or failing a check
+  std::atomic<uint64_t> refused{0};       // from a key that is not a current member (no answer)
 };
 
 struct Reply {

@@ -109,9 +109,11 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
     }
     r->sampling.top_k = static_cast<int32_t>(value.get<int64_t>());
   } else if (key == "seed") {
-    if (!value.is_number_integer()) return expected(key, "an integer", value);
-    r->sampling.seed = value.is_number_unsigned() ? value.get<uint64_t>()
-                                                  : static_cast<uint64_t>(value.get<int64_t>());
+    // A negative seed used to wrap to a huge unsigned one: refused instead.
+    if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
+      return expected(key, "a non-negative integer", value);
+    }
+    r->sampling.seed = value.get<uint64_t>();
   } else if (key == "stop") {
     std::vector<std::string> stops;
     if (value.is_string()) {

@@ -8,10 +8,11 @@
 namespace dancemoe::node {
 
 Result<std::vector<uint8_t>> ExpertFetcher::fetch(ExpertRef key, uint64_t expected_bytes,
-                                                  const std::vector<PeerInfo>& sources) {
+                                                  const std::vector<PeerInfo>& sources,
+                                                  const Digest* manifest_digest) {
   std::string tried;
   for (const PeerInfo& source : sources) {
-    Result<std::vector<uint8_t>> bytes = fetch_from(key, expected_bytes, source);
+    Result<std::vector<uint8_t>> bytes = fetch_from(key, expected_bytes, source, manifest_digest);
     if (bytes.is_ok()) return bytes;
     tried += (tried.empty() ? "" : "; ") + source.node_id + ": " + bytes.status().message();
   }
@@ -21,10 +22,14 @@ Result<std::vector<uint8_t>> ExpertFetcher::fetch(ExpertRef key, uint64_t expect
 }
 
 Result<std::vector<uint8_t>> ExpertFetcher::fetch_from(ExpertRef key, uint64_t expected_bytes,
-                                                       const PeerInfo& source) {
+                                                       const PeerInfo& source,
+                                                       const Digest* manifest_digest) {
   net::SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(options_.chunk_bytes) + (1 << 20);
   socket_options.send_timeout = options_.chunk_timeout;
+  if (options_.members) {
+    DMOE_ASSIGN_OR_RETURN(socket_options.curve, options_.members->client_options(source.node_id));
+  }
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
                         net::make_socket(context_, zmq::socket_type::dealer, socket_options));
   DMOE_RETURN_IF_ERROR(net::connect(socket, source.expert_endpoint));
@@ -89,9 +94,14 @@ Result<std::vector<uint8_t>> ExpertFetcher::fetch_from(ExpertRef key, uint64_t e
   }
   Sha256 hasher;
   hasher.update(bytes);
-  if (hasher.finish() != sha) {
+  const Digest got = hasher.finish();
+  if (got != sha) {
     return invalid_argument("SHA-256 of the " + std::to_string(bytes.size()) +
                             " fetched bytes does not match the peer's " + to_hex(sha));
+  }
+  if (manifest_digest != nullptr && got != *manifest_digest) {
+    return invalid_argument("SHA-256 " + to_hex(got) + " of the fetched weights is not the " +
+                            "model's manifest's " + to_hex(*manifest_digest));
   }
   return bytes;
 }

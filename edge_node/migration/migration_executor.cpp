@@ -126,7 +126,11 @@ Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
       if (!seen) sources.push_back(p);
     }
   }
-  Result<std::vector<uint8_t>> bytes = fetcher.fetch(key, store_.expert_bytes(key), sources);
+  // With a manifest, a source whose bytes do not match it is skipped for
+  // the next one (install() checks the same again).
+  const ExpertManifest* manifest = checkpoint_.manifest();
+  Result<std::vector<uint8_t>> bytes = fetcher.fetch(key, store_.expert_bytes(key), sources,
+                                                     manifest ? manifest->find(key) : nullptr);
   if (!bytes.is_ok()) {
     return bytes.status().with_context(options_.source == ExpertSource::kAuto
                                            ? "local files: " + local.message()
@@ -141,8 +145,9 @@ Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
 void MigrationExecutor::loader(uint64_t version, std::vector<Load> loads,
                                std::shared_ptr<const HolderTable> target, bool throttled,
                                DoneCallback on_done) {
-  ExpertFetcher fetcher(context_, FetcherOptions{options_.node_id, options_.cluster_id,
-                                                 options_.chunk_bytes, options_.fetch_timeout});
+  ExpertFetcher fetcher(context_,
+                        FetcherOptions{options_.node_id, options_.cluster_id, options_.chunk_bytes,
+                                       options_.fetch_timeout, options_.members});
   Status result = Status::ok();
   for (const Load& load : loads) {
     const ExpertRef key = load.key;

@@ -57,6 +57,7 @@ struct MigrationOptions {
   uint64_t memory_limit_bytes = 0;
   uint32_t chunk_bytes = 1u << 20;
   std::chrono::milliseconds fetch_timeout{5000};
+  std::shared_ptr<const MemberKeys> members;  // for fetches (null: plain)
   // Time for the throttle's pauses between expert loads; must outlive the executor.
   const Clock* clock = &system_clock();
 };

@@ -60,6 +60,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   group_by_expert(routing, n_experts, &by_expert_);
   pieces_.clear();
   calls_.clear();
+  peers_.release_retired();  // no call of an earlier layer is in flight
   failures_.clear();
   pinned_.clear();
 
@@ -402,6 +403,7 @@ void DistributedMoeExecutor::wait_for_calls(int64_t hidden) {
             match->result.resize(match->tokens.size() * static_cast<size_t>(hidden));
             ok = decode_rows(m->payload, r->dtype, static_cast<int64_t>(match->result.size()),
                              match->result.data());
+            if (ok.is_ok()) ok = check_finite_rows(match->result, hidden);
           }
           match->compute_us = r->compute_us;
           finish_call(*match, ok);

@@ -13,7 +13,8 @@
 //      ascending peer (node id) order, whatever order they arrived in.
 //
 // Failures (DESIGN.md §8): every call has a deadline; an expert whose call
-// timed out or got an Error is retried on another holder (fresh deadline),
+// timed out, got an Error or a result holding NaN or Inf (never added: a
+// peer's garbage must not reach an answer) is retried on another holder (fresh deadline),
 // up to `max_attempts` holders; then it is loaded from the local model files
 // into the offload cache and computed here; if even that fails, run_layer
 // returns unavailable naming the layer, the expert and what was tried --

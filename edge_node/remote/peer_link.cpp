@@ -2,11 +2,11 @@
 
 namespace dancemoe::node {
 
-Result<std::unique_ptr<PeerLink>> PeerLink::connect(zmq::context_t& context, std::string node_id,
-                                                    std::string endpoint,
+Result<std::unique_ptr<PeerLink>> PeerLink::connect(zmq::context_t& context, PeerAddress peer,
                                                     std::chrono::milliseconds send_timeout,
                                                     int64_t max_message_bytes) {
   net::SocketOptions options;
+  options.curve = peer.curve;
   options.send_timeout = send_timeout;
   options.max_message_bytes = max_message_bytes;
   options.immediate = true;
@@ -15,10 +15,9 @@ Result<std::unique_ptr<PeerLink>> PeerLink::connect(zmq::context_t& context, std
   options.reconnect_max_ms = 2000;
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
                         net::make_socket(context, zmq::socket_type::dealer, options));
-  DMOE_RETURN_IF_ERROR(
-      net::connect(socket, endpoint).with_context("peer '" + node_id + "' expert endpoint"));
-  return std::unique_ptr<PeerLink>(
-      new PeerLink(std::move(node_id), std::move(endpoint), std::move(socket)));
+  DMOE_RETURN_IF_ERROR(net::connect(socket, peer.endpoint)
+                           .with_context("peer '" + peer.node_id + "' expert endpoint"));
+  return std::unique_ptr<PeerLink>(new PeerLink(std::move(peer), std::move(socket)));
 }
 
 Status PeerLink::send(const proto::Envelope& envelope, std::span<const uint8_t> payload) {

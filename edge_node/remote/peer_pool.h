@@ -1,7 +1,9 @@
 // PeerPool: the executor's links to its peers' expert services, one
 // PeerLink per node id, created on first use and re-created when a new
 // placement gives that node another endpoint. Measurements (PeerEstimate)
-// survive placement changes as long as the endpoint does.
+// survive placement changes as long as the endpoint does. With member keys
+// a link pins the peer's current key; a peer that is no longer a member
+// gets no call (link() is unavailable) and a changed key re-creates the link.
 //
 // Not thread-safe: owned by the executor's thread, as its sockets.
 #pragma once
@@ -10,10 +12,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 #include <zmq.hpp>
 
 #include "common/base/status.h"
 #include "edge_node/holders/holder_table.h"
+#include "edge_node/remote/member_keys.h"
 #include "edge_node/remote/peer_link.h"
 
 namespace dancemoe::node {
@@ -21,6 +25,7 @@ namespace dancemoe::node {
 struct PeerPoolOptions {
   std::chrono::milliseconds send_timeout{200};
   int64_t max_message_bytes = int64_t{256} << 20;
+  std::shared_ptr<const MemberKeys> members;  // null: plain links (--insecure)
 };
 
 class PeerPool {
@@ -28,7 +33,11 @@ class PeerPool {
   PeerPool(zmq::context_t& context, PeerPoolOptions options)
       : context_(context), options_(options) {}
 
+  // A link replaced here (new endpoint or key) stays alive, as calls in
+  // flight may still point at it, until release_retired().
   Result<PeerLink*> link(const PeerInfo& peer);
+  // Frees replaced links; call when no call is in flight (between layers).
+  void release_retired() { retired_.clear(); }
   // nullptr when no link to that node exists yet.
   PeerLink* find(const std::string& node_id);
 
@@ -36,6 +45,7 @@ class PeerPool {
   zmq::context_t& context_;
   PeerPoolOptions options_;
   std::map<std::string, std::unique_ptr<PeerLink>> links_;
+  std::vector<std::unique_ptr<PeerLink>> retired_;
 };
 
 }  // namespace dancemoe::node

@@ -55,4 +55,34 @@ Status decode_rows(std::span<const uint8_t> bytes, DType dtype, int64_t n, float
   return Status::ok();
 }
 
+Status check_finite_rows(std::span<const float> rows, int64_t hidden) {
+  // An exponent of all ones is NaN or +-Inf; testing the bits (rather than
+  // std::isfinite) lets the loop vectorise, and it stays exact under
+  // -ffast-math should a build use it.
+  const size_t n = rows.size();
+  size_t i = 0;
+  while (i < n) {
+    const size_t end = std::min(n, i + 4096);
+    uint32_t bad = 0;
+    for (size_t j = i; j < end; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, &rows[j], sizeof bits);
+      bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    if (bad != 0) {
+      for (size_t j = i; j < end; ++j) {
+        uint32_t bits;
+        std::memcpy(&bits, &rows[j], sizeof bits);
+        if ((bits & 0x7f800000u) == 0x7f800000u) {
+          return invalid_argument("result row " + std::to_string(j / static_cast<size_t>(hidden)) +
+                                  " holds a NaN or an infinity; a peer's result is used only "
+                                  "when every value is finite");
+        }
+      }
+    }
+    i = end;
+  }
+  return Status::ok();
+}
+
 }  // namespace dancemoe::node

@@ -22,4 +22,9 @@ void encode_rows(const float* x, int64_t n_rows, int64_t hidden, DType dtype,
 // invalid_argument when the byte count is not n elements.
 Status decode_rows(std::span<const uint8_t> bytes, DType dtype, int64_t n, float* out);
 
+// invalid_argument naming the first row ([rows, hidden]) that holds a NaN or
+// an infinity: a peer's result with one is not added to an answer
+// (docs/security.md); the call fails and another holder is tried.
+Status check_finite_rows(std::span<const float> rows, int64_t hidden);
+
 }  // namespace dancemoe::node

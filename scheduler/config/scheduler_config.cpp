@@ -16,7 +16,7 @@ namespace {
 
 using C = SchedulerConfig;
 
-const std::array<ConfigKey, 22> kKeys = {{
+const std::array<ConfigKey, 26> kKeys = {{
     {"model", "model directory (HuggingFace layout; only config.json and headers are read)",
      &C::model_dir},
     {"control", "ZeroMQ control endpoint nodes and the CLI connect to", &C::control},
@@ -48,6 +48,16 @@ const std::array<ConfigKey, 22> kKeys = {{
     {"max_message_bytes", "largest inbound message accepted, bytes", &C::max_message_bytes},
     {"ready_file", "write {\"control\": ENDPOINT} here once serving", &C::ready_file},
     {"log_level", "trace, debug, info, warn, error or off", &C::log_level},
+    {"secret_key", "the scheduler's CURVE secret key file (dancemoe keys generate)",
+     &C::secret_key},
+    {"nodes_keys",
+     "directory of admitted node public keys, NAME.pub each (dancemoe nodes admit adds one)",
+     &C::nodes_keys},
+    {"operator_keys", "directory of operator public keys, NAME.pub each", &C::operator_keys},
+    {"insecure",
+     "no CurveZMQ and no keys: anyone reaching the control port may do anything (warned every "
+     "minute)",
+     &C::insecure},
 }};
 
 std::string format_double(double v) {
@@ -56,17 +66,34 @@ std::string format_double(double v) {
   return out.str();
 }
 
-Status positive(double v, const char* key) {
-  if (!std::isfinite(v) || v <= 0) {
-    return invalid_argument(std::string(key) + ": expected a positive number, got " +
-                            format_double(v));
+constexpr double kDay = 86400.0;
+constexpr double kYear = 365.0 * kDay;
+
+// Every duration and rate has a range: beyond it a value is a typo (1e308
+// seconds overflows the milliseconds it becomes; a heartbeat every
+// microsecond floods the network) -- refused, naming the key.
+Status in_range(double v, double lo, double hi, const char* key, const char* unit) {
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    return invalid_argument(std::string(key) + ": expected " + unit + " in [" + format_double(lo) +
+                            ", " + format_double(hi) + "], got " + format_double(v));
   }
   return Status::ok();
 }
 
-Status non_negative(double v, const char* key) {
-  if (!std::isfinite(v) || v < 0) {
-    return invalid_argument(std::string(key) + ": expected a number >= 0, got " + format_double(v));
+Status check_security(const SchedulerConfig& c) {
+  const bool any_key = !c.secret_key.empty() || !c.nodes_keys.empty() || !c.operator_keys.empty();
+  if (c.insecure) {
+    if (any_key) {
+      return invalid_argument(
+          "--insecure with --secret-key/--nodes-keys/--operator-keys: choose keys or --insecure");
+    }
+    return Status::ok();
+  }
+  if (c.secret_key.empty() || c.nodes_keys.empty() || c.operator_keys.empty()) {
+    return invalid_argument(
+        "the scheduler needs keys: --secret-key FILE (its own), --nodes-keys DIR (admitted "
+        "nodes) and --operator-keys DIR (operators) -- see `dancemoe keys generate` and "
+        "docs/security.md -- or --insecure to run without authentication");
   }
   return Status::ok();
 }
@@ -92,6 +119,8 @@ std::string default_text(const ConfigKey& key) {
           return value;
         } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, double>) {
           return format_double(value);
+        } else if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) {
+          return value ? "true" : "false";
         } else {
           return std::to_string(value);
         }
@@ -103,6 +132,13 @@ Status set_from_text(const ConfigKey& key, const std::string& text, SchedulerCon
   const std::string flag = flag_name(key);
   if (auto* s = std::get_if<std::string SchedulerConfig::*>(&key.field)) {
     config->** s = text;
+    return Status::ok();
+  }
+  if (auto* b = std::get_if<bool SchedulerConfig::*>(&key.field)) {
+    if (text != "true" && text != "false") {
+      return invalid_argument(flag + ": expected true or false, got '" + text + "'");
+    }
+    config->** b = text == "true";
     return Status::ok();
   }
   errno = 0;
@@ -152,6 +188,9 @@ Status apply_toml_text(const std::string& text, const std::string& source,
     } else if (auto* d = std::get_if<double SchedulerConfig::*>(&key->field)) {
       if (!node.is_number()) return invalid_argument(where + ": expected a number");
       config->** d = *node.value<double>();
+    } else if (auto* b = std::get_if<bool SchedulerConfig::*>(&key->field)) {
+      if (!node.is_boolean()) return invalid_argument(where + ": expected true or false");
+      config->** b = *node.value<bool>();
     } else {
       auto* i = std::get_if<int64_t SchedulerConfig::*>(&key->field);
       if (!node.is_integer()) return invalid_argument(where + ": expected an integer");
@@ -178,13 +217,12 @@ Status SchedulerConfig::validate() const {
   if (cluster_id.empty() || cluster_id.size() > 256) {
     return invalid_argument("--cluster-id / cluster_id: expected 1 to 256 characters");
   }
-  DMOE_RETURN_IF_ERROR(positive(interval_s, "--interval / interval"));
-  DMOE_RETURN_IF_ERROR(positive(heartbeat_interval_s, "--heartbeat-interval"));
-  DMOE_RETURN_IF_ERROR(positive(report_interval_s, "--report-interval"));
+  const char* kSeconds = "seconds";
+  DMOE_RETURN_IF_ERROR(in_range(interval_s, 0.01, kYear, "--interval / interval", kSeconds));
   // Both go to nodes as uint32 milliseconds.
-  if (heartbeat_interval_s > 86400 || report_interval_s > 86400) {
-    return invalid_argument("--heartbeat-interval and --report-interval: at most 86400 s");
-  }
+  DMOE_RETURN_IF_ERROR(
+      in_range(heartbeat_interval_s, 0.01, 3600, "--heartbeat-interval", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(report_interval_s, 0.01, kDay, "--report-interval", kSeconds));
   if (heartbeat_misses < 1 || heartbeat_misses > 1000) {
     return invalid_argument("--heartbeat-misses: expected 1 to 1000, got " +
                             std::to_string(heartbeat_misses));
@@ -193,15 +231,17 @@ Status SchedulerConfig::validate() const {
     return invalid_argument("--policy / policy: unknown placement policy '" + policy +
                             "'; known policies: " + placement::policy_names());
   }
-  DMOE_RETURN_IF_ERROR(non_negative(horizon_s, "--horizon / horizon"));
-  DMOE_RETURN_IF_ERROR(positive(prepare_timeout_s, "--prepare-timeout"));
-  DMOE_RETURN_IF_ERROR(non_negative(cold_start_settle_s, "--cold-start-settle"));
-  DMOE_RETURN_IF_ERROR(non_negative(default_remote_penalty_s, "--default-remote-penalty"));
-  DMOE_RETURN_IF_ERROR(positive(default_load_bytes_per_s, "--default-load-bandwidth"));
-  DMOE_RETURN_IF_ERROR(non_negative(raw_retention_s, "--raw-retention"));
-  DMOE_RETURN_IF_ERROR(positive(rollup_bucket_s, "--rollup-bucket"));
-  DMOE_RETURN_IF_ERROR(non_negative(rollup_retention_s, "--rollup-retention"));
-  DMOE_RETURN_IF_ERROR(positive(retention_check_s, "--retention-check"));
+  DMOE_RETURN_IF_ERROR(in_range(horizon_s, 0, kYear, "--horizon / horizon", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(prepare_timeout_s, 0.01, kDay, "--prepare-timeout", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(cold_start_settle_s, 0, kDay, "--cold-start-settle", kSeconds));
+  DMOE_RETURN_IF_ERROR(
+      in_range(default_remote_penalty_s, 0, 3600, "--default-remote-penalty", kSeconds));
+  DMOE_RETURN_IF_ERROR(
+      in_range(default_load_bytes_per_s, 1, 1e15, "--default-load-bandwidth", "bytes/s"));
+  DMOE_RETURN_IF_ERROR(in_range(raw_retention_s, 0, 10 * kYear, "--raw-retention", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(rollup_bucket_s, 0.001, 30 * kDay, "--rollup-bucket", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(rollup_retention_s, 0, 10 * kYear, "--rollup-retention", kSeconds));
+  DMOE_RETURN_IF_ERROR(in_range(retention_check_s, 0.01, kDay, "--retention-check", kSeconds));
   if (sync != "normal" && sync != "full") {
     return invalid_argument("--sync / sync: expected normal or full, got '" + sync + "'");
   }
@@ -216,7 +256,7 @@ Status SchedulerConfig::validate() const {
     return invalid_argument("--log-level: expected trace, debug, info, warn, error or off, got '" +
                             log_level + "'");
   }
-  return Status::ok();
+  return check_security(*this);
 }
 
 }  // namespace dancemoe::scheduler

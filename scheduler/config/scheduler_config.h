@@ -43,6 +43,11 @@ struct SchedulerConfig {
   int64_t max_message_bytes = int64_t{8} << 20;  // largest inbound envelope accepted
   std::string ready_file;
   std::string log_level = "info";
+  // Security (docs/security.md): CurveZMQ with these keys unless `insecure`.
+  std::string secret_key;     // the scheduler's NAME.key
+  std::string nodes_keys;     // directory of admitted node keys (NAME.pub)
+  std::string operator_keys;  // directory of operator keys (NAME.pub)
+  bool insecure = false;      // plain sockets, everyone may do everything
 
   // The horizon actually used.
   double effective_horizon_s() const { return horizon_s > 0 ? horizon_s : interval_s; }
@@ -55,7 +60,7 @@ struct ConfigKey {
   const char* name;  // TOML key; the flag is "--" + name with '_' -> '-'
   const char* help;  // with unit
   std::variant<std::string SchedulerConfig::*, double SchedulerConfig::*,
-               int64_t SchedulerConfig::*>
+               int64_t SchedulerConfig::*, bool SchedulerConfig::*>
       field;
 };
 
@@ -67,7 +72,8 @@ std::string flag_name(const ConfigKey& key);
 // The default value as text (for --help).
 std::string default_text(const ConfigKey& key);
 
-// Sets one key from flag text; errors name the flag and the value.
+// Sets one key from flag text ("true"/"false" for a switch); errors name
+// the flag and the value.
 Status set_from_text(const ConfigKey& key, const std::string& text, SchedulerConfig* config);
 
 // Reads a TOML file over *config. Unknown keys and wrong types are errors

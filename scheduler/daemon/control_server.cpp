@@ -25,6 +25,12 @@ Result<std::unique_ptr<ControlServer>> ControlServer::bind(const ControlServerOp
   socket_options.send_timeout = std::chrono::milliseconds(0);
   socket_options.send_high_water_mark = 10000;
   socket_options.receive_high_water_mark = 10000;
+  if (options.curve) {
+    // The ZAP handler must answer before the first client connects.
+    DMOE_ASSIGN_OR_RETURN(server->zap_,
+                          net::ZapHandler::start(server->context_, service->keys().allowlist()));
+    socket_options.curve = net::CurveOptions{*options.curve, {}};
+  }
   DMOE_ASSIGN_OR_RETURN(
       server->socket_,
       net::make_socket(server->context_, zmq::socket_type::router, socket_options));

@@ -24,6 +24,8 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "common/net/curve_keys.h"
+#include "common/net/zap_handler.h"
 #include "scheduler/daemon/service.h"
 
 namespace dancemoe::scheduler {
@@ -31,6 +33,9 @@ namespace dancemoe::scheduler {
 struct ControlServerOptions {
   std::string endpoint = "tcp://*:5550";
   int64_t max_message_bytes = int64_t{8} << 20;  // envelopes larger are refused with an Error
+  // CURVE server with this key pair, admitting the service's keys (its
+  // KeyRing's allowlist) through a ZAP handler; nullopt: plain (--insecure).
+  std::optional<net::CurveKeyPair> curve;
 };
 
 class ControlServer {
@@ -50,6 +55,7 @@ class ControlServer {
   void flush();
 
   zmq::context_t context_{1};
+  std::unique_ptr<net::ZapHandler> zap_;  // before socket_: stops after it closes
   zmq::socket_t socket_;
   SchedulerService* service_ = nullptr;
   proto::DecodeLimits limits_;

@@ -84,6 +84,26 @@ std::vector<std::string> Membership::expire(int64_t now_ms, int64_t timeout_ms,
   return gone;
 }
 
+bool Membership::mark_down(const std::string& node_id, int64_t now_wall_ms) {
+  Member* m = find(node_id);
+  if (m == nullptr || m->state == NodeState::kDown) return false;
+  m->state = NodeState::kDown;
+  m->down_since_wall_ms = now_wall_ms;
+  if (!m->routing_id.empty()) by_routing_.erase(m->routing_id);
+  m->routing_id.clear();
+  ++generation_;
+  return true;
+}
+
+bool Membership::forget(const std::string& node_id) {
+  const auto it = members_.find(node_id);
+  if (it == members_.end() || it->second.state == NodeState::kUp) return false;
+  if (!it->second.routing_id.empty()) by_routing_.erase(it->second.routing_id);
+  members_.erase(it);
+  ++generation_;
+  return true;
+}
+
 int64_t Membership::next_expiry_ms(int64_t timeout_ms) const {
   int64_t next = std::numeric_limits<int64_t>::max();
   for (const auto& [id, m] : members_) {

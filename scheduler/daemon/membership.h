@@ -64,6 +64,13 @@ class Membership {
   // returns the ids of the nodes that were up (or unknown) and are now down.
   std::vector<std::string> expire(int64_t now_ms, int64_t timeout_ms, int64_t now_wall_ms);
 
+  // Marks one node down now (its key was revoked); false when it was not up
+  // or unknown.
+  bool mark_down(const std::string& node_id, int64_t now_wall_ms);
+  // Removes a node that is not up (`dancemoe nodes forget`); false when it
+  // is up or unknown to this process.
+  bool forget(const std::string& node_id);
+
   // The earliest steady time at which expire() could change something.
   int64_t next_expiry_ms(int64_t timeout_ms) const;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <set>
 
 #include "scheduler/placement/policy.h"
@@ -212,6 +213,29 @@ std::vector<NodePlacement> to_wire(const placement::Placement& placement, const 
 
 namespace {
 
+struct NodeLoad {
+  uint64_t resident_bytes = 0;
+  uint64_t limit_bytes = 0;       // budget + headroom; 0: unknown
+  std::vector<uint8_t> resident;  // [flat id]
+};
+
+NodeLoad node_load(const Member& m, const ModelInfo& model) {
+  NodeLoad out;
+  out.resident.assign(static_cast<size_t>(model.index.n_total), 0);
+  for (const ExpertRef& r : m.resident) {
+    const int32_t x = model.flat(static_cast<uint32_t>(r.layer), static_cast<uint32_t>(r.expert));
+    if (x < 0 || out.resident[static_cast<size_t>(x)]) continue;
+    out.resident[static_cast<size_t>(x)] = 1;
+    out.resident_bytes += model.shape.expert_bytes(x);
+  }
+  if (m.record.migration_headroom_bytes > 0) {
+    uint64_t budget = 0;
+    for (const store::DeviceRecord& d : m.record.devices) budget += d.expert_budget_bytes;
+    out.limit_bytes = budget + m.record.migration_headroom_bytes;
+  }
+  return out;
+}
+
 void fill_gate(const PlanProblem& plan, Candidate* c) {
   c->current = plan.problem.current ? *plan.problem.current
                                     : placement::empty_placement(plan.problem.cluster);
@@ -223,20 +247,150 @@ void fill_gate(const PlanProblem& plan, Candidate* c) {
 
 }  // namespace
 
-Result<Candidate> solve_candidate(const PlanProblem& plan, const std::string& policy_override) {
+std::vector<std::string> fit_migration_headroom(const PlanProblem& plan, const ModelInfo& model,
+                                                placement::Placement* target) {
+  const size_t n_nodes = plan.placed.size();
+  const size_t n_total = static_cast<size_t>(model.index.n_total);
+  std::vector<NodeLoad> loads;
+  std::vector<std::string> over;
+  for (size_t n = 0; n < n_nodes; ++n) {
+    loads.push_back(node_load(*plan.placed[n], model));
+    const NodeLoad& load = loads.back();
+    uint64_t added = 0;
+    for (const auto& device : target->experts[n]) {
+      for (ExpertIndex x : device) {
+        if (!load.resident[static_cast<size_t>(x)]) added += model.shape.expert_bytes(x);
+      }
+    }
+    if (load.limit_bytes > 0 && load.resident_bytes + added > load.limit_bytes) {
+      over.push_back(plan.placed[n]->id());
+    }
+  }
+  if (over.empty()) return over;
+
+  // The stage: start from what the nodes hold now (so it covers at least
+  // what the current placement still covers), then move towards the
+  // target -- adding within each node's headroom, making room only by
+  // dropping what the target drops and another node also holds.
+  placement::Placement stage = plan.problem.current
+                                   ? *plan.problem.current
+                                   : placement::empty_placement(plan.problem.cluster);
+  stage.method = target->method;
+  std::vector<int32_t> holders(n_total, 0);
+  std::vector<std::vector<uint8_t>> on_stage(n_nodes, std::vector<uint8_t>(n_total, 0));
+  std::vector<std::vector<uint8_t>> in_target(n_nodes, std::vector<uint8_t>(n_total, 0));
+  for (size_t n = 0; n < n_nodes; ++n) {
+    for (const auto& device : stage.experts[n]) {
+      for (ExpertIndex x : device) on_stage[n][static_cast<size_t>(x)] = 1;
+    }
+    for (size_t x = 0; x < n_total; ++x) holders[x] += on_stage[n][x];
+    for (const auto& device : target->experts[n]) {
+      for (ExpertIndex x : device) in_target[n][static_cast<size_t>(x)] = 1;
+    }
+  }
+  auto device_bytes = [&](size_t n, size_t g) {
+    uint64_t bytes = 0;
+    for (ExpertIndex x : stage.experts[n][g]) bytes += model.shape.expert_bytes(x);
+    return bytes;
+  };
+  for (size_t n = 0; n < n_nodes; ++n) {
+    const NodeLoad& load = loads[n];
+    const uint64_t allowance = load.limit_bytes == 0 ? UINT64_MAX
+                               : load.limit_bytes > load.resident_bytes
+                                   ? load.limit_bytes - load.resident_bytes
+                                   : 0;
+    struct Add {
+      size_t device;
+      ExpertIndex x;
+    };
+    std::vector<Add> adds;
+    for (size_t g = 0; g < target->experts[n].size(); ++g) {
+      for (ExpertIndex x : target->experts[n][g]) {
+        if (!on_stage[n][static_cast<size_t>(x)]) adds.push_back({g, x});
+      }
+    }
+    // Uncovered experts first (coverage), then what this node uses most.
+    const std::vector<double>& f = plan.problem.activations.counts[n];
+    std::stable_sort(adds.begin(), adds.end(), [&](const Add& a, const Add& b) {
+      const bool ua = holders[static_cast<size_t>(a.x)] == 0;
+      const bool ub = holders[static_cast<size_t>(b.x)] == 0;
+      if (ua != ub) return ua;
+      return f[static_cast<size_t>(a.x)] > f[static_cast<size_t>(b.x)];
+    });
+    uint64_t loaded = 0;
+    for (const Add& a : adds) {
+      const uint64_t bytes = model.shape.expert_bytes(a.x);
+      if (loaded + bytes > allowance) continue;
+      std::vector<ExpertIndex>& list = stage.experts[n][a.device];
+      const uint64_t budget = plan.problem.cluster.nodes[n].devices[a.device].expert_budget_bytes;
+      uint64_t used = device_bytes(n, a.device);
+      // Make room by dropping experts the target drops here and another node holds.
+      for (size_t i = 0; used + bytes > budget && i < list.size();) {
+        const ExpertIndex y = list[i];
+        if (!in_target[n][static_cast<size_t>(y)] && holders[static_cast<size_t>(y)] >= 2) {
+          used -= model.shape.expert_bytes(y);
+          --holders[static_cast<size_t>(y)];
+          on_stage[n][static_cast<size_t>(y)] = 0;
+          list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+          ++i;
+        }
+      }
+      if (used + bytes > budget) continue;
+      list.push_back(a.x);
+      std::sort(list.begin(), list.end());
+      on_stage[n][static_cast<size_t>(a.x)] = 1;
+      ++holders[static_cast<size_t>(a.x)];
+      loaded += bytes;
+    }
+  }
+  // What the target drops goes now where another node still holds it.
+  for (size_t n = 0; n < n_nodes; ++n) {
+    for (auto& list : stage.experts[n]) {
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](ExpertIndex y) {
+                                  const size_t i = static_cast<size_t>(y);
+                                  if (in_target[n][i] || holders[i] < 2) return false;
+                                  --holders[i];
+                                  return true;
+                                }),
+                 list.end());
+    }
+  }
+  *target = std::move(stage);
+  return over;
+}
+
+Result<Candidate> solve_candidate(const PlanProblem& plan, const ModelInfo& model,
+                                  const std::string& policy_override) {
   const std::string& policy = policy_override.empty() ? plan.policy : policy_override;
   Candidate c;
   const auto t0 = std::chrono::steady_clock::now();
   DMOE_ASSIGN_OR_RETURN(c.placement, placement::solve(policy, plan.problem));
+  const std::vector<std::string> staged = fit_migration_headroom(plan, model, &c.placement);
+  if (!staged.empty()) {
+    std::string nodes;
+    for (const std::string& id : staged) nodes += (nodes.empty() ? "" : ", ") + id;
+    c.placement.method += "; staged to the migration headroom of " + nodes;
+  }
   c.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   fill_gate(plan, &c);
   return c;
 }
 
-Result<Candidate> evaluate_candidate(const PlanProblem& plan, placement::Placement placement) {
+Result<Candidate> evaluate_candidate(const PlanProblem& plan, const ModelInfo& model,
+                                     placement::Placement placement) {
   DMOE_RETURN_IF_ERROR(placement::validate_problem(plan.problem));
   DMOE_RETURN_IF_ERROR(placement::check_placement(plan.problem, placement));
+  placement::Placement fitted = placement;
+  const std::vector<std::string> over = fit_migration_headroom(plan, model, &fitted);
+  if (!over.empty()) {
+    return resource_exhausted("node '" + over.front() +
+                              "' would have to load more experts than its memory allows while "
+                              "it still serves its current ones (expert budget + "
+                              "--migration-headroom); move fewer experts to it at once");
+  }
   Candidate c;
   c.placement = std::move(placement);
   fill_gate(plan, &c);

@@ -37,6 +37,18 @@
 //     configured policy runs on that.
 // In both cases the gate is bypassed: there is nothing to compare with.
 //
+// Migration headroom: a node loads its new experts beside the ones it
+// serves, so during a migration it holds resident + loaded bytes, at most
+// its expert budget plus the headroom its Register announced (the node
+// refuses a prepare beyond that). A solved candidate that would have a node
+// load more is staged (fit_migration_headroom): starting from what the nodes
+// hold, each node loads what fits -- first experts no node holds, then its
+// most used -- and makes room only by dropping experts the candidate drops
+// and another node still holds, so a stage never covers less than the
+// current placement; the next round moves on. Without this a repair that
+// reshuffled a full node was adopted, aborted by the node and retried every
+// few seconds, and coverage never came back.
+//
 // Pure functions of their inputs; thread-safe.
 #pragma once
 
@@ -109,14 +121,25 @@ struct Candidate {
   double solve_ms = 0.0;
 };
 
-// Solves with `plan.policy` (or `policy_override` when non-empty) and
-// evaluates the gate. Without a current placement the gate adopts
-// (coverage_repair is set: nothing covers anything yet).
-Result<Candidate> solve_candidate(const PlanProblem& plan, const std::string& policy_override);
+// Replaces `placement` by its stage when some node would load beyond its
+// migration headroom (see above); returns the ids of those nodes (empty:
+// `placement` is unchanged). A node that announced no headroom (protocol
+// 1.0) has no limit.
+std::vector<std::string> fit_migration_headroom(const PlanProblem& plan, const ModelInfo& model,
+                                                placement::Placement* placement);
+
+// Solves with `plan.policy` (or `policy_override` when non-empty), stages
+// it to the nodes' migration headroom, and evaluates the gate. Without a
+// current placement the gate adopts (coverage_repair is set: nothing covers
+// anything yet).
+Result<Candidate> solve_candidate(const PlanProblem& plan, const ModelInfo& model,
+                                  const std::string& policy_override);
 
 // The gate and costs of a given placement (an operator's), after checking
-// it against the problem: shape, coverage and memory.
-Result<Candidate> evaluate_candidate(const PlanProblem& plan, placement::Placement placement);
+// it against the problem: shape, coverage, memory and every node's
+// migration headroom (an operator's placement is refused, not staged).
+Result<Candidate> evaluate_candidate(const PlanProblem& plan, const ModelInfo& model,
+                                     placement::Placement placement);
 
 // Per node: experts gained and dropped, and bytes it must load.
 struct NodeMoves {

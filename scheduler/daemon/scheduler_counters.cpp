@@ -6,9 +6,9 @@ namespace dancemoe::scheduler {
 
 std::string_view rejection_name(Rejection why) {
   static constexpr std::array<std::string_view, kRejectionCount> kNames = {
-      "undecodable",    "version_mismatch", "wrong_cluster",  "unexpected_type",
-      "unregistered",   "wrong_sender",     "model_mismatch", "invalid_register",
-      "invalid_report", "stale_ready",      "invalid_request"};
+      "undecodable",     "version_mismatch", "wrong_cluster",    "unexpected_type", "unregistered",
+      "wrong_sender",    "model_mismatch",   "invalid_register", "invalid_report",  "stale_ready",
+      "invalid_request", "unknown_key",      "not_permitted",    "key_binding"};
   return kNames[static_cast<size_t>(why)];
 }
 

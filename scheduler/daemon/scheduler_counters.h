@@ -26,8 +26,11 @@ enum class Rejection : uint8_t {
   kInvalidReport,
   kStaleReady,
   kInvalidRequest,
+  kUnknownKey,    // a key not (or no longer) admitted: dropped without an answer
+  kNotPermitted,  // a known key asking for what its role may not do
+  kKeyBinding,    // a registration against a node id's or a key's binding
 };
-inline constexpr size_t kRejectionCount = 11;
+inline constexpr size_t kRejectionCount = 14;
 std::string_view rejection_name(Rejection why);  // "model_mismatch"
 
 // How a placement round ended (also the decision's recorded outcome).

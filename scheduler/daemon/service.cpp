@@ -20,8 +20,12 @@ std::vector<ExpertRef> sorted_refs(std::vector<ExpertRef> refs) {
 }  // namespace
 
 SchedulerService::SchedulerService(ServiceOptions options, ModelInfo model, store::Store* store,
-                                   const Clock* clock)
-    : options_(std::move(options)), model_(std::move(model)), store_(store), clock_(clock) {}
+                                   const Clock* clock, KeyRing keys)
+    : options_(std::move(options)),
+      model_(std::move(model)),
+      store_(store),
+      clock_(clock),
+      keys_(std::move(keys)) {}
 
 Status SchedulerService::start() {
   const int64_t now = clock_->steady_ms();
@@ -35,6 +39,9 @@ Status SchedulerService::start() {
   DMOE_ASSIGN_OR_RETURN(std::vector<store::NodeRecord> nodes, store_->load_nodes());
   membership_.load(nodes, now);
   DMOE_ASSIGN_OR_RETURN(committed_, store_->committed_placement());
+  DMOE_ASSIGN_OR_RETURN(std::vector<store::KeyBinding> bindings, store_->load_key_bindings());
+  for (store::KeyBinding& b : bindings) bindings_[b.node_id] = std::move(b);
+  refresh_members();
   next_round_ms_ = now + options_.interval_ms;
   next_retention_ms_ = now;
   last_join_ms_ = now;
@@ -74,6 +81,13 @@ void SchedulerService::reject(const std::string& routing_id, uint64_t sequence,
 
 void SchedulerService::handle(const net::ReceivedMessage& message) {
   ++counters_.messages;
+  const Principal who = keys_.who(message.sender_key);
+  if (!who.known()) {
+    // A key not admitted, or revoked while its connection stayed open: no
+    // answer at all, and nothing changes.
+    counters_.reject(Rejection::kUnknownKey);
+    return;
+  }
   if (!message.envelope.is_ok()) {
     const Status& status = message.envelope.status();
     // A receive interrupted by a signal has no sender and is not a message.
@@ -96,11 +110,11 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
     return;
   }
   if (const auto* reg = std::get_if<proto::Register>(&env.body)) {
-    on_register(message.routing_id, env, *reg);
+    on_register(message.routing_id, env, *reg, who, message.sender_key);
     return;
   }
   if (const auto* request = std::get_if<proto::StatusRequest>(&env.body)) {
-    on_status(message.routing_id, env, *request);
+    on_status(message.routing_id, env, *request, who);
     return;
   }
   const bool from_node = std::holds_alternative<proto::Heartbeat>(env.body) ||
@@ -113,6 +127,13 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
            invalid_argument("the scheduler does not accept " +
                             std::string(proto::body_name(env.body)) + " messages"),
            Rejection::kUnexpectedType);
+    return;
+  }
+  if (!who.node) {
+    reject(message.routing_id, env.sequence,
+           failed_precondition(std::string(proto::body_name(env.body)) + " from key '" + who.name +
+                               "', an operator key: only node keys speak the node protocol"),
+           Rejection::kNotPermitted);
     return;
   }
   Member* member = membership_.by_routing(message.routing_id);
@@ -131,12 +152,26 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
            Rejection::kWrongSender);
     return;
   }
+  if (keys_.secure()) {
+    const auto bound = bindings_.find(member->id());
+    if (bound == bindings_.end() || bound->second.public_key != message.sender_key) {
+      reject(message.routing_id, env.sequence,
+             failed_precondition("key '" + who.name + "' is not the key node '" + member->id() +
+                                 "' registered with"),
+             Rejection::kWrongSender);
+      return;
+    }
+  }
   membership_.touch(*member, clock_->steady_ms());
   if (const auto* hb = std::get_if<proto::Heartbeat>(&env.body)) {
     member->heartbeat_version = hb->placement_version;
     member->requests_in_flight = hb->requests_in_flight;
     ++counters_.heartbeats;
     send(message.routing_id, proto::Ack{env.sequence});
+    // A node that missed a Members message catches up within one heartbeat.
+    if (keys_.secure() && hb->members_version != members_.version) {
+      send_members(message.routing_id);
+    }
   } else if (const auto* report = std::get_if<proto::ActivationReport>(&env.body)) {
     on_report(*member, env, *report);
   } else if (const auto* ready = std::get_if<proto::Ready>(&env.body)) {
@@ -152,7 +187,8 @@ void SchedulerService::handle(const net::ReceivedMessage& message) {
 }
 
 void SchedulerService::on_register(const std::string& routing_id, const proto::Envelope& env,
-                                   const proto::Register& reg) {
+                                   const proto::Register& reg, const Principal& who,
+                                   const std::string& key) {
   auto refuse = [&](const std::string& reason, Rejection why) {
     ++counters_.register_refused;
     counters_.reject(why);
@@ -173,6 +209,10 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
     refuse(valid.message(), Rejection::kInvalidRegister);
     return;
   }
+  if (const std::string why = check_binding(reg, who, key); !why.empty()) {
+    refuse(why, who.node ? Rejection::kKeyBinding : Rejection::kNotPermitted);
+    return;
+  }
   const int64_t now = clock_->steady_ms();
   const int64_t wall = clock_->wall_ms();
   store::NodeRecord record;
@@ -184,6 +224,7 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   record.http_endpoint = reg.http_endpoint;
   record.host_memory_bytes = reg.host_memory_bytes;
   record.placement_version = reg.placement_version;
+  record.migration_headroom_bytes = reg.migration_headroom_bytes;
   record.devices.clear();
   for (const proto::DeviceInfo& d : reg.devices) {
     store::DeviceRecord device{d.name, d.expert_budget_bytes, d.load_bytes_per_s, d.kind};
@@ -219,6 +260,10 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   reply.report_interval_ms = static_cast<uint32_t>(options_.report_interval_ms);
   reply.placement_version = committed_version();
   send(routing_id, reply);
+  if (keys_.secure()) {
+    refresh_members();  // a new binding gives a member its node id
+    send_members(routing_id);
+  }
 
   for (uint64_t v : abandoned_versions_) {
     send(routing_id, proto::Abort{v, "the scheduler restarted during prepare"});
@@ -325,6 +370,7 @@ void SchedulerService::start_resync(Member& member) {
   ++counters_.resyncs_started;
   spdlog::info("re-synchronising node '{}' to committed version {}", member.id(),
                committed_->version);
+  if (keys_.secure()) send_members(member.routing_id);
   send(member.routing_id, proto::PlacementPrepare{committed_->version, committed_->nodes});
 }
 

@@ -12,7 +12,15 @@
 //     coverage repair (gate bypassed), operator override; every round is a
 //     recorded decision with C(P), C(P'), T_mig (planner.h);
 //   - two-phase migration and re-synchronisation (migration.h);
-//   - status queries from the CLI (service_status.cpp), as JSON.
+//   - status queries from the CLI (service_status.cpp), as JSON;
+//   - keys (docs/security.md, service_members.cpp): every message is
+//     classified by its sender key (key_ring.h) -- unknown keys get no
+//     answer, node messages need a node key bound to the node id, changes
+//     need an operator key; the members (admitted node keys with their node
+//     ids) are sent to the nodes whenever they change, after a
+//     registration, before every PlacementPrepare and in answer to a
+//     heartbeat that names another members version; nodes admit / revoke /
+//     forget change them live.
 //
 // Bad input never stops it: every rejected message gets an Error reply (or
 // a RegisterReply saying why) and increments a counter shown by
@@ -34,6 +42,7 @@
 #include "common/proto/messages.h"
 #include "common/runtime/clock.h"
 #include "scheduler/config/scheduler_config.h"
+#include "scheduler/daemon/key_ring.h"
 #include "scheduler/daemon/membership.h"
 #include "scheduler/daemon/message_checks.h"
 #include "scheduler/daemon/migration.h"
@@ -54,8 +63,9 @@ struct Outgoing {
 
 class SchedulerService {
  public:
-  SchedulerService(ServiceOptions options, ModelInfo model, store::Store* store,
-                   const Clock* clock);
+  // `keys`: who may do what; KeyRing::insecure() lets everyone do everything.
+  SchedulerService(ServiceOptions options, ModelInfo model, store::Store* store, const Clock* clock,
+                   KeyRing keys = KeyRing::insecure());
 
   // Loads nodes and the committed placement from the store; versions a
   // crash left half-prepared are aborted (and their nodes told so when they
@@ -74,6 +84,9 @@ class SchedulerService {
   uint64_t committed_version() const { return committed_ ? committed_->version : 0; }
   const std::optional<Migration>& migration() const { return migration_; }
   const SchedulerCounters& counters() const { return counters_; }
+  const KeyRing& keys() const { return keys_; }
+  // The members nodes are told (version 0 and empty when insecure).
+  const proto::Members& members() const { return members_; }
 
  private:
   // Messages.
@@ -82,12 +95,25 @@ class SchedulerService {
   void send(const std::string& routing_id, proto::Body body);
   void send_to_node(const std::string& node_id, proto::Body body);
   void on_register(const std::string& routing_id, const proto::Envelope& env,
-                   const proto::Register& reg);
+                   const proto::Register& reg, const Principal& who, const std::string& key);
+  // Empty when `key` may register reg.node_id (binding it on first use),
+  // else why not.
+  std::string check_binding(const proto::Register& reg, const Principal& who,
+                            const std::string& key);
   void on_report(Member& member, const proto::Envelope& env, const proto::ActivationReport& r);
   void on_ready(Member& member, const proto::Envelope& env, const proto::Ready& ready);
   void on_abort(Member& member, const proto::Abort& abort);
   void on_status(const std::string& routing_id, const proto::Envelope& env,
-                 const proto::StatusRequest& request);
+                 const proto::StatusRequest& request, const Principal& who);
+
+  // Keys and members (service_members.cpp).
+  // Recomputes the members; sends them to every up node when they changed.
+  void refresh_members();
+  void send_members(const std::string& routing_id);
+  Result<nlohmann::ordered_json> admit_key(const nlohmann::json& args);
+  Result<nlohmann::ordered_json> revoke_key(const nlohmann::json& args);
+  Result<nlohmann::ordered_json> forget_node(const nlohmann::json& args);
+  void warn_if_insecure(int64_t now_ms);
 
   // Rounds and migrations.
   struct RoundRequest {
@@ -120,6 +146,10 @@ class SchedulerService {
   ModelInfo model_;
   store::Store* store_;
   const Clock* clock_;
+  KeyRing keys_;
+  std::map<std::string, store::KeyBinding> bindings_;  // node id -> its key
+  proto::Members members_;
+  int64_t next_insecure_warning_ms_ = 0;
   Membership membership_;
   std::optional<store::PlacementRecord> committed_;
   std::optional<Migration> migration_;

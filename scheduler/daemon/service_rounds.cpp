@@ -19,6 +19,7 @@ const std::string kOperatorPlacement = "placement";
 
 void SchedulerService::tick() {
   const int64_t now = clock_->steady_ms();
+  warn_if_insecure(now);
   const std::vector<std::string> gone =
       membership_.expire(now, options_.down_after_ms(), clock_->wall_ms());
   if (!gone.empty()) on_nodes_down(gone);
@@ -191,7 +192,7 @@ store::DecisionRecord SchedulerService::run_round(const RoundRequest& request) {
   d.n_nodes = static_cast<int64_t>(plan->placed.size() + plan->routing_only.size());
   Result<Candidate> candidate = request.operator_placement != nullptr
                                     ? operator_candidate(*plan, *request.operator_placement)
-                                    : solve_candidate(*plan, request.policy);
+                                    : solve_candidate(*plan, model_, request.policy);
   if (!candidate.is_ok()) return finish(RoundOutcome::kError, candidate.status().message());
   const placement::GateDecision& gate = candidate->gate;
   d.cost_current_s = gate.cost_current_s;
@@ -256,6 +257,10 @@ Status SchedulerService::start_migration(store::DecisionRecord* decision, const 
                      clock_->steady_ms() + options_.prepare_timeout_ms);
   for (const std::string& node : migration_->participants()) {
     resyncs_.erase(node);  // superseded by the migration
+    // The members travel with every placement version (docs/security.md).
+    if (const Member* m = membership_.find(node); keys_.secure() && m != nullptr) {
+      if (m->state == NodeState::kUp && !m->routing_id.empty()) send_members(m->routing_id);
+    }
     send_to_node(node, prepare);
   }
   ++counters_.migrations_started;
@@ -365,7 +370,7 @@ Result<Candidate> SchedulerService::operator_candidate(const PlanProblem& plan,
       std::sort(list.begin(), list.end());
     }
   }
-  return evaluate_candidate(plan, std::move(p));
+  return evaluate_candidate(plan, model_, std::move(p));
 }
 
 }  // namespace dancemoe::scheduler

@@ -11,6 +11,10 @@
 //   round         {"policy": NAME?}              a gated round now; the decision
 //   apply         {"policy": NAME?} or           operator override: adopted without
 //                 {"placement": PLACEMENT}       the gate; the decision
+//   admit, revoke, forget                        keys and nodes (service_members.cpp)
+// Reading (status, nodes, placement, migrations, propose) needs a node or an
+// operator key; everything that changes the cluster (round, apply, admit,
+// revoke, forget) an operator key (docs/security.md).
 // A placement, in replies and in `apply`, is in its one JSON form
 // (common/placement/placement_json.h); a reply adds what the scheduler knows
 // of it (policy, state, times) and per layer the holders of each expert.
@@ -62,11 +66,24 @@ Result<std::string> policy_argument(const nlohmann::json& args) {
   return name;
 }
 
+bool changes_cluster(const std::string& what) {
+  return what == "round" || what == "apply" || what == "admit" || what == "revoke" ||
+         what == "forget";
+}
+
 }  // namespace
 
 void SchedulerService::on_status(const std::string& routing_id, const proto::Envelope& env,
-                                 const proto::StatusRequest& request) {
+                                 const proto::StatusRequest& request, const Principal& who) {
   ++counters_.status_requests;
+  if (changes_cluster(request.what) && !who.operator_key) {
+    reject(routing_id, env.sequence,
+           failed_precondition("'" + request.what +
+                               "' changes the cluster and needs an operator key; key '" + who.name +
+                               "' is a node key"),
+           Rejection::kNotPermitted);
+    return;
+  }
   nlohmann::json args = nlohmann::json::object();
   if (!request.arguments_json.empty()) {
     args = nlohmann::json::parse(request.arguments_json, nullptr, /*allow_exceptions=*/false);
@@ -93,8 +110,22 @@ Result<ordered_json> SchedulerService::status_query(const std::string& what,
   const StatusView view{options_,   model_,     *store_,   *clock_,    membership_,
                         committed_, migration_, counters_, started_ms_};
   const StatusQuery query(view);
-  if (what == "status") return query.status();
-  if (what == "nodes") return query.nodes();
+  if (what == "status") {
+    DMOE_ASSIGN_OR_RETURN(ordered_json status, query.status());
+    status["security"] = {{"curve", keys_.secure()},
+                          {"node_keys", keys_.node_keys().size()},
+                          {"operator_keys", keys_.n_operator_keys()},
+                          {"members_version", members_.version}};
+    return status;
+  }
+  if (what == "nodes") {
+    DMOE_ASSIGN_OR_RETURN(ordered_json nodes, query.nodes());
+    for (ordered_json& n : nodes["nodes"]) {
+      const auto bound = bindings_.find(n.value("id", std::string()));
+      n["key"] = bound == bindings_.end() ? ordered_json() : ordered_json(bound->second.key_name);
+    }
+    return nodes;
+  }
   if (what == "placement") {
     DMOE_ASSIGN_OR_RETURN(const int64_t layer, int_argument(args, "layer", -1));
     return query.placement(layer >= 0 ? std::optional<int>(static_cast<int>(layer)) : std::nullopt);
@@ -120,15 +151,18 @@ Result<ordered_json> SchedulerService::status_query(const std::string& what,
     }
     return StatusQuery::decision_json(run_round(request));
   }
+  if (what == "admit") return admit_key(args);
+  if (what == "revoke") return revoke_key(args);
+  if (what == "forget") return forget_node(args);
   return invalid_argument("unknown status query '" + what +
-                          "' (expected status, nodes, placement, migrations, propose, round "
-                          "or apply)");
+                          "' (expected status, nodes, placement, migrations, propose, round, "
+                          "apply, admit, revoke or forget)");
 }
 
 Result<ordered_json> SchedulerService::propose_json(const std::string& policy,
                                                     const StatusQuery& query) {
   DMOE_ASSIGN_OR_RETURN(PlanProblem plan, gather_problem());
-  DMOE_ASSIGN_OR_RETURN(Candidate c, solve_candidate(plan, policy));
+  DMOE_ASSIGN_OR_RETURN(Candidate c, solve_candidate(plan, model_, policy));
   store::PlacementRecord record;
   record.policy = policy.empty() ? plan.policy : policy;
   record.method = c.placement.method;

@@ -44,6 +44,16 @@ struct NodeRecord {
   uint64_t host_memory_bytes = 0;
   uint64_t placement_version = 0;
   std::vector<DeviceRecord> devices;
+  // From the last Register, not stored: a node re-registers after a restart.
+  uint64_t migration_headroom_bytes = 0;
+};
+
+// A node id bound to the CURVE key that first registered it (docs/security.md).
+struct KeyBinding {
+  std::string node_id;
+  std::string public_key;  // Z85
+  std::string key_name;    // the admitted key's name when it was bound
+  int64_t bound_ms = 0;
 };
 
 // One validated ActivationReport as stored. `counts` sorted by (layer,

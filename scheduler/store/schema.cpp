@@ -185,6 +185,15 @@ CREATE TABLE device_compute(
   PRIMARY KEY(node_id, device)
 ) WITHOUT ROWID;
 )sql",
+    // 3: node ids bound to the CURVE key that first registered them.
+    R"sql(
+CREATE TABLE node_keys(
+  node_id TEXT PRIMARY KEY,
+  public_key TEXT NOT NULL UNIQUE,
+  key_name TEXT NOT NULL,
+  bound_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
 };
 
 }  // namespace
@@ -210,6 +219,30 @@ Status configure_connection(Database& db, bool synchronous_full) {
   // raw hour and the roll-ups resident (bench_scheduler_round).
   DMOE_RETURN_IF_ERROR(db.exec("PRAGMA cache_size=-65536"));
   return Status::ok();
+}
+
+Status check_integrity(Database& db) {
+  Result<Statement> check = db.prepare("PRAGMA quick_check(8)");
+  std::string found;
+  if (check.is_ok()) {
+    while (true) {
+      Result<bool> row = check->step();
+      if (!row.is_ok()) {
+        found = row.status().message();
+        break;
+      }
+      if (!*row) break;
+      const std::string line = check->column_text(0);
+      if (line != "ok") found += (found.empty() ? "" : "; ") + line;
+    }
+  } else {
+    found = check.status().message();
+  }
+  if (found.empty()) return Status::ok();
+  return failed_precondition(db.path() +
+                             ": the scheduler database is damaged (PRAGMA quick_check: " + found +
+                             "); restore it from a backup, or move it aside and start with a "
+                             "fresh --db (its statistics and placement history are then lost)");
 }
 
 Result<int> schema_version(Database& db) {

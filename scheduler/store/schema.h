@@ -21,6 +21,11 @@
 //   decisions          every placement round: C(P), C(P'), T_mig, outcome
 //   migrations         every two-phase migration: versions, bytes, times, outcome
 //
+// Schema version 2 adds devices.kind and device_compute (per-device expert
+// compute); version 3 adds:
+//   node_keys          which CURVE key registered each node id first (a node id
+//                      is bound to that key; docs/security.md); unique both ways
+//
 // Functions take a Database owned by the caller; same thread rules.
 #pragma once
 
@@ -30,12 +35,16 @@
 namespace dancemoe::store {
 
 // The newest schema version this build knows.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Sets the connection's pragmas (WAL, synchronous level, foreign keys).
 // `synchronous_full`: FULL survives power loss; NORMAL survives a process
 // crash (kill -9) and costs no fsync per transaction.
 Status configure_connection(Database& db, bool synchronous_full);
+
+// Runs PRAGMA quick_check and refuses a damaged database with a message that
+// names the file, what SQLite found, and what to do.
+Status check_integrity(Database& db);
 
 // Brings the database to kSchemaVersion, or refuses one that is newer.
 Status migrate_schema(Database& db);

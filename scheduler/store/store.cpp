@@ -68,6 +68,9 @@ std::optional<double> NodeTotals::remote_mean_us() const {
 Result<std::unique_ptr<Store>> Store::open(const std::string& path, const Options& options) {
   std::unique_ptr<Store> store(new Store());
   DMOE_ASSIGN_OR_RETURN(store->db_, Database::open(path));
+  // Before anything writes: a damaged file is refused with what to do, not
+  // half-used until some query fails.
+  DMOE_RETURN_IF_ERROR(check_integrity(*store->db_));
   DMOE_RETURN_IF_ERROR(configure_connection(*store->db_, options.synchronous_full));
   DMOE_RETURN_IF_ERROR(migrate_schema(*store->db_));
   DMOE_RETURN_IF_ERROR(store->prepare_statements());

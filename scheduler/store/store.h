@@ -71,6 +71,14 @@ class Store {
   Status save_node(const NodeRecord& node);
   Result<std::vector<NodeRecord>> load_nodes();
 
+  // Node ids and their keys (store_keys.cpp). bind_node_key refuses (with
+  // failed_precondition) an id or a key that is already bound.
+  Result<std::vector<KeyBinding>> load_key_bindings();
+  Status bind_node_key(const KeyBinding& binding);
+  // Forgets a node: its record, devices and key binding (its reports stay
+  // until retention drops them). not_found when no such node is stored.
+  Status forget_node(const std::string& node_id);
+
   Result<InsertOutcome> insert_report(const ReportRecord& report);
   int64_t report_count_estimate() const { return n_reports_inserted_; }
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "common/model/synthetic/synthetic_model.h"
+#include "common/net/curve_keys.h"
 #include "tests/bench/link_emulator.h"
 
 extern char** environ;
@@ -205,6 +206,28 @@ bool netns_available(std::string* why) {
 
 }  // namespace
 
+namespace {
+
+// CurveZMQ as a lab runs it (docs/security.md): a key per node in
+// work/keys, every node's public key in work/keys/peers (--peer-keys).
+std::vector<std::string> key_args(const fs::path& work, const std::string& id) {
+  const fs::path dir = work / "keys";
+  if (!fs::exists(dir)) {
+    fs::create_directories(dir / "peers");
+    for (const char* node : {"a", "b", "c", "all"}) {
+      const Result<net::CurveKeyPair> pair = net::write_key_pair(dir, node);
+      if (!pair.is_ok() ||
+          !net::write_public_key_file(dir / "peers", node, pair->public_key).is_ok()) {
+        std::fprintf(stderr, "cannot write keys into %s\n", dir.c_str());
+        std::exit(1);
+      }
+    }
+  }
+  return {"--secret-key", (dir / (id + ".key")).string(), "--peer-keys", (dir / "peers").string()};
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -267,6 +290,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> args = common;
     args.insert(args.end(), {"--experts", "tcp://127.0.0.1:" + std::to_string(port), "--http",
                              "127.0.0.1:0", "--placement", (o.work / "single.json").string()});
+    for (const std::string& k : key_args(o.work, "all")) args.push_back(k);
     Node node("all", args, o.work);
     if (!node.wait_ready()) {
       std::fprintf(stderr, "the single node did not start; see %s\n",
@@ -320,6 +344,7 @@ int main(int argc, char** argv) {
                     {"--experts", "tcp://" + hosts[id] + ":" + std::to_string(ports[id]), "--http",
                      hosts[id] + ":0", "--placement", (o.work / "cluster.json").string()});
         if (!overlap) args.push_back("--no-overlap");
+        for (const std::string& k : key_args(o.work, id)) args.push_back(k);
         nodes.push_back(std::make_unique<Node>(id, args, o.work, namespaces[id]));
       }
       for (auto& n : nodes) {

@@ -179,25 +179,13 @@ int main(int argc, char** argv) {
   const fs::path ready = work / "ready.json";
   fs::remove(ready);
   const std::string log = (work / "node.log").string();
-  std::vector<std::string> args = {DMOE_NODE_PATH,
-                                   "--model",
-                                   model_dir.string(),
-                                   "--node-id",
-                                   "load",
-                                   "--placement",
-                                   placement.string(),
-                                   "--experts",
-                                   "tcp://127.0.0.1:0",
-                                   "--http",
-                                   "127.0.0.1:0",
-                                   "--ready-file",
-                                   ready.string(),
-                                   "--threads",
-                                   std::to_string(threads),
-                                   "--log-level",
-                                   "warn",
-                                   "--max-queued",
-                                   std::to_string(n_clients)};
+  std::vector<std::string> args = {DMOE_NODE_PATH, "--model", model_dir.string(), "--node-id",
+                                   "load", "--placement", placement.string(), "--experts",
+                                   "tcp://127.0.0.1:0", "--http", "127.0.0.1:0", "--ready-file",
+                                   ready.string(), "--threads", std::to_string(threads),
+                                   "--log-level", "warn", "--max-queued", std::to_string(n_clients),
+                                   // One node, no peers: HTTP is what is measured.
+                                   "--insecure"};
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);

@@ -6,6 +6,11 @@
 // (ExpertResult.compute_us) and it is subtracted; the full round trip is
 // printed too. Target: overhead median / ping-pong median <= 1.3.
 //
+// CurveZMQ (issue 13, docs/security.md): the same calls through a service
+// whose socket is a CURVE server behind a ZAP handler, from a CURVE client
+// -- interleaved in blocks with the plain calls in the same run, so both
+// see the same machine. Target: overhead with CURVE <= 1.15x without.
+//
 //   build/release/tests/bench_remote_call [--model DIR] [--tokens 1] [--iterations 2000]
 //                                     [--workers 1]   (2+: hand-off to worker threads)
 //
@@ -22,6 +27,8 @@
 #include "common/inference/expert_store.h"
 #include "common/model/checkpoint.h"
 #include "common/model/synthetic/synthetic_model.h"
+#include "common/net/curve_keys.h"
+#include "common/net/zap_handler.h"
 #include "common/net/zmq_transport.h"
 #include "edge_node/expert_service/expert_service.h"
 #include "edge_node/remote/wire_tensor.h"
@@ -42,6 +49,49 @@ double quantile(std::vector<double> v, double q) {
 double us_since(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
 }
+
+struct Samples {
+  std::vector<double> rtt_us, overhead_us, compute_us;
+};
+
+// Sends one layer's call over and over and records what each took.
+struct Caller {
+  proto::ExpertCall call;
+  std::vector<uint8_t> payload;
+  uint64_t next_id = 0;
+  size_t request_bytes = 0;
+  size_t reply_bytes = 0;
+
+  // `n` calls on `dealer`, recorded into `out` (null: a warm-up); false on a
+  // failed or unexpected answer.
+  bool run(zmq::socket_t& dealer, int n, Samples* out) {
+    proto::Envelope envelope;
+    envelope.sender = "bench";
+    for (int i = 0; i < n; ++i) {
+      call.call_id = ++next_id;
+      envelope.sequence = call.call_id;
+      envelope.body = call;
+      const Clock::time_point start = Clock::now();
+      if (!net::send_message(dealer, envelope, payload).is_ok()) return false;
+      auto reply = net::receive_message(dealer, std::chrono::seconds(10), false);
+      const double us = us_since(start);
+      if (!reply || !reply->envelope.is_ok()) return false;
+      const auto* result = std::get_if<proto::ExpertResult>(&reply->envelope->body);
+      if (result == nullptr) {
+        std::fprintf(stderr, "unexpected reply: %s\n",
+                     std::string(proto::body_name(reply->envelope->body)).c_str());
+        return false;
+      }
+      request_bytes = proto::encode(envelope).size() + payload.size();
+      reply_bytes = proto::encode(*reply->envelope).size() + reply->payload.size();
+      if (out == nullptr) continue;
+      out->rtt_us.push_back(us);
+      out->compute_us.push_back(result->compute_us);
+      out->overhead_us.push_back(us - result->compute_us);
+    }
+    return true;
+  }
+};
 
 }  // namespace
 
@@ -83,21 +133,43 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Keys: the service's, and the caller's, which is the one member.
+  const Result<net::CurveKeyPair> server_keys = net::generate_key_pair();
+  const Result<net::CurveKeyPair> client_keys = net::generate_key_pair();
+  if (!server_keys.is_ok() || !client_keys.is_ok()) {
+    std::fprintf(stderr, "CURVE keys: %s\n", server_keys.status().to_string().c_str());
+    return 1;
+  }
+  auto members = std::make_shared<node::MemberKeys>(*server_keys);
+  proto::Members member_list;
+  member_list.version = 1;
+  member_list.members.push_back({"bench", "bench", client_keys->public_key});
+  members->replace(member_list);
+
   zmq::context_t context;
+  auto zap = net::ZapHandler::start(context, members->allowlist());
+  if (!zap.is_ok()) {
+    std::fprintf(stderr, "%s\n", zap.status().to_string().c_str());
+    return 1;
+  }
   node::ExpertServiceOptions service_options;
   service_options.bind_endpoint = "tcp://127.0.0.1:*";
   service_options.threads_per_worker = 1;
   service_options.n_workers = workers;  // 1: computed on the receiving thread
   auto service = node::ExpertService::start(context, config, store, service_options);
-  if (!service.is_ok()) {
-    std::fprintf(stderr, "%s\n", service.status().to_string().c_str());
+  service_options.members = members;
+  auto secure_service = node::ExpertService::start(context, config, store, service_options);
+  if (!service.is_ok() || !secure_service.is_ok()) {
+    std::fprintf(stderr, "%s %s\n", service.status().to_string().c_str(),
+                 secure_service.status().to_string().c_str());
     return 1;
   }
 
   // One layer's call as a node sends it at decode: n_tokens x top-k
   // assignments, hidden states in bf16.
   std::mt19937 rng(1);
-  proto::ExpertCall call;
+  Caller caller;
+  proto::ExpertCall& call = caller.call;
   call.layer = static_cast<uint16_t>(layer);
   call.n_tokens = static_cast<uint32_t>(n_tokens);
   call.hidden = static_cast<uint32_t>(hidden);
@@ -115,40 +187,35 @@ int main(int argc, char** argv) {
   std::vector<float> x(static_cast<size_t>(n_tokens * hidden));
   std::normal_distribution<float> normal;
   for (float& v : x) v = normal(rng);
-  std::vector<uint8_t> payload;
-  node::encode_rows(x.data(), n_tokens, hidden, DType::kBF16, &payload);
+  node::encode_rows(x.data(), n_tokens, hidden, DType::kBF16, &caller.payload);
 
   auto dealer = net::make_socket(context, zmq::socket_type::dealer);
+  net::SocketOptions secure_options;
+  secure_options.curve = net::CurveOptions{*client_keys, server_keys->public_key};
+  auto secure_dealer = net::make_socket(context, zmq::socket_type::dealer, secure_options);
   if (!dealer.is_ok() || !net::connect(*dealer, (*service)->bound_endpoint()).is_ok()) return 1;
-  proto::Envelope envelope;
-  envelope.sender = "bench";
-  size_t request_bytes = 0, reply_bytes = 0;
-  std::vector<double> rtt_us, overhead_us, compute_us;
-  for (int i = 0; i < iterations + 100; ++i) {
-    call.call_id = static_cast<uint64_t>(i + 1);
-    envelope.sequence = static_cast<uint64_t>(i + 1);
-    envelope.body = call;
-    const Clock::time_point start = Clock::now();
-    if (!net::send_message(*dealer, envelope, payload).is_ok()) return 1;
-    auto reply = net::receive_message(*dealer, std::chrono::seconds(10), false);
-    const double us = us_since(start);
-    if (!reply || !reply->envelope.is_ok()) return 1;
-    const auto* result = std::get_if<proto::ExpertResult>(&reply->envelope->body);
-    if (result == nullptr) {
-      std::fprintf(stderr, "unexpected reply: %s\n",
-                   std::string(proto::body_name(reply->envelope->body)).c_str());
+  if (!secure_dealer.is_ok() ||
+      !net::connect(*secure_dealer, (*secure_service)->bound_endpoint()).is_ok()) {
+    return 1;
+  }
+  Samples plain, secure;
+  // Warm-up on both, then alternating blocks: plain, CURVE, plain, ...
+  if (!caller.run(*dealer, 100, nullptr) || !caller.run(*secure_dealer, 100, nullptr)) return 1;
+  constexpr int kBlocks = 10;
+  for (int b = 0; b < 2 * kBlocks; ++b) {
+    const bool curve = b % 2 == 1;
+    if (!caller.run(curve ? *secure_dealer : *dealer, iterations / kBlocks,
+                    curve ? &secure : &plain)) {
       return 1;
     }
-    if (i == 0) {
-      request_bytes = proto::encode(envelope).size() + payload.size();
-      reply_bytes = proto::encode(*reply->envelope).size() + reply->payload.size();
-    }
-    if (i < 100) continue;  // warm-up
-    rtt_us.push_back(us);
-    compute_us.push_back(result->compute_us);
-    overhead_us.push_back(us - result->compute_us);
   }
+  const size_t request_bytes = caller.request_bytes;
+  const size_t reply_bytes = caller.reply_bytes;
   (*service)->stop();
+  (*secure_service)->stop();
+  const std::vector<double>& rtt_us = plain.rtt_us;
+  const std::vector<double>& overhead_us = plain.overhead_us;
+  const std::vector<double>& compute_us = plain.compute_us;
 
   // Bare ping-pong of the same bytes: a ROUTER echo thread answering every
   // message with one of the reply's size, nothing else -- at once, and
@@ -211,5 +278,19 @@ int main(int argc, char** argv) {
   std::printf("overhead ratio (call minus compute / ping-pong): %.2f  (target <= 1.3)\n", ratio);
   std::printf("overhead ratio against the ping-pong that waits as long: %.2f\n",
               median(overhead_us) / median(busy_ping_us));
+  std::printf("\nCurveZMQ, %d calls each, interleaved in %d blocks:\n", iterations, kBlocks);
+  std::printf("%-44s %10s %10s\n", "", "median us", "p90 us");
+  std::printf("%-44s %10.1f %10.1f\n", "plain: call minus expert compute", median(overhead_us),
+              quantile(overhead_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "CURVE: call minus expert compute",
+              median(secure.overhead_us), quantile(secure.overhead_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "plain: full round trip", median(rtt_us),
+              quantile(rtt_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "CURVE: full round trip", median(secure.rtt_us),
+              quantile(secure.rtt_us, 0.9));
+  std::printf("CURVE overhead ratio (call minus compute, CURVE / plain): %.3f  (target <= 1.15)\n",
+              median(secure.overhead_us) / median(overhead_us));
+  std::printf("CURVE full round-trip ratio (CURVE / plain): %.3f\n",
+              median(secure.rtt_us) / median(rtt_us));
   return 0;
 }

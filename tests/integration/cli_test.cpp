@@ -1,6 +1,8 @@
 // The executables as a user runs them: real processes, exit codes, output.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include "common/tensor/npy.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
@@ -91,6 +93,48 @@ TEST_CASE("cli: generate streams text and reports the finish reason") {
   auto bad = run_process({kCli, "generate", "--model", model, "--prompt", "x", "--top-p", "3"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("top_p must be in (0, 1]") != std::string::npos);
+}
+
+TEST_CASE("cli: make-model refuses an existing model directory without --force") {
+  testing::TempDir dir("cli-force");
+  const std::string model = (dir.path() / "m").string();
+  REQUIRE(run_process({kCli, "make-model", "--preset", "tiny", "--out", model, "--shards", "2"})
+              .exit_code == 0);
+  const auto before = std::filesystem::last_write_time(dir.path() / "m" / "config.json");
+  // Before: the second run wrote over the first model.
+  auto again = run_process({kCli, "make-model", "--preset", "tiny", "--out", model});
+  CHECK(again.exit_code == 2);
+  CHECK(again.err.find("exists and is not empty; refusing to overwrite it") != std::string::npos);
+  CHECK(again.err.find("--force") != std::string::npos);
+  CHECK(std::filesystem::last_write_time(dir.path() / "m" / "config.json") == before);
+  // --force replaces it whole: no shard of the old one is left behind.
+  auto forced = run_process({kCli, "make-model", "--preset", "tiny", "--out", model, "--force"});
+  INFO(forced.err);
+  REQUIRE(forced.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "m" / "model.safetensors.index.json"));
+  CHECK(run_process({kCli, "model-info", "--model", model}).exit_code == 0);
+  // Seeds are checked, not wrapped.
+  auto negative = run_process({kCli, "make-model", "--preset", "tiny", "--out",
+                               (dir.path() / "n").string(), "--seed", "-1"});
+  CHECK(negative.exit_code == 2);
+}
+
+TEST_CASE("cli: model manifest writes the expert digests, which change the model id") {
+  testing::TempDir dir("cli-manifest");
+  const std::string model = (dir.path() / "m").string();
+  REQUIRE(run_process({kCli, "make-model", "--preset", "tiny", "--out", model}).exit_code == 0);
+  REQUIRE(std::filesystem::exists(dir.path() / "m" / "dancemoe-manifest.json"));
+  auto with = run_process({kCli, "model-info", "--model", model});
+  std::filesystem::remove(dir.path() / "m" / "dancemoe-manifest.json");
+  auto without = run_process({kCli, "model-info", "--model", model});
+  REQUIRE(with.exit_code == 0);
+  REQUIRE(without.exit_code == 0);
+  CHECK(with.out != without.out);  // the id covers the manifest
+  auto written = run_process({kCli, "model", "manifest", "--model", model});
+  INFO(written.err);
+  REQUIRE(written.exit_code == 0);
+  CHECK(written.out.find("24 experts") != std::string::npos);
+  CHECK(run_process({kCli, "model-info", "--model", model}).out == with.out);
 }
 
 }  // namespace dancemoe

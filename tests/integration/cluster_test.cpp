@@ -54,6 +54,8 @@ struct AttachedCluster {
     for (const std::string& id : kNodes) {
       std::vector<std::string> extra = {"--scheduler", scheduler->endpoint(), "--expert-memory",
                                         std::to_string(memory)};
+      const std::vector<std::string> keys = scheduler->node_args(id);
+      extra.insert(extra.end(), keys.begin(), keys.end());
       extra.insert(extra.end(), node_flags.begin(), node_flags.end());
       nodes[id] =
           std::make_unique<NodeProcess>(work.path(), id, node_args(model, free_tcp_port(), extra));
@@ -80,7 +82,7 @@ struct AttachedCluster {
           for (auto& [id, node] : nodes) {
             if (node->stats()["placement_version"].get<uint64_t>() != version) return false;
           }
-          auto s = scheduler_query(scheduler->endpoint(), "status");
+          auto s = scheduler_query(*scheduler, "status");
           return s.is_ok() && !(*s)["placement"].is_null() &&
                  (*s)["placement"]["version"].get<uint64_t>() == version;
         },
@@ -101,7 +103,7 @@ struct AttachedCluster {
           return true;
         },
         20s));
-    auto s = scheduler_query(scheduler->endpoint(), "status");
+    auto s = scheduler_query(*scheduler, "status");
     REQUIRE(s.is_ok());
     return *s;
   }
@@ -157,8 +159,7 @@ json half_placement(const AttachedCluster& c) {
 
 void attached_cluster_equals_one_node(const std::string& preset) {
   AttachedCluster c(preset, 0.55, {"--precision", "f32", "--wire-dtype", "f32"});
-  auto applied =
-      scheduler_query(c.scheduler->endpoint(), "apply", {{"placement", half_placement(c)}});
+  auto applied = scheduler_query(*c.scheduler, "apply", {{"placement", half_placement(c)}});
   INFO((applied.is_ok() ? applied->dump() : applied.status().to_string()));
   REQUIRE(applied.is_ok());
   REQUIRE(c.wait_for_version(2));
@@ -245,10 +246,10 @@ TEST_CASE("cluster: the scheduler adopts a placement from the nodes' domains, lo
     CHECK(scheduler_hit_ratio(before, id) == doctest::Approx(hit_before[id]).epsilon(1e-12));
   }
 
-  auto round = scheduler_query(c.scheduler->endpoint(), "round");
+  auto round = scheduler_query(*c.scheduler, "round");
   REQUIRE(round.is_ok());
   INFO(round->dump());
-  auto status = scheduler_query(c.scheduler->endpoint(), "status");
+  auto status = scheduler_query(*c.scheduler, "status");
   REQUIRE(status.is_ok());
   const json decision = (*status)["last_decision"];
   MESSAGE("placement round: " << decision.dump());
@@ -283,7 +284,7 @@ TEST_CASE("cluster: nodes serve through a scheduler kill -9 and re-attach when i
   c.scheduler->start();  // same port, same database
   REQUIRE(eventually(
       [&] {
-        auto s = scheduler_query(c.scheduler->endpoint(), "status");
+        auto s = scheduler_query(*c.scheduler, "status");
         return s.is_ok() && (*s)["nodes"]["up"].get<int>() == 3;
       },
       30s));

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "tests/support/model_fixtures.h"
@@ -30,6 +31,15 @@ TEST_CASE("demo: a scheduler and three nodes serve, a round is forced, all stopp
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("all nodes healthy") != std::string::npos);
+  // Secure by default: keys generated, the scheduler and nodes run with them.
+  CHECK(r.out.find("(CurveZMQ on)") != std::string::npos);
+  CHECK((std::filesystem::status(logs / "keys" / "operator.key").permissions() &
+         std::filesystem::perms::group_read) == std::filesystem::perms::none);
+  std::ifstream scheduler_log(logs / "scheduler.log");
+  std::stringstream scheduler_text;
+  scheduler_text << scheduler_log.rdbuf();
+  CHECK(scheduler_text.str().find("CurveZMQ on: 3 admitted node key(s), 1 operator key(s)") !=
+        std::string::npos);
   CHECK(r.out.find("status before the placement round") != std::string::npos);
   CHECK(r.out.find("on_demand") != std::string::npos);  // the forced round's decision
   CHECK(r.out.find("status after the placement round") != std::string::npos);

@@ -60,6 +60,8 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
     std::vector<std::string> extra = {"--scheduler", scheduler.endpoint(), "--devices",
                                       devices,       "--expert-memory",    std::to_string(memory)};
     extra.insert(extra.end(), f32.begin(), f32.end());
+    const std::vector<std::string> keys = scheduler.node_args(id);
+    extra.insert(extra.end(), keys.begin(), keys.end());
     return std::make_unique<NodeProcess>(work.path(), id, node_args(model, free_tcp_port(), extra));
   };
   // "a": two devices with room for 70 % of the experts between them; "b":
@@ -70,7 +72,7 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
   REQUIRE(b->wait_ready());
   REQUIRE(eventually(
       [&] {
-        auto s = scheduler_query(scheduler.endpoint(), "status");
+        auto s = scheduler_query(scheduler, "status");
         return s.is_ok() && !(*s)["placement"].is_null() &&
                a->stats()["placement_version"].get<uint64_t>() >= 1 &&
                b->stats()["placement_version"].get<uint64_t>() >= 1;
@@ -78,7 +80,7 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
       60s));
 
   // The scheduler knows a's two devices and what the placement put on each.
-  auto nodes = scheduler_query(scheduler.endpoint(), "nodes");
+  auto nodes = scheduler_query(scheduler, "nodes");
   REQUIRE(nodes.is_ok());
   const json* na = node_in((*nodes)["nodes"], "a");
   REQUIRE(na != nullptr);
@@ -133,7 +135,7 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
   }
   REQUIRE(eventually(
       [&] {
-        auto n = scheduler_query(scheduler.endpoint(), "nodes");
+        auto n = scheduler_query(scheduler, "nodes");
         if (!n.is_ok()) return false;
         const json* node = node_in((*n)["nodes"], "a");
         return node != nullptr && !(*node)["devices"][0]["us_per_pair"].is_null() &&
@@ -141,7 +143,7 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
       },
       20s));
   // The status summary lists the devices too.
-  auto status = scheduler_query(scheduler.endpoint(), "status");
+  auto status = scheduler_query(scheduler, "status");
   REQUIRE(status.is_ok());
   const json* sa = node_in((*status)["nodes"]["list"], "a");
   REQUIRE(sa != nullptr);

@@ -4,11 +4,8 @@
 // write placement files.
 #pragma once
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -21,27 +18,14 @@
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "tests/support/child_process.h"
+#include "tests/support/cluster_keys.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
+#include "tests/support/protocol_peer.h"  // free_tcp_port
 
 namespace dancemoe::testing {
 
 using nlohmann::json;
-
-// A TCP port free right now on 127.0.0.1 (bind to port 0, read it, close).
-inline int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 inline std::vector<int32_t> moe_layers_of(const std::filesystem::path& model_dir) {
   std::ifstream in(model_dir / "config.json");
@@ -83,6 +67,14 @@ inline void write_json(const std::filesystem::path& path, const json& j) {
   std::ofstream(path) << j.dump(1);
 }
 
+inline bool has_flag(const std::vector<std::string>& args, const std::string& flag) {
+  return std::find(args.begin(), args.end(), flag) != args.end();
+}
+
+// A `dancemoe-node`. Secure as in a lab: a standalone node (--placement)
+// without key flags gets its key and its cluster's node keys
+// (standalone_key_args, in work/standalone-keys); an attached one must be given the
+// scheduler's keys (SchedulerProcess::node_args) or --insecure.
 class NodeProcess {
  public:
   NodeProcess(const std::filesystem::path& work, const std::string& node_id,
@@ -91,6 +83,13 @@ class NodeProcess {
     std::filesystem::remove(ready_);
     std::vector<std::string> argv = {DMOE_NODE_PATH,  "--node-id",   node_id, "--ready-file",
                                      ready_.string(), "--log-level", "warn"};
+    const auto placement = std::find(args.begin(), args.end(), "--placement");
+    if (placement != args.end() && placement + 1 != args.end() && !has_flag(args, "--insecure") &&
+        !has_flag(args, "--secret-key")) {
+      const std::vector<std::string> keys =
+          standalone_key_args(work / "standalone-keys", node_id, *(placement + 1));
+      argv.insert(argv.end(), keys.begin(), keys.end());
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     process_ = std::make_unique<ChildProcess>(argv, work / ("log_" + node_id + ".txt"));
   }

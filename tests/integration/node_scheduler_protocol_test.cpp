@@ -55,17 +55,31 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   const std::vector<int32_t> layers = moe_layers_of(model);
   zmq::context_t context;
   const int port = free_tcp_port();
-  auto scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port));
+  ClusterKeys keys(work.path() / "keys");
+  auto scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port), &keys);
   scheduler->cluster_id = "lab";
+  for (const char* id : {"a", "b"}) scheduler->admit(id, keys.pair(id).public_key);
 
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
   for (const char* id : {"a", "b"}) {
-    nodes[id] = std::make_unique<NodeProcess>(
-        work.path(), id,
-        std::vector<std::string>{"--model", model.string(), "--scheduler", endpoint_of(port),
-                                 "--cluster-id", "lab", "--experts", "tcp://127.0.0.1:*", "--http",
-                                 "127.0.0.1:0", "--threads", "1", "--report-interval", "200ms",
-                                 "--expert-memory", "64M"});
+    std::vector<std::string> args = {"--model",
+                                     model.string(),
+                                     "--scheduler",
+                                     endpoint_of(port),
+                                     "--cluster-id",
+                                     "lab",
+                                     "--experts",
+                                     "tcp://127.0.0.1:*",
+                                     "--http",
+                                     "127.0.0.1:0",
+                                     "--threads",
+                                     "1",
+                                     "--report-interval",
+                                     "200ms",
+                                     "--expert-memory",
+                                     "64M"};
+    for (const std::string& a : keys.node_args(id)) args.push_back(a);
+    nodes[id] = std::make_unique<NodeProcess>(work.path(), id, args);
   }
   std::map<std::string, proto::Register> registered;
   while (registered.size() < 2) {
@@ -73,6 +87,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     REQUIRE(reg);
     registered[reg->first.from] = reg->second;
     scheduler->send(reg->first.from, proto::RegisterReply{true, "", 100, 60000, 0});
+    scheduler->send_members(reg->first.from);
   }
   for (auto& [id, node] : nodes) {
     REQUIRE(node->wait_ready());
@@ -169,14 +184,16 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
 
   // Back on the same port: the nodes register again, saying what they serve,
   // and deliver the reports buffered meanwhile.
-  scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port));
+  scheduler = std::make_unique<ScriptedScheduler>(context, endpoint_of(port), &keys);
   scheduler->cluster_id = "lab";
+  for (const char* id : {"a", "b"}) scheduler->admit(id, keys.pair(id).public_key);
   std::map<std::string, proto::Register> again;
   while (again.size() < 2) {
     auto reg = scheduler->expect<proto::Register>(20s);
     REQUIRE(reg);
     again[reg->first.from] = reg->second;
     scheduler->send(reg->first.from, proto::RegisterReply{true, "", 100, 60000, 1});
+    scheduler->send_members(reg->first.from);
   }
   CHECK(again["a"].placement_version == 1);
   CHECK(again["a"].resident.size() == 4 * layers.size());
@@ -203,10 +220,14 @@ TEST_CASE("node protocol: a node refused by the scheduler exits with code 2 and 
   write_model(SyntheticModelSpec{}, model);
   zmq::context_t context;
   const int port = free_tcp_port();
-  ScriptedScheduler scheduler(context, endpoint_of(port));
-  NodeProcess node(work.path(), "a",
-                   {"--model", model.string(), "--scheduler", endpoint_of(port), "--experts",
-                    "tcp://127.0.0.1:*", "--http", "127.0.0.1:0", "--threads", "1"});
+  ClusterKeys keys(work.path() / "keys");
+  ScriptedScheduler scheduler(context, endpoint_of(port), &keys);
+  scheduler.admit("a", keys.pair("a").public_key);
+  std::vector<std::string> args = {
+      "--model",           model.string(), "--scheduler", endpoint_of(port), "--experts",
+      "tcp://127.0.0.1:*", "--http",       "127.0.0.1:0", "--threads",       "1"};
+  for (const std::string& a : keys.node_args("a")) args.push_back(a);
+  NodeProcess node(work.path(), "a", args);
   auto reg = scheduler.expect<proto::Register>(20s);
   REQUIRE(reg);
   scheduler.send(

@@ -50,10 +50,12 @@ inline void set_flag(std::vector<std::string>& flags, const std::string& flag,
   flags.push_back(value);
 }
 
-inline std::unique_ptr<ProtocolPeer> make_peer(const std::string& endpoint, const std::string& id,
+// A protocol peer with node key `id` (admitted), registered with `scheduler`.
+inline std::unique_ptr<ProtocolPeer> make_peer(SchedulerProcess& scheduler, const std::string& id,
                                                uint64_t slots, double load_bytes_per_s = 1e9) {
   PeerOptions o;
-  o.scheduler = endpoint;
+  o.scheduler = scheduler.endpoint();
+  o.curve = scheduler.node_curve(id);
   o.node_id = id;
   o.model_id = tiny_model().model_id;
   o.devices = {{"gpu0", slots * kTinyExpertBytes, load_bytes_per_s, "cuda"}};

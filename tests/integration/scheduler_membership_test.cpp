@@ -25,11 +25,12 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
                                       testing::fast_scheduler_flags());
   scheduler.start();
-  auto a = make_peer(scheduler.endpoint(), "node-a", 16);
+  auto a = make_peer(scheduler, "node-a", 16);
   REQUIRE(a->wait_registered(10s) == true);
 
   testing::PeerOptions wrong;
   wrong.scheduler = scheduler.endpoint();
+  wrong.curve = scheduler.node_curve("node-x");
   wrong.node_id = "node-x";
   wrong.model_id = "0123456789abcdef0123456789abcdef";
   wrong.devices = {{"gpu0", 16 * testing::kTinyExpertBytes, 1e9, "cuda"}};
@@ -41,6 +42,7 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
 
   testing::PeerOptions other_cluster = wrong;
   other_cluster.node_id = "node-y";
+  other_cluster.curve = scheduler.node_curve("node-y");
   other_cluster.model_id = testing::tiny_model().model_id;
   other_cluster.cluster_id = "lab-2";
   other_cluster.auto_register = false;
@@ -53,7 +55,7 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
   CHECK(error->message == "cluster id 'lab-2' (node-y) != 'default' (scheduler)");
 
   // The CLI sees one node up; node-x never became a member.
-  auto nodes = run_process({kCli, "nodes", "--scheduler", scheduler.endpoint(), "--json"});
+  auto nodes = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
   INFO(nodes.err);
   REQUIRE(nodes.exit_code == 0);
   const auto json = nlohmann::json::parse(nodes.out);
@@ -62,11 +64,11 @@ TEST_CASE("scheduler daemon: registers nodes of its model, refuses another model
   CHECK(json["nodes"][0]["state"] == "up");
   CHECK(json["nodes"][0]["devices"][0]["budget_bytes"] == 16 * testing::kTinyExpertBytes);
   CHECK(json["nodes"][0]["devices"][0]["kind"] == "cuda");
-  auto text = run_process({kCli, "nodes", "--scheduler", scheduler.endpoint()});
+  auto text = run_process(scheduler.cli_command({kCli, "nodes"}));
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("node-a") != std::string::npos);
   CHECK(text.out.find("ENDPOINT") != std::string::npos);
-  auto status = testing::scheduler_query(scheduler.endpoint(), "status");
+  auto status = testing::scheduler_query(scheduler, "status");
   REQUIRE(status.is_ok());
   CHECK((*status)["counters"]["rejected_model_mismatch_total"] == 1);
   CHECK((*status)["counters"]["rejected_wrong_cluster_total"] == 1);
@@ -79,12 +81,12 @@ TEST_CASE("scheduler daemon: a node that stops heartbeating is marked down, and 
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
                                       testing::fast_scheduler_flags());
   scheduler.start();
-  auto a = make_peer(scheduler.endpoint(), "node-a", 16);
-  auto b = make_peer(scheduler.endpoint(), "node-b", 16);
+  auto a = make_peer(scheduler, "node-a", 16);
+  auto b = make_peer(scheduler, "node-b", 16);
   REQUIRE(a->wait_registered(10s) == true);
   REQUIRE(b->wait_registered(10s) == true);
   auto state = [&](const std::string& node) {
-    auto nodes = testing::scheduler_query(scheduler.endpoint(), "nodes");
+    auto nodes = testing::scheduler_query(scheduler, "nodes");
     if (!nodes.is_ok()) return std::string("error");
     for (const auto& n : (*nodes)["nodes"]) {
       if (n["id"] == node) return n["state"].get<std::string>();
@@ -114,7 +116,7 @@ TEST_CASE("scheduler cli: unreachable scheduler gives a clear message and a non-
                                                   {"placement", "apply"}}) {
     std::vector<std::string> argv = {kCli};
     argv.insert(argv.end(), command.begin(), command.end());
-    argv.insert(argv.end(), {"--scheduler", endpoint, "--timeout", "0.3"});
+    argv.insert(argv.end(), {"--scheduler", endpoint, "--timeout", "0.3", "--insecure"});
     auto r = run_process(argv, 20s);
     CAPTURE(command[0]);
     CHECK(r.exit_code == 1);
@@ -130,7 +132,7 @@ TEST_CASE("scheduler cli: unreachable scheduler gives a clear message and a non-
   CHECK(daemon_help.out.find("placement period, seconds [default: 300]") != std::string::npos);
   auto bad = run_process({DMOE_SCHEDULER_PATH, "--model", "/nonexistent", "--interval", "-1"});
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err.find("--interval / interval: expected a positive number, got -1") !=
+  CHECK(bad.err.find("--interval / interval: expected seconds in [0.01, 3.1536e+07], got -1") !=
         std::string::npos);
 }
 

@@ -19,9 +19,12 @@ using testing::run_process;
 
 const std::string kCli = DMOE_CLI_PATH;
 
-nlohmann::json cli_json(const std::vector<std::string>& args) {
+// The CLI as the scheduler's operator.
+nlohmann::json cli_json(const testing::SchedulerProcess& scheduler,
+                        const std::vector<std::string>& args) {
   std::vector<std::string> argv = {kCli};
   argv.insert(argv.end(), args.begin(), args.end());
+  argv = scheduler.cli_command(std::move(argv));
   argv.push_back("--json");
   auto r = run_process(argv, 30s);
   INFO(r.err);
@@ -37,17 +40,16 @@ TEST_CASE(
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
                                       testing::fast_scheduler_flags());
   scheduler.start();
-  const std::string& ep = scheduler.endpoint();
   // Slow loads: one expert takes 12288 B / 4096 B/s = 3 s, so moving needs evidence.
-  auto a = make_peer(ep, "node-a", 16, 4096.0);
-  auto b = make_peer(ep, "node-b", 16, 4096.0);
+  auto a = make_peer(scheduler, "node-a", 16, 4096.0);
+  auto b = make_peer(scheduler, "node-b", 16, 4096.0);
   REQUIRE(a->wait_registered(10s) == true);
   REQUIRE(b->wait_registered(10s) == true);
 
   // Cold start: uniform coverage, prepared on both, committed.
   REQUIRE(a->wait_committed(1, 15s));
   REQUIRE(b->wait_committed(1, 15s));
-  const auto placement = cli_json({"placement", "--scheduler", ep});
+  const auto placement = cli_json(scheduler, {"placement"});
   CHECK(placement["version"] == 1);
   CHECK(placement["policy"] == "uniform");
   const auto on_b = testing::experts_of(placement, "node-b");
@@ -55,7 +57,7 @@ TEST_CASE(
 
   // Little evidence that a wants b's experts: not worth the loads.
   REQUIRE(a->report(testing::tiny_report(on_b, 1, 1000), 10s).is_ok());
-  const auto rejected = cli_json({"placement", "round", "--scheduler", ep});
+  const auto rejected = cli_json(scheduler, {"placement", "round"});
   INFO(rejected.dump());
   CHECK(rejected["outcome"] == "rejected");
   CHECK(rejected["cost_new_s"].get<double>() < rejected["cost_current_s"].get<double>());
@@ -64,10 +66,10 @@ TEST_CASE(
   CHECK(a->committed_version() == 1);
 
   // The same demand, a thousand times stronger: now it pays.
-  const auto proposal = cli_json({"placement", "propose", "--scheduler", ep});
+  const auto proposal = cli_json(scheduler, {"placement", "propose"});
   CHECK(proposal["gate"]["adopt"] == false);
   REQUIRE(a->report(testing::tiny_report(on_b, 1000, 2000), 10s).is_ok());
-  const auto adopted = cli_json({"placement", "round", "--scheduler", ep});
+  const auto adopted = cli_json(scheduler, {"placement", "round"});
   INFO(adopted.dump());
   CHECK(adopted["outcome"] == "adopted");
   CHECK(adopted["cost_new_s"].get<double>() + adopted["migration_s"].get<double>() <
@@ -82,35 +84,35 @@ TEST_CASE(
   REQUIRE(prepare->nodes.size() == 2);
   CHECK(prepare->nodes[1].expert_endpoint == "tcp://127.0.0.1:" + std::to_string(6000 + 'n'));
   // a now holds more of what it asked for.
-  const auto after = cli_json({"placement", "--scheduler", ep});
+  const auto after = cli_json(scheduler, {"placement"});
   size_t moved = 0;
   for (const auto& x : testing::experts_of(after, "node-a")) {
     moved += std::count(on_b.begin(), on_b.end(), x);
   }
   CHECK(moved >= 4);
 
-  const auto status = cli_json({"status", "--scheduler", ep});
+  const auto status = cli_json(scheduler, {"status"});
   CHECK(status["placement"]["version"] == 2);
   CHECK(status["last_decision"]["outcome"] == "adopted");
   CHECK(status["migration"].is_null());
   CHECK(status["nodes"]["up"] == 2);
-  const auto migrations = cli_json({"migrations", "--scheduler", ep});
+  const auto migrations = cli_json(scheduler, {"migrations"});
   CHECK(migrations["migrations"][0]["outcome"] == "committed");
   CHECK(migrations["migrations"][0]["to_version"] == 2);
   CHECK(migrations["decisions"][1]["outcome"] == "rejected");
 
   // The text forms an operator reads.
-  auto text = run_process({kCli, "status", "--scheduler", ep});
+  auto text = run_process(scheduler.cli_command({kCli, "status"}));
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("version 2") != std::string::npos);
   CHECK(text.out.find("C(P) = ") != std::string::npos);
-  auto map = run_process({kCli, "placement", "--layer", "2", "--scheduler", ep});
+  auto map = run_process(scheduler.cli_command({kCli, "placement", "--layer", "2"}));
   REQUIRE(map.exit_code == 0);
   CHECK(map.out.find("layer 2") != std::string::npos);
   CHECK(map.out.find("layer 0") == std::string::npos);
   CHECK(map.out.find("copies") != std::string::npos);
   CHECK(map.out.find("\033[") == std::string::npos);  // not a terminal: no colour
-  auto dense = run_process({kCli, "placement", "--layer", "1", "--scheduler", ep});
+  auto dense = run_process(scheduler.cli_command({kCli, "placement", "--layer", "1"}));
   CHECK(dense.exit_code == 2);
   CHECK(dense.err.find("not a MoE layer") != std::string::npos);
 }
@@ -121,15 +123,14 @@ TEST_CASE(
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
                                       testing::fast_scheduler_flags());
   scheduler.start();
-  const std::string& ep = scheduler.endpoint();
-  auto a = make_peer(ep, "node-a", 12);
-  auto b = make_peer(ep, "node-b", 12);
-  auto c = make_peer(ep, "node-c", 8);
+  auto a = make_peer(scheduler, "node-a", 12);
+  auto b = make_peer(scheduler, "node-b", 12);
+  auto c = make_peer(scheduler, "node-c", 8);
   for (auto* p : {a.get(), b.get(), c.get()}) REQUIRE(p->wait_committed(1, 15s));
 
   // c will die on the next prepare; an operator apply starts one.
   c->set_prepare_answer(testing::PrepareAnswer::kDie);
-  const auto applied = cli_json({"placement", "apply", "--policy", "dancemoe", "--scheduler", ep});
+  const auto applied = cli_json(scheduler, {"placement", "apply", "--policy", "dancemoe"});
   INFO(applied.dump());
   CHECK(applied["outcome"] == "adopted");
   CHECK(applied["trigger"] == "operator");
@@ -142,7 +143,7 @@ TEST_CASE(
   const auto repaired = a->wait_commit_above(doomed, 15s);
   REQUIRE(repaired.has_value());
   CHECK(b->wait_committed(*repaired, 10s));
-  const auto migrations = cli_json({"migrations", "--scheduler", ep});
+  const auto migrations = cli_json(scheduler, {"migrations"});
   INFO(migrations.dump());
   const auto& aborted = migrations["migrations"][1];
   CHECK(aborted["to_version"] == doomed);
@@ -161,24 +162,23 @@ TEST_CASE("scheduler daemon: a node that never answers prepare times out and the
   testing::set_flag(flags, "--prepare-timeout", "1");
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(), flags);
   scheduler.start();
-  const std::string& ep = scheduler.endpoint();
-  auto a = make_peer(ep, "node-a", 16);
-  auto b = make_peer(ep, "node-b", 16);
+  auto a = make_peer(scheduler, "node-a", 16);
+  auto b = make_peer(scheduler, "node-b", 16);
   REQUIRE(a->wait_committed(1, 15s));
   REQUIRE(b->wait_committed(1, 15s));
   b->set_prepare_answer(testing::PrepareAnswer::kSilent);
-  const auto applied = cli_json({"placement", "apply", "--scheduler", ep});
+  const auto applied = cli_json(scheduler, {"placement", "apply"});
   const uint64_t version = applied["version"].get<uint64_t>();
-  const auto during = cli_json({"status", "--scheduler", ep});
+  const auto during = cli_json(scheduler, {"status"});
   if (!during["migration"].is_null()) {
     CHECK(during["migration"]["version"] == version);
     CHECK(during["migration"]["waiting"].dump().find("node-b") != std::string::npos);
   }
   REQUIRE(a->wait_aborted(version, 10s));
   CHECK(a->committed_version() == 1);
-  const auto status = cli_json({"status", "--scheduler", ep});
+  const auto status = cli_json(scheduler, {"status"});
   CHECK(status["placement"]["version"] == 1);
-  const auto migrations = cli_json({"migrations", "--scheduler", ep});
+  const auto migrations = cli_json(scheduler, {"migrations"});
   CHECK(migrations["migrations"][0]["reason"].get<std::string>().find(
             "prepare timed out after 1.0 s waiting for node-b") != std::string::npos);
 }

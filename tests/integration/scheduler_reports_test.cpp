@@ -37,7 +37,7 @@ TEST_CASE("scheduler daemon: a resent report is stored exactly once in the SQLit
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
                                       testing::fast_scheduler_flags());
   scheduler.start();
-  auto a = make_peer(scheduler.endpoint(), "node-a", 16);
+  auto a = make_peer(scheduler, "node-a", 16);
   REQUIRE(a->wait_registered(10s) == true);
 
   const auto report = testing::tiny_report({{0, 1}, {2, 5}, {3, 7}}, 11, 5000);
@@ -59,7 +59,7 @@ TEST_CASE("scheduler daemon: a resent report is stored exactly once in the SQLit
             db, "SELECT count(*) FROM reports WHERE sequence = " + std::to_string(sequence)) == 1);
   CHECK(query_int(db, "SELECT sum(activations) FROM reports") == 33 + 10 * 2);
   CHECK(query_int(db, "SELECT count(*) FROM report_peers") == 11);
-  auto status = testing::scheduler_query(scheduler.endpoint(), "status");
+  auto status = testing::scheduler_query(scheduler, "status");
   REQUIRE(status.is_ok());
   CHECK((*status)["counters"]["reports_stored_total"] == 11);
   CHECK((*status)["counters"]["reports_duplicate_total"] == 2);
@@ -72,7 +72,7 @@ TEST_CASE("scheduler daemon: bad input is answered with an Error, counted, and s
   flags.insert(flags.end(), {"--max-message-bytes", "1048576"});
   testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(), flags);
   scheduler.start();
-  auto a = make_peer(scheduler.endpoint(), "node-a", 16);
+  auto a = make_peer(scheduler, "node-a", 16);
   REQUIRE(a->wait_registered(10s) == true);
 
   const proto::Envelope good = [&] {
@@ -155,7 +155,7 @@ TEST_CASE("scheduler daemon: bad input is answered with an Error, counted, and s
   // Whatever was sent, the daemon still stores a good report and answers.
   REQUIRE(scheduler.running());
   REQUIRE(a->report(testing::tiny_report({{2, 2}}, 3, 77000), 10s).is_ok());
-  auto status = testing::scheduler_query(scheduler.endpoint(), "status");
+  auto status = testing::scheduler_query(scheduler, "status");
   REQUIRE(status.is_ok());
   CHECK((*status)["counters"]["rejected_total"].get<uint64_t>() >= 1);
   CHECK((*status)["counters"]["reports_stored_total"] == 1);

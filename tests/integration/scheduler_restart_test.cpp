@@ -31,7 +31,7 @@ TEST_CASE("scheduler daemon: kill -9 during a report stream loses no acknowledge
   const std::string ep = scheduler.endpoint();
   std::vector<std::unique_ptr<testing::ProtocolPeer>> peers;
   for (const char* id : {"node-a", "node-b", "node-c"}) {
-    peers.push_back(make_peer(ep, id, 12));
+    peers.push_back(make_peer(scheduler, id, 12));
   }
   for (auto& p : peers) REQUIRE(p->wait_committed(1, 15s));
 
@@ -97,12 +97,12 @@ TEST_CASE("scheduler daemon: kill -9 during a report stream loses no acknowledge
         static_cast<int64_t>(total_acked));
 
   // The placement version survived, and the nodes re-attached.
-  auto status = testing::scheduler_query(ep, "status");
+  auto status = testing::scheduler_query(scheduler, "status");
   REQUIRE(status.is_ok());
   CHECK((*status)["placement"]["version"] == 1);
   CHECK(testing::eventually(
       [&] {
-        auto s = testing::scheduler_query(ep, "status");
+        auto s = testing::scheduler_query(scheduler, "status");
         return s.is_ok() && (*s)["nodes"]["up"] == 3;
       },
       10s));
@@ -110,7 +110,7 @@ TEST_CASE("scheduler daemon: kill -9 during a report stream loses no acknowledge
     CHECK(p->registrations() >= 2);
     CHECK(p->committed_version() == 1);
   }
-  auto migrations = testing::scheduler_query(ep, "migrations");
+  auto migrations = testing::scheduler_query(scheduler, "migrations");
   REQUIRE(migrations.is_ok());
   CHECK((*migrations)["migrations"].size() == 1);  // no spurious repair after the restart
   CHECK(scheduler.stop() == 0);

@@ -1,21 +1,28 @@
 // A test protocol peer for the node's control link: the scheduler's side of
 // the real protocol (schemas/dancemoe.fbs over a real ROUTER socket), driven
 // step by step by a test -- what the node agent can be tested against
-// before the scheduler daemon exists. Header-only (the suite compiles only
-// *_test.cpp). Not thread-safe (one socket, the test's thread).
+// before the scheduler daemon exists. Secure as the real one when given a
+// key set: a CURVE server with the scheduler's key behind a ZAP handler
+// that admits the node keys of admit(), which send_members() tells the
+// nodes. Header-only (the suite compiles only *_test.cpp). Not thread-safe
+// (one socket, the test's thread).
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 #include <zmq.hpp>
 
+#include "common/net/zap_handler.h"
 #include "common/net/zmq_transport.h"
+#include "tests/support/cluster_keys.h"
 
 namespace dancemoe::testing {
 
@@ -26,8 +33,16 @@ class ScriptedScheduler {
     proto::Envelope envelope;
   };
 
-  ScriptedScheduler(zmq::context_t& context, const std::string& endpoint) {
-    auto s = net::make_socket(context, zmq::socket_type::router);
+  ScriptedScheduler(zmq::context_t& context, const std::string& endpoint,
+                    const ClusterKeys* keys = nullptr) {
+    net::SocketOptions options;
+    if (keys != nullptr) {
+      auto zap = net::ZapHandler::start(context, allowed_);
+      REQUIRE(zap.is_ok());
+      zap_ = std::move(*zap);
+      options.curve = net::CurveOptions{keys->scheduler_pair(), {}};
+    }
+    auto s = net::make_socket(context, zmq::socket_type::router, options);
     REQUIRE(s.is_ok());
     socket_ = std::move(s).value();
     // A restarted scheduler reuses its port, which ZeroMQ frees asynchronously.
@@ -98,6 +113,16 @@ class ScriptedScheduler {
     }
   }
 
+  // Node `id`'s key may connect, and is a member.
+  void admit(const std::string& id, const std::string& public_key) {
+    members_.members.push_back({id, id, public_key});
+    members_.version = members_.members.size();
+    std::set<std::string, std::less<>> keys;
+    for (const proto::MemberKey& k : members_.members) keys.insert(k.public_key);
+    allowed_->replace(std::move(keys));
+  }
+  void send_members(const std::string& to) { send(to, members_); }
+
   uint64_t send(const std::string& to, proto::Body body) {
     proto::Envelope e;
     e.cluster_id = cluster_id;
@@ -117,6 +142,9 @@ class ScriptedScheduler {
   int bad_messages = 0;
 
  private:
+  std::shared_ptr<net::KeyAllowlist> allowed_ = std::make_shared<net::KeyAllowlist>();
+  std::unique_ptr<net::ZapHandler> zap_;  // before socket_: it stops after the socket closes
+  proto::Members members_;
   zmq::socket_t socket_;
   std::string endpoint_;
   uint64_t sequence_ = 0;

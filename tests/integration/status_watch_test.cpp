@@ -21,14 +21,14 @@ TEST_CASE("status --watch: redraws until interrupted, an absent scheduler is ret
   SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(), {});
   scheduler.start();
   const ProcessResult watched =
-      run_process({DMOE_CLI_PATH, "status", "--watch", "0.2", "--scheduler", scheduler.endpoint()},
+      run_process(scheduler.cli_command({DMOE_CLI_PATH, "status", "--watch", "0.2"}),
                   std::chrono::milliseconds(1500));
   CHECK(watched.timed_out);  // it runs until stopped
   CHECK(occurrences(watched.out, "placement  ") >= 3);
   scheduler.stop();
-  const ProcessResult away = run_process({DMOE_CLI_PATH, "status", "--watch", "0.2", "--timeout",
-                                          "0.2", "--scheduler", scheduler.endpoint()},
-                                         std::chrono::milliseconds(1500));
+  const ProcessResult away = run_process(
+      scheduler.cli_command({DMOE_CLI_PATH, "status", "--watch", "0.2", "--timeout", "0.2"}),
+      std::chrono::milliseconds(1500));
   CHECK(away.timed_out);
   CHECK(occurrences(away.out, "scheduler unreachable") >= 2);
 }

@@ -155,8 +155,11 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
     }
   } else if (const auto* abort = std::get_if<proto::Abort>(&env.body)) {
     aborted_.push_back(abort->version);
+  } else if (const auto* members = std::get_if<proto::Members>(&env.body)) {
+    members_ = *members;
   }
-  const bool placement = std::holds_alternative<proto::PlacementPrepare>(env.body) ||
+  const bool placement = std::holds_alternative<proto::Members>(env.body) ||
+                         std::holds_alternative<proto::PlacementPrepare>(env.body) ||
                          std::holds_alternative<proto::Commit>(env.body) ||
                          std::holds_alternative<proto::Abort>(env.body);
   if (!placement) any_answer_ = env;
@@ -166,7 +169,9 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
 
 void ProtocolPeer::run() {
   zmq::context_t& context = context_;
-  auto socket = net::make_socket(context, zmq::socket_type::dealer);
+  net::SocketOptions socket_options;
+  socket_options.curve = options_.curve;
+  auto socket = net::make_socket(context, zmq::socket_type::dealer, socket_options);
   if (!socket.is_ok()) return;
   socket_.emplace(std::move(*socket));
   if (!net::connect(*socket_, options_.scheduler).is_ok()) return;
@@ -194,10 +199,11 @@ void ProtocolPeer::run() {
     for (const proto::Envelope& env : resend) send_envelope(env);
     if (heartbeat_due) {
       last_heartbeat = Clock::now();
-      uint64_t version = 0, sequence = 0;
+      uint64_t version = 0, sequence = 0, members_version = 0;
       {
         std::lock_guard lock(mutex_);
         version = committed_;
+        members_version = members_ ? members_->version : 0;
         sequence = ++sequence_;
         heartbeat_sequences_.insert(sequence);
         // Acks lost with a restarted scheduler never come: forget old ones.
@@ -205,7 +211,7 @@ void ProtocolPeer::run() {
           heartbeat_sequences_.erase(heartbeat_sequences_.begin());
         }
       }
-      send_envelope(envelope(proto::Heartbeat{version, 0}, sequence));
+      send_envelope(envelope(proto::Heartbeat{version, 0, members_version}, sequence));
     }
     std::optional<net::ReceivedMessage> message =
         net::receive_message(*socket_, std::chrono::milliseconds(5), /*router=*/false);
@@ -331,6 +337,11 @@ std::vector<uint64_t> ProtocolPeer::aborted_versions() const {
 std::optional<proto::PlacementPrepare> ProtocolPeer::last_prepare() const {
   std::lock_guard lock(mutex_);
   return last_prepare_;
+}
+
+std::optional<proto::Members> ProtocolPeer::last_members() const {
+  std::lock_guard lock(mutex_);
+  return members_;
 }
 
 bool ProtocolPeer::wait_committed(uint64_t version, std::chrono::milliseconds timeout) {

@@ -30,6 +30,7 @@
 #include <zmq.hpp>
 
 #include "common/base/status.h"
+#include "common/net/zmq_transport.h"
 #include "common/proto/messages.h"
 
 namespace dancemoe::testing {
@@ -46,6 +47,9 @@ struct PeerOptions {
   bool auto_register = true;  // register at start and whenever told it is unknown
   bool heartbeats = true;
   std::chrono::milliseconds resend_after{300};
+  // CURVE towards the scheduler (this peer's key, the scheduler's pinned
+  // key); nullopt: a plain socket (an insecure scheduler, or a stranger).
+  std::optional<net::CurveOptions> curve;
 };
 
 class ProtocolPeer {
@@ -85,6 +89,7 @@ class ProtocolPeer {
   std::vector<uint64_t> prepared_versions() const;
   std::vector<uint64_t> aborted_versions() const;
   std::optional<proto::PlacementPrepare> last_prepare() const;
+  std::optional<proto::Members> last_members() const;
   bool wait_committed(uint64_t version, std::chrono::milliseconds timeout);
   bool wait_aborted(uint64_t version, std::chrono::milliseconds timeout);
   bool wait_prepared(uint64_t version, std::chrono::milliseconds timeout);
@@ -126,6 +131,7 @@ class ProtocolPeer {
   std::vector<uint64_t> prepared_;
   std::vector<uint64_t> aborted_;
   std::optional<proto::PlacementPrepare> last_prepare_;
+  std::optional<proto::Members> members_;
   std::map<uint64_t, PendingReport> unacked_;    // sequence -> report (resent until acked)
   std::map<uint64_t, proto::Envelope> answers_;  // sequence -> Ack / Error
   std::set<uint64_t> awaiting_;                  // sequences a caller waits on

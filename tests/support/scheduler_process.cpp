@@ -33,7 +33,55 @@ const TinyModel& tiny_model() {
 
 SchedulerProcess::SchedulerProcess(std::string binary, std::filesystem::path dir,
                                    std::vector<std::string> args, int port)
-    : binary_(std::move(binary)), dir_(std::move(dir)), args_(std::move(args)), port_(port) {}
+    : binary_(std::move(binary)), dir_(std::move(dir)), args_(std::move(args)), port_(port) {
+  if (std::find(args_.begin(), args_.end(), "--insecure") == args_.end()) {
+    keys_ = std::make_unique<ClusterKeys>(dir_ / "keys");
+  }
+}
+
+ClusterKeys& SchedulerProcess::keys() {
+  REQUIRE(keys_ != nullptr);
+  return *keys_;
+}
+
+std::optional<net::CurveOptions> SchedulerProcess::node_curve(const std::string& name) {
+  if (!keys_) return std::nullopt;
+  const net::CurveKeyPair& pair = keys_->pair(name);
+  if (admitted_.insert(name).second) {
+    if (process_ && process_->running() && !endpoint_.empty()) {
+      auto admitted =
+          scheduler_query(*this, "admit", {{"name", name}, {"public_key", pair.public_key}});
+      INFO(admitted.status().to_string());
+      REQUIRE(admitted.is_ok());
+    } else {
+      keys_->admit_file(name);
+    }
+  }
+  return keys_->to_scheduler(pair);
+}
+
+std::optional<net::CurveOptions> SchedulerProcess::operator_curve() const {
+  if (!keys_) return std::nullopt;
+  return keys_->to_scheduler(keys_->operator_pair());
+}
+
+std::vector<std::string> SchedulerProcess::node_args(const std::string& name) {
+  if (!keys_) return {"--insecure"};
+  (void)node_curve(name);
+  return keys_->node_args(name);
+}
+
+std::vector<std::string> SchedulerProcess::cli_command(std::vector<std::string> argv) const {
+  argv.push_back("--scheduler");
+  argv.push_back(endpoint_);
+  for (const std::string& a : cli_args()) argv.push_back(a);
+  return argv;
+}
+
+std::vector<std::string> SchedulerProcess::cli_args() const {
+  if (!keys_) return {"--insecure"};
+  return keys_->operator_cli_args();
+}
 
 void SchedulerProcess::start() {
   const std::filesystem::path ready = dir_ / ("ready-" + std::to_string(++starts_) + ".json");
@@ -52,6 +100,10 @@ void SchedulerProcess::start() {
       "--log-level",
       "debug"};
   if (own_model) argv.erase(argv.begin() + 1, argv.begin() + 3);
+  if (keys_) {
+    const std::vector<std::string> key_args = keys_->scheduler_args();
+    argv.insert(argv.end(), key_args.begin(), key_args.end());
+  }
   argv.insert(argv.end(), args_.begin(), args_.end());
   process_ = std::make_unique<ChildProcess>(argv, dir_ / "scheduler.log");
   const bool ok = wait_for_file(ready, std::chrono::seconds(30));
@@ -79,11 +131,21 @@ std::string SchedulerProcess::log() const {
   return text.str();
 }
 
-Result<nlohmann::json> scheduler_query(const std::string& endpoint, const std::string& what,
+Result<nlohmann::json> scheduler_query(const SchedulerProcess& scheduler, const std::string& what,
                                        const nlohmann::json& args,
                                        std::chrono::milliseconds timeout) {
+  return scheduler_query(scheduler.endpoint(), what, args, timeout, scheduler.operator_curve());
+}
+
+Result<nlohmann::json> scheduler_query(const std::string& endpoint, const std::string& what,
+                                       const nlohmann::json& args,
+                                       std::chrono::milliseconds timeout,
+                                       const std::optional<net::CurveOptions>& curve) {
   zmq::context_t context(1);
-  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket, net::make_socket(context, zmq::socket_type::dealer));
+  net::SocketOptions options;
+  options.curve = curve;
+  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
+                        net::make_socket(context, zmq::socket_type::dealer, options));
   DMOE_RETURN_IF_ERROR(net::connect(socket, endpoint));
   proto::Envelope request;
   request.sender = "test";

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base/file_util.h"
+#include "common/model/checkpoint.h"
 #include "common/model/safetensors_writer.h"
 #include "common/tokenizer/synthetic_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
@@ -320,7 +321,10 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
     DMOE_RETURN_IF_ERROR(
         write_file(out_dir / "model.safetensors.index.json", index.dump(2) + "\n"));
   }
-  return Status::ok();
+  // The expert digests (expert_manifest.h), read back from the files just
+  // written, so a generated model is verified like any with a manifest.
+  DMOE_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> written, Checkpoint::open(out_dir));
+  return ExpertManifest::write(*written).status();
 }
 
 }  // namespace dancemoe

@@ -49,6 +49,7 @@ struct SyntheticShape {
 
 Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset);
 
+// Writes the checkpoint, then its expert manifest (expert_manifest.h).
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
                              const LoadProgress& progress = {});
 

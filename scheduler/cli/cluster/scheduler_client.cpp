@@ -10,10 +10,17 @@
 namespace dancemoe::cli {
 
 void add_cluster_options(CLI::App* command, ClusterOptions* options) {
-  command
-      ->add_option("--scheduler", options->scheduler,
-                   "Scheduler control endpoint (tcp://HOST:PORT)")
-      ->capture_default_str();
+  command->add_option("--scheduler", options->client.scheduler,
+                      "Scheduler control endpoint, tcp://HOST:PORT (default: $DANCEMOE_SCHEDULER, "
+                      "cli.toml, else tcp://127.0.0.1:5550)");
+  command->add_option("--key", options->client.key,
+                      "This client's CURVE secret key file, NAME.key (an operator's to change "
+                      "the cluster; default: $DANCEMOE_KEY or cli.toml)");
+  command->add_option("--scheduler-key", options->client.scheduler_key,
+                      "The scheduler's public key file, NAME.pub (default: "
+                      "$DANCEMOE_SCHEDULER_KEY or cli.toml)");
+  command->add_flag("--insecure", options->client.insecure,
+                    "Talk to a scheduler started with --insecure (no keys)");
   command->add_option("--timeout", options->timeout_s, "Seconds to wait for the scheduler's answer")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
@@ -24,26 +31,31 @@ void add_cluster_options(CLI::App* command, ClusterOptions* options) {
 
 Result<nlohmann::json> query_scheduler(const ClusterOptions& options, const std::string& what,
                                        const nlohmann::json& arguments) {
+  DMOE_ASSIGN_OR_RETURN(const ClientSettings client, resolve_client_settings(options.client));
   zmq::context_t context(1);
   net::SocketOptions socket_options;
   socket_options.send_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.timeout_s * 1000.0)));
+  socket_options.curve = client.curve;
   DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
                         net::make_socket(context, zmq::socket_type::dealer, socket_options));
-  DMOE_RETURN_IF_ERROR(net::connect(socket, options.scheduler).with_context("--scheduler"));
+  DMOE_RETURN_IF_ERROR(net::connect(socket, client.scheduler).with_context("--scheduler"));
   proto::Envelope request;
   request.cluster_id = options.cluster_id;
   request.sender = "dancemoe-cli";
   request.sequence = 1;
   request.body = proto::StatusRequest{what, arguments.dump()};
   const std::string unreachable =
-      "no answer from the scheduler at " + options.scheduler + " within " +
+      "no answer from the scheduler at " + client.scheduler + " within " +
       [&] {
         std::ostringstream s;
         s << options.timeout_s;
         return s.str();
       }() +
-      " s (is dancemoe-scheduler running there? see --scheduler and --timeout)";
+      " s (is dancemoe-scheduler running there? see --scheduler and --timeout" +
+      (client.curve ? "; a scheduler that does not admit the key " + client.key_file +
+                          ", or whose key is not --scheduler-key, never answers)"
+                    : "; a scheduler with keys never answers --insecure)");
   if (!net::send_message(socket, request).is_ok()) return unavailable(unreachable);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));

@@ -35,6 +35,16 @@ std::string format_status(const json& s) {
     counts += ", " + std::to_string(nodes.value("unknown", 0)) + " not re-attached";
   }
   out += p.bold("nodes      ") + counts + "\n";
+  const json& security = s["security"];
+  if (security.is_object()) {
+    out += p.bold("security   ") +
+           (security.value("curve", false)
+                ? "CurveZMQ, " + std::to_string(security.value("node_keys", 0)) +
+                      " admitted node key(s), " +
+                      std::to_string(security.value("operator_keys", 0)) + " operator key(s)"
+                : p.warn("INSECURE: no keys, anyone on the network may control the cluster")) +
+           "\n";
+  }
   std::vector<std::vector<std::string>> rows = {
       {"NODE", "STATE", "HIT LAST", "HIT SINCE", "REQUESTS", "TOKENS", "LAST WINDOW", "VERSION"}};
   size_t i = 0;

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/net/curve_keys.h"
 #include "scheduler/cli/cluster/scheduler_client.h"
 
 namespace dancemoe::cli {
@@ -80,6 +81,20 @@ std::string DemoCluster::log_tail(const ChildProcess& process) const {
   return log.substr(start);
 }
 
+Status DemoCluster::make_keys(const std::vector<std::string>& node_ids) {
+  const std::filesystem::path dir = keys_dir();
+  DMOE_RETURN_IF_ERROR(net::write_key_pair(dir, "scheduler").status());
+  DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair op, net::write_key_pair(dir, "operator"));
+  std::filesystem::create_directories(dir / "operators");
+  std::filesystem::create_directories(dir / "nodes");
+  DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "operators", "operator", op.public_key));
+  for (const std::string& id : node_ids) {
+    DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair node, net::write_key_pair(dir, id));
+    DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "nodes", id, node.public_key));
+  }
+  return Status::ok();
+}
+
 Status DemoCluster::start_scheduler() {
   DMOE_ASSIGN_OR_RETURN(const std::filesystem::path binary, locate_binary("dancemoe-scheduler"));
   const std::filesystem::path ready = work_dir_ / "scheduler.ready.json";
@@ -101,7 +116,13 @@ Status DemoCluster::start_scheduler() {
                                    "--report-interval",
                                    "1",
                                    "--cold-start-settle",
-                                   "1.5"};
+                                   "1.5",
+                                   "--secret-key",
+                                   (keys_dir() / "scheduler.key").string(),
+                                   "--nodes-keys",
+                                   (keys_dir() / "nodes").string(),
+                                   "--operator-keys",
+                                   (keys_dir() / "operators").string()};
   scheduler_ = std::make_unique<ChildProcess>(argv, work_dir_ / "scheduler.log");
   if (Status s = wait_ready_file(*scheduler_, ready, "the scheduler", std::chrono::seconds(30));
       !s.is_ok()) {
@@ -126,7 +147,9 @@ Status DemoCluster::start_nodes(const std::vector<DemoNodeSpec>& specs, int thre
         // (the default, half, can refuse a migration
         // that replaces most of a small node's experts).
         "--migration-headroom", std::to_string(spec.expert_memory_bytes), "--threads",
-        std::to_string(threads), "--ready-file", node.ready_file.string()};
+        std::to_string(threads), "--ready-file", node.ready_file.string(), "--secret-key",
+        (keys_dir() / (spec.id + ".key")).string(), "--scheduler-key",
+        (keys_dir() / "scheduler.pub").string()};
     node.process = std::make_unique<ChildProcess>(argv, work_dir_ / ("node-" + spec.id + ".log"));
     nodes_.push_back(std::move(node));
   }
@@ -257,7 +280,9 @@ Status DemoCluster::wait_reports_delivered(std::chrono::seconds timeout) {
 
 Result<json> DemoCluster::query(const std::string& what, const json& arguments) const {
   ClusterOptions options;
-  options.scheduler = scheduler_endpoint_;
+  options.client.scheduler = scheduler_endpoint_;
+  options.client.key = (keys_dir() / "operator.key").string();
+  options.client.scheduler_key = (keys_dir() / "scheduler.pub").string();
   options.timeout_s = 30;
   return query_scheduler(options, what, arguments);
 }

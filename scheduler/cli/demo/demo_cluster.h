@@ -1,6 +1,9 @@
 // The demo's cluster: a `dancemoe-scheduler` and N `dancemoe-node`
 // processes on 127.0.0.1 (ephemeral ports), started from the binaries next
-// to `dancemoe`, each logging to a file in a work directory. Owns the
+// to `dancemoe`, each logging to a file in a work directory. Secure as a lab
+// cluster is (docs/security.md): make_keys() writes a key for the
+// scheduler, an operator and every node into work/keys, the scheduler
+// admits the node keys, and queries use the operator key. Owns the
 // processes: stop() (or the destructor) ends every one of them, so the demo
 // leaves nothing running, even when it fails half-way.
 //
@@ -35,6 +38,8 @@ class DemoCluster {
   DemoCluster(const DemoCluster&) = delete;
   DemoCluster& operator=(const DemoCluster&) = delete;
 
+  // Generates the scheduler's, the operator's and these nodes' keys.
+  Status make_keys(const std::vector<std::string>& node_ids);
   // Starts the scheduler (manual placement rounds only, short heartbeat and
   // report periods so the demo sees its statistics quickly).
   Status start_scheduler();
@@ -75,6 +80,8 @@ class DemoCluster {
   Status aborted_error(uint64_t version, const std::string& why) const;
   // The last lines of a process's log, for an error message.
   std::string log_tail(const ChildProcess& process) const;
+
+  std::filesystem::path keys_dir() const { return work_dir_ / "keys"; }
 
   std::filesystem::path model_dir_;
   std::filesystem::path work_dir_;

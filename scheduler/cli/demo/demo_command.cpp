@@ -133,6 +133,11 @@ Status run_cluster(DemoCluster& cluster, const std::filesystem::path& model_dir,
         100.0 * static_cast<double>(n.expert_memory_bytes) / static_cast<double>(all_experts),
         bytes_text(static_cast<double>(all_experts)).c_str());
   }
+  std::vector<std::string> ids;
+  for (const DemoNodeSpec& n : nodes) ids.push_back(n.id);
+  DMOE_RETURN_IF_ERROR(cluster.make_keys(ids));
+  std::printf("keys for the scheduler, an operator and each node in %s (CurveZMQ on)\n",
+              (cluster.work_dir() / "keys").c_str());
   DMOE_RETURN_IF_ERROR(cluster.start_scheduler());
   DMOE_RETURN_IF_ERROR(cluster.start_nodes(nodes, 1));
   DMOE_RETURN_IF_ERROR(cluster.wait_until_serving(std::chrono::seconds(120)));

@@ -121,7 +121,8 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--top-k", o->generation.sampling.top_k, "0 = no limit")->capture_default_str();
   cmd->add_option("--top-p", o->generation.sampling.top_p, "nucleus sampling mass")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "sampling seed (default: random)");
+  cmd->add_option("--seed", o->seed, "sampling seed (default: random)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--stop", o->generation.stop, "stop string (repeatable)");
   cmd->add_option("--precision", o->precision, "bf16 (fast) or f32 (reference) activations")
       ->capture_default_str();

@@ -19,7 +19,8 @@ void add_node_chat_flags(CLI::App& command, NodeChatOptions* o) {
   command.add_option("--temperature", o->temperature, "sampling temperature (0: greedy)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 2.0));
-  command.add_option("--seed", o->seed, "sampling seed (default: none)");
+  command.add_option("--seed", o->seed, "sampling seed (default: none)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 Result<StreamedAnswer> stream_answer(const NodeChatOptions& o, const std::vector<ChatTurn>& history,

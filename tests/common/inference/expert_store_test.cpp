@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
@@ -92,6 +94,67 @@ TEST_CASE(
   CHECK(s.code() == StatusCode::kResourceExhausted);
   CHECK(store.get({0, 5}) == nullptr);
   CHECK(store.n_resident_by_device() == std::vector<int64_t>{1, 0});
+}
+
+TEST_CASE("expert store: weights that do not match the manifest never become resident") {
+  testing::TempDir dir("store-manifest");
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";
+  spec.write_tokenizer = false;
+  testing::write_model(spec, dir.path());
+  auto ckpt = Checkpoint::open(dir.path());
+  REQUIRE(ckpt.is_ok());
+  REQUIRE((*ckpt)->manifest() != nullptr);  // make-model writes one
+  const std::string id = (*ckpt)->model_id();
+
+  // Tamper with one byte of expert 3 of layer 0 in the file: the headers,
+  // and so the model id without a manifest, would not notice.
+  const TensorLocation& up = (*ckpt)->tensor(TensorRole::kExpertUp, 0, 3);
+  {
+    std::FILE* f = std::fopen((*ckpt)->files()[up.file_index].c_str(), "r+b");
+    REQUIRE(f != nullptr);
+    std::fseek(f, static_cast<long>(up.file_offset + 10), SEEK_SET);
+    const int byte = std::fgetc(f);
+    std::fseek(f, static_cast<long>(up.file_offset + 10), SEEK_SET);
+    std::fputc(byte ^ 0x40, f);
+    std::fclose(f);
+  }
+  auto tampered = Checkpoint::open(dir.path());
+  REQUIRE(tampered.is_ok());
+  CHECK((*tampered)->model_id() == id);
+  ExpertStore store(**tampered);
+  Status loaded = store.load({0, 3});
+  REQUIRE_FALSE(loaded.is_ok());
+  CHECK(loaded.message().find("layer 0 expert 3") != std::string::npos);
+  CHECK(loaded.message().find("manifest") != std::string::npos);
+  CHECK_FALSE(store.is_resident({0, 3}));
+  REQUIRE(store.load({0, 4}).is_ok());  // the others are fine
+
+  // Bytes from elsewhere (a peer) are checked the same way.
+  ExpertStore good(**ckpt);
+  REQUIRE(good.load({0, 5}).is_ok());
+  std::vector<uint8_t> bytes(store.expert_bytes({0, 5}));
+  size_t at = 0;
+  for (TensorRole role :
+       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+    const TensorLocation& t = (*ckpt)->tensor(role, 0, 5);
+    REQUIRE((*ckpt)->read_tensor(t, bytes.data() + at).is_ok());
+    at += t.n_bytes;
+  }
+  ExpertStore fresh(**ckpt);
+  bytes[7] ^= 1;
+  CHECK(fresh.install({0, 5}, bytes).message().find("manifest") != std::string::npos);
+  bytes[7] ^= 1;
+  CHECK(fresh.install({0, 5}, bytes).is_ok());
+
+  // Without a manifest the checkpoint still loads (unverified), with another id.
+  std::filesystem::remove(dir.path() / ExpertManifest::kFileName);
+  auto bare = Checkpoint::open(dir.path());
+  REQUIRE(bare.is_ok());
+  CHECK((*bare)->manifest() == nullptr);
+  CHECK((*bare)->model_id() != id);
+  ExpertStore unverified(**bare);
+  CHECK(unverified.load({0, 3}).is_ok());
 }
 
 }  // namespace dancemoe

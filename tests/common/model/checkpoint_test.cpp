@@ -140,6 +140,8 @@ TEST_CASE("checkpoint: bf16, f16 and f32 checkpoints of the same values agree") 
     testing::write_model(tiny_spec("mixtral"), dir->path());
   convert_dtype(f32.path() / "model.safetensors", DType::kF32);
   convert_dtype(f16.path() / "model.safetensors", DType::kF16);
+  // Other bytes: the bf16 model's expert manifest no longer applies to them.
+  for (const auto* dir : {&f16, &f32}) fs::remove(dir->path() / ExpertManifest::kFileName);
   const std::vector<float> reference = prompt_logits(bf16.path());
   CHECK(testing::max_abs_diff(reference, prompt_logits(f32.path())) < 1e-5f);
   CHECK(testing::max_abs_diff(reference, prompt_logits(f16.path())) < 1e-3f);

@@ -113,3 +113,28 @@ TEST_CASE("model config: missing, ill-typed and inconsistent fields name the fie
 }
 
 }  // namespace dancemoe
+
+namespace dancemoe {
+
+TEST_CASE(
+    "model config: sizes that would allocate beyond memory are refused before any allocation") {
+  // Each of these made model-info, the node and the scheduler abort (a
+  // vector of layers x experts x 3 tensor names, expert slots, count
+  // tables) before the safetensors headers could disagree with them.
+  nlohmann::json j = qwen3_config();
+  j["num_experts"] = 65535;
+  j["num_hidden_layers"] = 65535;
+  j.erase("mlp_only_layers");
+  check_error(j, "exceeds 1048576 experts in all");
+  j = qwen3_config();
+  j["num_experts"] = 2147483647;
+  check_error(j, "exceeds 65535");
+  j = qwen3_config();
+  j["vocab_size"] = int64_t{1} << 40;
+  check_error(j, "vocab_size (1099511627776) exceeds");
+  j = qwen3_config();
+  j["moe_intermediate_size"] = int64_t{1} << 40;
+  check_error(j, "intermediate size");
+}
+
+}  // namespace dancemoe

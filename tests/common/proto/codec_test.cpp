@@ -29,6 +29,7 @@ std::vector<Body> one_of_each() {
   reg.resident = {{0, 1}, {3, 7}};
   reg.resident_devices = {0, 1};
   reg.placement_version = 9;
+  reg.migration_headroom_bytes = 4'000'000'000ull;
 
   ActivationReport report;
   report.window_start_ms = 1000;
@@ -67,7 +68,7 @@ std::vector<Body> one_of_each() {
 
   return {reg,
           RegisterReply{false, "model id a != b", 1000, 10000, 4},
-          Heartbeat{9, 2},
+          Heartbeat{9, 2, 0xfeedULL},
           report,
           Ack{41},
           prepare,
@@ -80,7 +81,10 @@ std::vector<Body> one_of_each() {
           ExpertResult{77, 2, 1024, DType::kF32, 350},
           ExpertWeightsRequest{2, 9, 4096, 1 << 20},
           chunk,
-          Error{StatusCode::kInvalidArgument, "layer 99 out of range", 41}};
+          Error{StatusCode::kInvalidArgument, "layer 99 out of range", 41},
+          Members{0x1234,
+                  {{"node-a", "ws1", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"},
+                   {"", "ws2", "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"}}}};
 }
 
 std::vector<uint8_t> encoded_call(ExpertCall call) { return encode(wrap(std::move(call))); }
@@ -169,6 +173,11 @@ TEST_CASE("proto: out-of-range fields name the field") {
   chunk.offset = chunk.total_bytes;
   chunk.length = 1;
   CHECK(decode(encode(wrap(chunk))).status().message().find("runs past") != std::string::npos);
+
+  Members members = std::get<Members>(one_of_each()[16]);
+  members.members[1].public_key = "not a key";
+  CHECK(decode(encode(wrap(members))).status().message() ==
+        "Members.members.public_key of 'ws2': expected 40 Z85 characters");
 
   Register reg = std::get<Register>(one_of_each()[0]);
   reg.node_id = std::string(5000, 'x');

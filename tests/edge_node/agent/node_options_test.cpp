@@ -57,7 +57,8 @@ TEST_CASE("node flags: a standalone node with every option converted") {
                                  "peer",
                                  "--no-overlap",
                                  "--migration-rate",
-                                 "100M"});
+                                 "100M",
+                                 "--insecure"});
   REQUIRE(o.is_ok());
   CHECK(o->wire_dtype == DType::kF32);
   CHECK(o->precision == ComputePrecision::kF32);
@@ -69,7 +70,7 @@ TEST_CASE("node flags: a standalone node with every option converted") {
   CHECK_FALSE(o->overlap);
   CHECK(o->throttle.max_bytes_per_s == 100.0 * (1 << 20));
   Result<NodeOptions> defaults =
-      parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:5550"});
+      parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:5550", "--insecure"});
   REQUIRE(defaults.is_ok());
   CHECK_FALSE(defaults->report_interval_set);
   CHECK(defaults->wire_dtype == DType::kBF16);
@@ -94,6 +95,48 @@ TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values 
             .status()
             .message()
             .find("--expert-source") != std::string::npos);
+}
+
+TEST_CASE("node flags: keys are required unless --insecure, and not both") {
+  const std::string attached =
+      parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:1"}).status().message();
+  CHECK(attached.find("needs keys: --secret-key FILE and --scheduler-key") != std::string::npos);
+  CHECK(attached.find("--insecure") != std::string::npos);
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--secret-key", "a.key"})
+            .status()
+            .message()
+            .find("--peer-keys DIR") != std::string::npos);
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--insecure", "--secret-key",
+               "a.key"})
+            .status()
+            .message()
+            .find("choose keys or --insecure") != std::string::npos);
+  Result<NodeOptions> secure = parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:1",
+                                      "--secret-key", "a.key", "--scheduler-key", "s.pub"});
+  REQUIRE(secure.is_ok());
+  CHECK_FALSE(secure->insecure);
+}
+
+TEST_CASE("node flags: the expert port binds the advertised address, not every interface") {
+  // Before: tcp://*:5551 -- every interface -- by default.
+  Result<NodeOptions> plain =
+      parse({"--model", "m", "--node-id", "a", "--placement", "p", "--insecure"});
+  REQUIRE(plain.is_ok());
+  CHECK(plain->experts_bind == "tcp://127.0.0.1:5551");
+  Result<NodeOptions> advertised = parse({"--model", "m", "--node-id", "a", "--placement", "p",
+                                          "--insecure", "--advertise", "tcp://localhost:6001"});
+  REQUIRE(advertised.is_ok());
+  CHECK(advertised->experts_bind == "tcp://127.0.0.1:6001");
+  Result<NodeOptions> explicit_bind =
+      parse({"--model", "m", "--node-id", "a", "--placement", "p", "--insecure", "--experts",
+             "tcp://*:7000", "--advertise", "tcp://ws1.lab:7000"});
+  REQUIRE(explicit_bind.is_ok());
+  CHECK(explicit_bind->experts_bind == "tcp://*:7000");
+  CHECK(default_experts_bind("tcp://no-such-host.invalid:1")
+            .status()
+            .message()
+            .find("cannot resolve") != std::string::npos);
+  CHECK_FALSE(default_experts_bind("ws1:5551").is_ok());
 }
 
 }  // namespace dancemoe::node

@@ -92,6 +92,8 @@ TEST_CASE("openai request: absurd values name the field") {
   CHECK(error_of(R"({"prompt": "x", "top_p": 0})").param == "top_p");
   CHECK(error_of(R"({"prompt": "x", "top_p": 1.01})").param == "top_p");
   CHECK(error_of(R"({"prompt": "x", "top_k": -1})").param == "top_k");
+  // A negative seed wrapped to 2^64 - 1 (and so ran unseeded-looking).
+  CHECK(error_of(R"({"prompt": "x", "seed": -1})").param == "seed");
   CHECK(error_of(R"({"prompt": "x", "n": 2})").param == "n");
   CHECK(error_of(R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})").param == "stop");
   CHECK(error_of(R"({"prompt": "x", "stop": ""})").param == "stop");

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "common/base/sha256.h"
 #include "common/net/zmq_transport.h"
 #include "edge_node/expert_service/expert_service.h"
 #include "tests/edge_node/node_test_support.h"
@@ -204,6 +205,61 @@ TEST_CASE("migration: a peer sending corrupted weights is detected by the SHA-25
   CHECK(status.message().find("SHA-256") != std::string::npos);
   CHECK(f.migration->status().state == "failed");
   CHECK(f.migration->commit(2).code() == StatusCode::kFailedPrecondition);
+  CHECK_FALSE(f.store.is_resident({layers[0], 6}));
+}
+
+TEST_CASE("migration: weights a peer vouches for but the manifest does not are refused") {
+  // The peer's bytes and its SHA-256 agree -- a consistent forgery, which
+  // the chunk checks cannot see -- but the model's manifest says otherwise.
+  MigrationOptions options;
+  options.source = ExpertSource::kPeer;
+  options.fetch_timeout = 2s;
+  Fixture f(options);
+  REQUIRE(f.model.checkpoint->manifest() != nullptr);
+  const std::vector<int32_t> layers = f.model.moe_layers();
+  auto router = net::make_socket(f.context, zmq::socket_type::router);
+  REQUIRE(router.is_ok());
+  REQUIRE(net::bind(*router, "tcp://127.0.0.1:*").is_ok());
+  const std::string endpoint = net::last_endpoint(*router);
+  std::atomic<bool> stop{false};
+  std::thread peer([&] {
+    ExpertStore s(*f.model.checkpoint);
+    if (!s.load({layers[0], 6}).is_ok()) return;
+    ExpertBlobCache blobs(s);
+    auto blob = blobs.get({layers[0], 6});
+    std::vector<uint8_t> forged = (*blob)->bytes;
+    forged[10] ^= 0x40;
+    Sha256 hash;
+    hash.update(forged);
+    const std::array<uint8_t, 32> sha = hash.finish();
+    while (!stop.load()) {
+      auto m = net::receive_message(*router, 50ms, true);
+      if (!m || !m->envelope.is_ok()) continue;
+      const auto* req = std::get_if<proto::ExpertWeightsRequest>(&m->envelope->body);
+      if (req == nullptr) continue;
+      const uint64_t end = std::min<uint64_t>(forged.size(), req->offset + req->max_bytes);
+      std::vector<uint8_t> bytes(forged.begin() + static_cast<long>(req->offset),
+                                 forged.begin() + static_cast<long>(end));
+      proto::Envelope e;
+      e.body = proto::ExpertWeightsChunk{req->layer,    req->expert,
+                                         req->offset,   static_cast<uint32_t>(bytes.size()),
+                                         forged.size(), sha};
+      (void)net::send_message(*router, e, bytes, m->routing_id);
+    }
+  });
+  REQUIRE(
+      f.migration->apply_now(testing::make_placement(1, {{"b", endpoint, {6}}}, layers)).is_ok());
+  Done done;
+  REQUIRE(f.migration
+              ->prepare(testing::make_placement(2, {{"a", "", {6}}, {"b", endpoint, {6}}}, layers),
+                        done.callback())
+              .is_ok());
+  const auto [version, status] = done.wait();
+  stop.store(true);
+  peer.join();
+  CHECK(version == 2);
+  REQUIRE_FALSE(status.is_ok());
+  CHECK(status.message().find("manifest") != std::string::npos);
   CHECK_FALSE(f.store.is_resident({layers[0], 6}));
 }
 

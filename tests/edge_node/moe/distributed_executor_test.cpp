@@ -2,8 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <thread>
 
 #include "common/backend/cpu/cpu_expert_engine.h"
@@ -278,6 +281,63 @@ TEST_CASE("distributed executor: an expert nobody holds is computed by the offlo
   CHECK(a.log.totals().remote_calls == 0);
   CHECK(a.log.totals().offloaded > 0);
   CHECK(out == reference(model, k.layer, k.x, k.h0, k.routing));
+}
+
+TEST_CASE("distributed executor: a result with NaN or Inf fails that call -- never added") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  // A peer that answers every call at once with well-formed results full of
+  // NaN (or Inf): before, the executor added them into the hidden state.
+  auto router = net::make_socket(context, zmq::socket_type::router);
+  REQUIRE(router.is_ok());
+  REQUIRE(net::bind(*router, "tcp://127.0.0.1:*").is_ok());
+  const std::string endpoint = net::last_endpoint(*router);
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered{0};
+  std::thread poisoner([&] {
+    while (!stop.load()) {
+      auto m = net::receive_message(*router, 50ms, /*router=*/true);
+      if (!m || !m->envelope.is_ok()) continue;
+      const auto* call = std::get_if<proto::ExpertCall>(&m->envelope->body);
+      if (call == nullptr) continue;
+      const float bad =
+          answered.fetch_add(1) % 2 == 0 ? std::nanf("") : std::numeric_limits<float>::infinity();
+      std::vector<float> rows(static_cast<size_t>(call->n_tokens) * call->hidden, bad);
+      std::vector<uint8_t> payload(rows.size() * 4);
+      std::memcpy(payload.data(), rows.data(), payload.size());
+      proto::Envelope e;
+      e.sender = "b";
+      e.sequence = 1;
+      e.body = proto::ExpertResult{call->call_id, call->n_tokens, call->hidden, DType::kF32, 1};
+      (void)net::send_message(*router, e, payload, m->routing_id);
+    }
+  });
+  // Stopped and joined however the test ends (a failed REQUIRE throws).
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Join() {
+      stop.store(true);
+      thread.join();
+    }
+  } join{stop, poisoner};
+  DistributedExecutorOptions options;
+  options.wire_dtype = DType::kF32;
+  options.call_timeout = 2000ms;
+  const ClusterPlacement placement =
+      testing::make_placement(1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
+  const Case k = make_case(model, 4, 33);
+  Node a(model, context, kLow, placement, options, 8 << 20);
+  std::vector<float> out;
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(run(a, k, &out).is_ok());
+    for (float v : out) REQUIRE(std::isfinite(v));
+    // Computed here instead (the offload cache), as for any failed call.
+    CHECK(max_rel_diff(out, reference(model, k.layer, k.x, k.h0, k.routing)) < 1e-5f);
+  }
+  CHECK(answered.load() >= 1);
+  CHECK(a.log.totals().remote_failures >= 1);
+  CHECK(a.log.totals().offloaded > 0);
 }
 
 }  // namespace dancemoe::node

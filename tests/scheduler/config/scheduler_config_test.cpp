@@ -39,6 +39,7 @@ TEST_CASE("scheduler config: a TOML file sets keys -- errors name the line and k
   CHECK(config.heartbeat_misses == 5);
   CHECK(config.policy == "dancemoe");
   CHECK(config.prepare_timeout_s == 2.5);
+  config.insecure = true;
   CHECK(config.validate().is_ok());
 
   Status unknown = apply_toml_text("model = \"m\"\nintervall = 3\n", "s.toml", &config);
@@ -72,6 +73,7 @@ TEST_CASE("scheduler config: validation names the setting and what is expected")
   SchedulerConfig config;
   CHECK(config.validate().message().find("--model") != std::string::npos);
   config.model_dir = "m";
+  config.insecure = true;
   CHECK(config.validate().is_ok());
   config.policy = "best";
   CHECK(config.validate().message().find("unknown placement policy 'best'") != std::string::npos);
@@ -84,6 +86,58 @@ TEST_CASE("scheduler config: validation names the setting and what is expected")
   config.sync = "full";
   config.heartbeat_misses = 0;
   CHECK(config.validate().message().find("--heartbeat-misses") != std::string::npos);
+}
+
+TEST_CASE("scheduler config: out-of-range durations are refused, naming the key") {
+  SchedulerConfig config;
+  config.model_dir = "m";
+  config.insecure = true;
+  REQUIRE(config.validate().is_ok());
+  // 1e308 s overflowed the milliseconds it becomes; a heartbeat every
+  // microsecond rounded to 1 ms and flooded the scheduler.
+  config.interval_s = 1e308;
+  CHECK(config.validate().message().find("--interval / interval: expected seconds in") == 0);
+  config.interval_s = 300;
+  config.heartbeat_interval_s = 1e-6;
+  CHECK(config.validate().message().find("--heartbeat-interval") == 0);
+  config.heartbeat_interval_s = 2;
+  config.report_interval_s = 1e-9;
+  CHECK(config.validate().message().find("--report-interval") == 0);
+  config.report_interval_s = 10;
+  config.prepare_timeout_s = 1e300;
+  CHECK(config.validate().message().find("--prepare-timeout") == 0);
+  config.prepare_timeout_s = 120;
+  config.rollup_retention_s = 1e300;
+  CHECK(config.validate().message().find("--rollup-retention") == 0);
+  config.rollup_retention_s = 86400;
+  config.default_load_bytes_per_s = 1e300;
+  CHECK(config.validate().message().find("--default-load-bandwidth") == 0);
+  config.default_load_bytes_per_s = 1e9;
+  CHECK(config.validate().is_ok());
+}
+
+TEST_CASE("scheduler config: keys are required unless --insecure, and not both") {
+  SchedulerConfig config;
+  config.model_dir = "m";
+  const std::string missing = config.validate().message();
+  CHECK(missing.find("needs keys: --secret-key FILE") != std::string::npos);
+  CHECK(missing.find("--insecure") != std::string::npos);
+  config.secret_key = "s.key";
+  config.nodes_keys = "nodes";
+  CHECK(config.validate().message().find("--operator-keys") != std::string::npos);
+  config.operator_keys = "operators";
+  CHECK(config.validate().is_ok());
+  config.insecure = true;
+  CHECK(config.validate().message().find("choose keys or --insecure") != std::string::npos);
+  for (const ConfigKey& key : config_keys()) {
+    if (std::string(key.name) != "insecure") continue;
+    CHECK(set_from_text(key, "maybe", &config).message() ==
+          "--insecure: expected true or false, got 'maybe'");
+    REQUIRE(set_from_text(key, "false", &config).is_ok());
+    CHECK_FALSE(config.insecure);
+  }
+  REQUIRE(apply_toml_text("insecure = true\n", "s.toml", &config).is_ok());
+  CHECK(config.insecure);
 }
 
 }  // namespace dancemoe::scheduler

@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "tests/scheduler/daemon/service_harness.h"
 
 namespace dancemoe::scheduler::test {
@@ -76,7 +79,7 @@ TEST_CASE("planner: thin clients only route -- devices without bandwidth get the
   REQUIRE(plan->routing_only.size() == 1);
   CHECK(plan->routing_only[0]->id() == "thin");
   CHECK(plan->problem.cluster.nodes[0].devices[0].load_bytes_per_s == 5e8);
-  auto candidate = solve_candidate(*plan, "");
+  auto candidate = solve_candidate(*plan, model, "");
   REQUIRE(candidate.is_ok());
   const auto wire = to_wire(candidate->placement, *plan, model);
   REQUIRE(wire.size() == 2);
@@ -110,7 +113,7 @@ TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with 
   CHECK(plan->note.find("1 given the cluster-wide distribution") != std::string::npos);
   CHECK(plan->problem.activations.counts[1][3] == 30);  // b borrows a's distribution
   CHECK(plan->problem.activations.counts[1][5] == 10);
-  auto candidate = solve_candidate(*plan, "");
+  auto candidate = solve_candidate(*plan, model, "");
   REQUIRE(candidate.is_ok());
   CHECK(candidate->gate.adopt);
 }
@@ -141,6 +144,113 @@ TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's ex
   CHECK(moves[0].removed == 1);
   CHECK(moves[0].kept == 1);
   CHECK(moves[0].load_bytes == 1000);
+}
+
+TEST_CASE("planner: a repair is staged to each node's migration headroom and still converges") {
+  // 24 experts of 1000 B. c held 16..23 and died; a (0..7) and b (8..15)
+  // have room for 12 each and may hold 2 more while loading. Both want c's
+  // experts; the optimal repair has a load all 8 of them at once -- before,
+  // adopted and then aborted by the node (over its memory), retried every
+  // few seconds, coverage never back.
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 12000), b = member("b", 12000);
+  for (Member* m : {&a, &b}) m->record.migration_headroom_bytes = 2000;
+  auto refs = [&](int32_t from, int32_t to) {
+    std::vector<ExpertRef> out;
+    for (int32_t x = from; x < to; ++x) out.push_back(model.ref(x));
+    return out;
+  };
+  a.resident = refs(0, 8);
+  b.resident = refs(8, 16);
+  store::PlacementRecord current;
+  current.version = 1;
+  current.nodes = {{"a", "tcp://a", {{"gpu0", refs(0, 8)}}},
+                   {"b", "tcp://b", {{"gpu0", refs(8, 16)}}},
+                   {"c", "tcp://c", {{"gpu0", refs(16, 24)}}}};
+  PlanInputs in;
+  in.nodes = {&a, &b};
+  in.counts["a"] = std::vector<double>(24, 1.0);
+  in.counts["b"] = std::vector<double>(24, 1.0);
+  for (int32_t x = 16; x < 24; ++x) {
+    in.counts["a"][static_cast<size_t>(x)] = 100;
+    in.counts["b"][static_cast<size_t>(x)] = 50;
+  }
+  auto covered = [&](const std::vector<NodePlacement>& nodes) {
+    std::set<int32_t> out;
+    for (const NodePlacement& n : nodes) {
+      if (n.node_id == "c") continue;  // dead
+      for (const DevicePlacement& d : n.devices) {
+        for (const ExpertRef& r : d.experts) out.insert(model.flat(r.layer, r.expert));
+      }
+    }
+    return out.size();
+  };
+  size_t coverage = covered(current.nodes);
+  REQUIRE(coverage == 16);
+  int rounds = 0;
+  bool staged = false;
+  while (coverage < 24 && rounds < 6) {
+    ++rounds;
+    in.current = &current;
+    auto plan = build_problem(model, in, {});
+    REQUIRE(plan.is_ok());
+    auto candidate = solve_candidate(*plan, model, "");
+    REQUIRE(candidate.is_ok());
+    staged = staged || candidate->placement.method.find("staged") != std::string::npos;
+    const std::vector<NodePlacement> next = to_wire(candidate->placement, *plan, model);
+    for (const NodePlacement& n : next) {
+      Member& m = n.node_id == "a" ? a : b;
+      std::set<ExpertRef> resident(m.resident.begin(), m.resident.end());
+      uint64_t load = 0;
+      std::vector<ExpertRef> held;
+      for (const DevicePlacement& d : n.devices) {
+        for (const ExpertRef& r : d.experts) {
+          held.push_back(r);
+          if (resident.count(r) == 0) load += 1000;
+        }
+      }
+      CAPTURE(n.node_id);
+      CAPTURE(rounds);
+      // What the node checks: resident + loaded <= budget + headroom.
+      CHECK(resident.size() * 1000 + load <= 12000 + 2000);
+      CHECK(held.size() <= 12);
+      std::sort(held.begin(), held.end());
+      m.resident = held;  // committed
+    }
+    const size_t now = covered(next);
+    CHECK(now >= coverage);  // a stage never covers less
+    coverage = now;
+    current.version += 1;
+    current.nodes = next;
+  }
+  CHECK(staged);
+  CHECK(coverage == 24);
+  CHECK(rounds <= 4);
+  MESSAGE("coverage back after " << rounds << " staged round(s)");
+}
+
+TEST_CASE("planner: an operator placement beyond a node's headroom is refused, not staged") {
+  const ModelInfo model = tiny_model();
+  Member a = member("a", 12000), b = member("b", 12000);
+  a.record.migration_headroom_bytes = 1000;
+  b.record.migration_headroom_bytes = 1000;
+  for (int32_t x = 0; x < 24; ++x) (x < 12 ? a : b).resident.push_back(model.ref(x));
+  store::PlacementRecord current;
+  current.version = 1;
+  std::vector<ExpertRef> first, second;
+  for (int32_t x = 0; x < 24; ++x) (x < 12 ? first : second).push_back(model.ref(x));
+  current.nodes = {{"a", "tcp://a", {{"gpu0", first}}}, {"b", "tcp://b", {{"gpu0", second}}}};
+  PlanInputs in;
+  in.nodes = {&a, &b};
+  in.current = &current;
+  auto plan = build_problem(model, in, {});
+  REQUIRE(plan.is_ok());
+  // Swap everything: each node would load 12 experts beside its 12.
+  placement::Placement swap = placement::empty_placement(plan->problem.cluster);
+  for (int32_t x = 0; x < 24; ++x) swap.experts[x < 12 ? 1 : 0][0].push_back(x);
+  auto refused = evaluate_candidate(*plan, model, swap);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().message().find("--migration-headroom") != std::string::npos);
 }
 
 }  // namespace dancemoe::scheduler::test

@@ -6,10 +6,13 @@
 #include <doctest/doctest.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/net/curve_keys.h"
 #include "common/runtime/clock.h"
 #include "scheduler/daemon/service.h"
 #include "tests/support/paths.h"
@@ -61,12 +64,68 @@ class Harness {
     auto store = store::Store::open(path_);
     REQUIRE(store.is_ok());
     store_ = std::move(*store);
-    service_ = std::make_unique<SchedulerService>(options_, model_, store_.get(), &clock_);
+    service_ = std::make_unique<SchedulerService>(options_, model_, store_.get(), &clock_, keys_);
     REQUIRE(service_->start().is_ok());
   }
 
   // Closes and reopens the store and the service (a scheduler restart).
   void restart() { open(); }
+
+  // Restarts the service with keys (docs/security.md): operator key "op"
+  // and node keys `nodes`, generated into the test's directory; messages
+  // then go through deliver_as with a sender key.
+  void secure(const std::vector<std::string>& nodes) {
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path() / "keys";
+    std::filesystem::create_directories(dir / "nodes");
+    std::filesystem::create_directories(dir / "operators");
+    for (const std::string& name : nodes) {
+      auto pair = net::write_key_pair(dir, name);
+      REQUIRE(pair.is_ok());
+      REQUIRE(net::write_public_key_file(dir / "nodes", name, pair->public_key).is_ok());
+      key_of[name] = pair->public_key;
+    }
+    auto op = net::write_key_pair(dir, "op");
+    REQUIRE(op.is_ok());
+    REQUIRE(net::write_public_key_file(dir / "operators", "op", op->public_key).is_ok());
+    key_of["op"] = op->public_key;
+    auto stranger = net::generate_key_pair();
+    REQUIRE(stranger.is_ok());
+    key_of["stranger"] = stranger->public_key;
+    auto ring = KeyRing::load(dir / "nodes", dir / "operators");
+    INFO(ring.status().to_string());
+    REQUIRE(ring.is_ok());
+    keys_ = std::move(*ring);
+    open();
+  }
+  std::map<std::string, std::string> key_of;  // key name -> Z85 public key
+
+  // A message from the holder of `key_name`'s key (see secure()).
+  std::vector<Outgoing> deliver_as(const std::string& key_name, const std::string& routing_id,
+                                   proto::Envelope env) {
+    net::ReceivedMessage message;
+    message.routing_id = routing_id;
+    message.envelope = std::move(env);
+    message.sender_key = key_of.at(key_name);
+    service_->handle(message);
+    return service_->take_outbox();
+  }
+  // Node `node` speaking with key `key_name` (its own, by default).
+  std::vector<Outgoing> send_as(const std::string& key_name, const std::string& node,
+                                proto::Body body) {
+    return deliver_as(key_name, "r-" + node, envelope(node, std::move(body)));
+  }
+  Result<nlohmann::json> query_as(const std::string& key_name, const std::string& what,
+                                  const nlohmann::json& args = nlohmann::json::object()) {
+    auto out =
+        deliver_as(key_name, "cli", envelope("cli", proto::StatusRequest{what, args.dump()}));
+    if (const auto* reply = find_body<proto::StatusReply>(out, "cli")) {
+      return nlohmann::json::parse(reply->json);
+    }
+    if (const auto* error = find_body<proto::Error>(out, "cli")) {
+      return Status(error->code, error->message);
+    }
+    return internal_error("no answer to the status query");
+  }
 
   proto::Envelope envelope(const std::string& sender, proto::Body body, uint64_t sequence = 0) {
     proto::Envelope env;
@@ -171,6 +230,7 @@ class Harness {
   ServiceOptions options_;
   ModelInfo model_;
   FakeClock clock_;
+  KeyRing keys_ = KeyRing::insecure();
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<SchedulerService> service_;
   uint64_t sequence_ = 0;

@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include "scheduler/store/count_blob.h"
@@ -280,6 +282,63 @@ TEST_CASE("store: each device's reported compute is kept with decay and survives
   DeviceRecord in_memory = (*nodes)[0].devices[0];
   in_memory.add_compute(100, 3000.0);
   CHECK(in_memory.us_per_pair() > fast.us_per_pair());
+}
+
+TEST_CASE("store: a damaged database is refused at start with what to do") {
+  testing::TempDir dir("store-damaged");
+  const std::string path = (dir.path() / "s.db").string();
+  {
+    auto store = Store::open(path);
+    REQUIRE(store.is_ok());
+    for (uint64_t seq = 1; seq <= 300; ++seq) {
+      REQUIRE((*store)
+                  ->insert_report(
+                      report("a", seq, 10000 + static_cast<int64_t>(seq), {{0, 1, 3}, {1, 2, 5}}))
+                  .is_ok());
+    }
+  }
+  // Garbage over the middle of the file: the header still reads, the
+  // b-tree pages do not. Before, the scheduler opened it and failed later,
+  // query by query.
+  const auto size = std::filesystem::file_size(path);
+  REQUIRE(size > 8 * 4096);
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    REQUIRE(f != nullptr);
+    std::fseek(f, 4 * 4096, SEEK_SET);
+    for (int i = 0; i < 2 * 4096; ++i) std::fputc((i * 131) & 0xff, f);
+    std::fclose(f);
+  }
+  auto damaged = Store::open(path);
+  REQUIRE_FALSE(damaged.is_ok());
+  INFO(damaged.status().message());
+  CHECK(damaged.status().message().find(path + ": the scheduler database is damaged") == 0);
+  CHECK(damaged.status().message().find("restore it from a backup") != std::string::npos);
+}
+
+TEST_CASE("store: node ids bind to one key each; forgetting a node releases its id") {
+  testing::TempDir dir("store-keys");
+  auto store = Store::open((dir.path() / "s.db").string());
+  REQUIRE(store.is_ok());
+  Store& s = **store;
+  NodeRecord a;
+  a.node_id = "a";
+  a.devices = {{"cpu0", 1000, 1e9, "cpu", 0.0, 0.0}};
+  REQUIRE(s.save_node(a).is_ok());
+  REQUIRE(s.bind_node_key({"a", "key-a", "ws-a", 5}).is_ok());
+  CHECK(s.bind_node_key({"a", "key-b", "ws-b", 6}).code() == StatusCode::kFailedPrecondition);
+  CHECK(s.bind_node_key({"b", "key-a", "ws-a", 6}).code() == StatusCode::kFailedPrecondition);
+  auto bindings = s.load_key_bindings();
+  REQUIRE(bindings.is_ok());
+  REQUIRE(bindings->size() == 1);
+  CHECK((*bindings)[0].public_key == "key-a");
+  CHECK((*bindings)[0].key_name == "ws-a");
+
+  REQUIRE(s.forget_node("a").is_ok());
+  CHECK(s.load_nodes()->empty());
+  CHECK(s.load_key_bindings()->empty());
+  CHECK(s.forget_node("a").code() == StatusCode::kNotFound);
+  REQUIRE(s.bind_node_key({"a", "key-b", "ws-b", 7}).is_ok());
 }
 
 }  // namespace dancemoe::store
