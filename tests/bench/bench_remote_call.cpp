@@ -15,6 +15,8 @@
 //                                     [--workers 1]   (2+: hand-off to worker threads)
 //
 // Without --model, the medium preset is generated (once) under the build tree.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,7 +54,20 @@ double us_since(Clock::time_point t) {
 
 struct Samples {
   std::vector<double> rtt_us, overhead_us, compute_us;
+  double cpu_us = 0;  // process CPU time (user + system) over the recorded calls
+  int64_t n_cpu = 0;  // calls it covers
 };
+
+// User + system CPU time of the whole process (the caller and the service's
+// threads), microseconds. Unlike wall time it does not grow while a thread
+// waits for a core other processes hold, so it still compares on a loaded
+// machine.
+double process_cpu_us() {
+  rusage r{};
+  ::getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
 
 // Sends one layer's call over and over and records what each took.
 struct Caller {
@@ -67,6 +82,7 @@ struct Caller {
   bool run(zmq::socket_t& dealer, int n, Samples* out) {
     proto::Envelope envelope;
     envelope.sender = "bench";
+    const double cpu_start = process_cpu_us();
     for (int i = 0; i < n; ++i) {
       call.call_id = ++next_id;
       envelope.sequence = call.call_id;
@@ -88,6 +104,10 @@ struct Caller {
       out->rtt_us.push_back(us);
       out->compute_us.push_back(result->compute_us);
       out->overhead_us.push_back(us - result->compute_us);
+    }
+    if (out != nullptr) {
+      out->cpu_us += process_cpu_us() - cpu_start;
+      out->n_cpu += n;
     }
     return true;
   }
@@ -201,7 +221,9 @@ int main(int argc, char** argv) {
   Samples plain, secure;
   // Warm-up on both, then alternating blocks: plain, CURVE, plain, ...
   if (!caller.run(*dealer, 100, nullptr) || !caller.run(*secure_dealer, 100, nullptr)) return 1;
-  constexpr int kBlocks = 10;
+  // Short blocks, many of them: a burst of load from elsewhere on the
+  // machine then falls on both kinds of call alike.
+  const int kBlocks = std::max(1, iterations / 20);
   for (int b = 0; b < 2 * kBlocks; ++b) {
     const bool curve = b % 2 == 1;
     if (!caller.run(curve ? *secure_dealer : *dealer, iterations / kBlocks,
@@ -278,12 +300,17 @@ int main(int argc, char** argv) {
   std::printf("overhead ratio (call minus compute / ping-pong): %.2f  (target <= 1.3)\n", ratio);
   std::printf("overhead ratio against the ping-pong that waits as long: %.2f\n",
               median(overhead_us) / median(busy_ping_us));
-  std::printf("\nCurveZMQ, %d calls each, interleaved in %d blocks:\n", iterations, kBlocks);
+  std::printf("\nCurveZMQ, %d calls each, interleaved in %d blocks of %d:\n", iterations, kBlocks,
+              iterations / kBlocks);
   std::printf("%-44s %10s %10s\n", "", "median us", "p90 us");
   std::printf("%-44s %10.1f %10.1f\n", "plain: call minus expert compute", median(overhead_us),
               quantile(overhead_us, 0.9));
   std::printf("%-44s %10.1f %10.1f\n", "CURVE: call minus expert compute",
               median(secure.overhead_us), quantile(secure.overhead_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "plain: expert compute", median(compute_us),
+              quantile(compute_us, 0.9));
+  std::printf("%-44s %10.1f %10.1f\n", "CURVE: expert compute", median(secure.compute_us),
+              quantile(secure.compute_us, 0.9));
   std::printf("%-44s %10.1f %10.1f\n", "plain: full round trip", median(rtt_us),
               quantile(rtt_us, 0.9));
   std::printf("%-44s %10.1f %10.1f\n", "CURVE: full round trip", median(secure.rtt_us),
@@ -292,5 +319,15 @@ int main(int argc, char** argv) {
               median(secure.overhead_us) / median(overhead_us));
   std::printf("CURVE full round-trip ratio (CURVE / plain): %.3f\n",
               median(secure.rtt_us) / median(rtt_us));
+  std::printf("CURVE cost per call (median difference of the overheads): %.1f us\n",
+              median(secure.overhead_us) - median(overhead_us));
+  // The same in CPU time, which a loaded machine does not inflate: per call,
+  // process CPU minus the expert compute (the service's, also CPU).
+  const double cpu_plain = plain.cpu_us / static_cast<double>(plain.n_cpu);
+  const double cpu_curve = secure.cpu_us / static_cast<double>(secure.n_cpu);
+  std::printf("process CPU per call: plain %.1f us, CURVE %.1f us (CURVE costs %.1f us)\n",
+              cpu_plain, cpu_curve, cpu_curve - cpu_plain);
+  std::printf("CPU overhead ratio ((CPU per call - compute), CURVE / plain): %.3f\n",
+              (cpu_curve - median(secure.compute_us)) / (cpu_plain - median(compute_us)));
   return 0;
 }

@@ -2,6 +2,7 @@
 // node ids bound to keys, the members sent to nodes, and nodes admit /
 // revoke / forget -- driven directly with a FakeClock (service_harness.h).
 #include <doctest/doctest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "tests/scheduler/daemon/service_harness.h"
 
@@ -190,6 +191,33 @@ TEST_CASE("service keys: revoke drops the node at once and its messages; forget 
             .status()
             .message()
             .find("40 Z85 characters") != std::string::npos);
+}
+
+TEST_CASE("service keys: --insecure is warned about at start and then once a minute") {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  spdlog::set_level(spdlog::level::warn);
+  auto warnings = [&] {
+    int n = 0;
+    for (const std::string& line : sink->last_formatted()) {
+      n += line.find("INSECURE: --insecure is set") != std::string::npos;
+    }
+    return n;
+  };
+  {
+    Harness h;  // insecure
+    h.advance(1);
+    CHECK(warnings() == 1);
+    h.advance(30'000);
+    CHECK(warnings() == 1);
+    h.advance(30'000);
+    CHECK(warnings() == 2);
+    h.secure({"a"});
+    h.advance(120'000);
+    CHECK(warnings() == 2);  // with keys: never
+  }
+  spdlog::set_default_logger(previous);
 }
 
 }  // namespace dancemoe::scheduler::test
