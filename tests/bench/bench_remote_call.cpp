@@ -14,6 +14,10 @@
 //   build/release/tests/bench_remote_call [--model DIR] [--tokens 1] [--iterations 2000]
 //                                     [--workers 1]   (2+: hand-off to worker threads)
 //
+// On a shared machine, run it as `chrt -f 10 build/release/tests/bench_remote_call`
+// (SCHED_FIFO): other processes' bursts then no longer land on one side of
+// the comparison (without it, medians here swung by milliseconds).
+//
 // Without --model, the medium preset is generated (once) under the build tree.
 #include <sys/resource.h>
 
