@@ -229,6 +229,8 @@ TEST_CASE("devices: a cuda:0,cpu node in a 3-node cluster answers as the all-CPU
   for (const auto& [id, extra] : flags) {
     std::vector<std::string> args = {"--scheduler", scheduler.endpoint(), "--wire-dtype", "f32"};
     args.insert(args.end(), extra.begin(), extra.end());
+    const std::vector<std::string> keys = scheduler.node_args(id);
+    args.insert(args.end(), keys.begin(), keys.end());
     nodes[id] =
         std::make_unique<NodeProcess>(work.path(), id, node_args(model, free_tcp_port(), args));
   }
