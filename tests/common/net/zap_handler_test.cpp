@@ -57,7 +57,7 @@ struct Client {
 
 }  // namespace
 
-TEST_CASE("zap: an admitted key connects and every message names it; others get nothing") {
+TEST_CASE("zap: an admitted key connects and every message names it -- others get nothing") {
   Server server;
   const CurveKeyPair member = *generate_key_pair();
   const CurveKeyPair stranger = *generate_key_pair();

@@ -26,7 +26,7 @@ struct Dirs {
 
 }  // namespace
 
-TEST_CASE("key ring: node and operator keys are told apart; anything else is unknown") {
+TEST_CASE("key ring: node and operator keys are told apart -- anything else is unknown") {
   Dirs d;
   const auto a = d.add(d.nodes, "ws1");
   const auto op = d.add(d.operators, "alice");

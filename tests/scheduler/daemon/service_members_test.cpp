@@ -98,7 +98,7 @@ TEST_CASE("service keys: node messages need the node's own key on its connection
   CHECK(h.service().membership().find("a")->heartbeat_version == 7);
 }
 
-TEST_CASE("service keys: changes need an operator key; members and operators read status") {
+TEST_CASE("service keys: changes need an operator key -- members and operators read status") {
   Harness h;
   h.secure({"a"});
   join(h, "a");
@@ -154,7 +154,7 @@ TEST_CASE("service keys: members go to nodes after Register, on change, and to s
   CHECK(h.service().members().version == v2);
 }
 
-TEST_CASE("service keys: revoke drops the node at once and its messages; forget frees the id") {
+TEST_CASE("service keys: revoke drops the node at once and its messages -- forget frees the id") {
   Harness h;
   h.secure({"a", "b"});
   join(h, "a");

@@ -316,7 +316,7 @@ TEST_CASE("store: a damaged database is refused at start with what to do") {
   CHECK(damaged.status().message().find("restore it from a backup") != std::string::npos);
 }
 
-TEST_CASE("store: node ids bind to one key each; forgetting a node releases its id") {
+TEST_CASE("store: node ids bind to one key each -- forgetting a node releases its id") {
   testing::TempDir dir("store-keys");
   auto store = Store::open((dir.path() / "s.db").string());
   REQUIRE(store.is_ok());
