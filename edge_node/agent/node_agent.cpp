@@ -128,6 +128,7 @@ Status NodeAgent::build_runtime() {
     p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
   }
 
+  DMOE_RETURN_IF_ERROR(check_shared_host());
   RuntimeOptions runtime;
   runtime.devices = o.devices;
   runtime.precision = o.precision;
@@ -190,6 +191,20 @@ Status NodeAgent::build_runtime() {
   runner.context_tokens = o.context_tokens;
   DMOE_ASSIGN_OR_RETURN(p.runner, PromptRunner::create(runner));
   return Status::ok();
+}
+
+// Two nodes on one host must not both claim all of its free memory for
+// experts: with another dancemoe-node running, a budget must be given.
+Status NodeAgent::check_shared_host() const {
+  const NodeOptions& o = options_;
+  const bool every_device_sized = o.devices.expert_memory.size() == o.devices.devices.size();
+  if (o.expert_memory_bytes > 0 || every_device_sized) return Status::ok();
+  const std::vector<int> others = other_node_pids();
+  if (others.empty()) return Status::ok();
+  return failed_precondition(
+      "another dancemoe-node (pid " + std::to_string(others.front()) +
+      ") runs on this host, and both would take all of its free memory for experts: give each "
+      "node its share with --expert-memory BYTES (or --device-memory DEV=BYTES for every device)");
 }
 
 Status NodeAgent::start_expert_service() {

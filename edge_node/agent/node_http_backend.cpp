@@ -147,7 +147,11 @@ ServedModel NodeHttpBackend::served_model() {
   ServedModel m;
   std::filesystem::path dir = std::filesystem::path(options_.model_dir).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "models/small/"
-  m.name = dir.filename().string();
+  const std::string dir_name = dir.filename().string();
+  const std::vector<std::string>& served = options_.served_model_names;
+  m.name = served.empty() ? dir_name : served.front();
+  for (size_t i = 1; i < served.size(); ++i) m.aliases.push_back(served[i]);
+  if (dir_name != m.name) m.aliases.push_back(dir_name);
   m.model_id = p.checkpoint().model_id();
   std::error_code ec;
   const auto written = std::filesystem::last_write_time(dir / "config.json", ec);
@@ -159,6 +163,12 @@ ServedModel NodeHttpBackend::served_model() {
   m.context_tokens = options_.context_tokens;
   m.has_tokenizer = p.tokenizer != nullptr;
   if (p.tokenizer) m.chat_format = p.tokenizer->chat_format();
+  // A model that thinks aloud has the markers as tokens of its own (Qwen3).
+  const ReasoningMarkers markers;
+  if (p.tokenizer && m.chat_format && p.tokenizer->token_id(markers.open) &&
+      p.tokenizer->token_id(markers.close)) {
+    m.reasoning = markers;
+  }
   return m;
 }
 

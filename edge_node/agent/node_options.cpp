@@ -130,6 +130,9 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--advertise", o->advertise,
                  "expert endpoint peers use to reach this node (default: the bound one)");
   app.add_option("--http", o->http, "HTTP API HOST:PORT (port 0: any)")->capture_default_str();
+  app.add_option("--served-model-name", o->served_model_names,
+                 "the name clients send as \"model\" (repeatable: aliases; the first is the one "
+                 "answers carry; default: the model directory's name)");
   app.add_option("--api-key", o->api_key,
                  "bearer token required on /v1/* (default: $DANCEMOE_API_KEY; empty: open)");
   app.add_option("--max-queued", o->max_queued,
@@ -277,6 +280,12 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   DMOE_RETURN_IF_ERROR(check_node_security(*o));
   if (o->experts_bind.empty()) {
     DMOE_ASSIGN_OR_RETURN(o->experts_bind, default_experts_bind(o->advertise));
+  }
+  for (const std::string& name : o->served_model_names) {
+    if (name.empty() || name.size() > 256 || name.find_first_of(" \t\r\n/") != std::string::npos) {
+      return invalid_argument("--served-model-name '" + name +
+                              "': expected 1 to 256 characters without spaces or '/'");
+    }
   }
   if (!(o->throttle.latency_bound > 0)) {
     return invalid_argument("--migration-latency-bound: must be > 0");

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
@@ -30,7 +31,10 @@ struct NodeOptions {
   std::string experts_bind;
   std::string advertise;  // expert endpoint peers use; default: the bound one
   std::string http = "127.0.0.1:8080";
-  std::string api_key;     // --api-key or $DANCEMOE_API_KEY; empty: /v1/* is open
+  std::string api_key;  // --api-key or $DANCEMOE_API_KEY; empty: /v1/* is open
+  // --served-model-name (repeatable): the names clients use; the first is the
+  // one answers carry. Empty: the model directory's name.
+  std::vector<std::string> served_model_names;
   size_t max_queued = 64;  // generation requests waiting beyond the running one (429 above)
   std::string ready_file;
   std::string record_trace;

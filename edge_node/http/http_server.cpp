@@ -10,6 +10,11 @@
 #include "edge_node/http/http_context.h"
 
 namespace dancemoe::node {
+
+bool ServedModel::answers_to(const std::string& wanted) const {
+  return wanted == name || wanted == model_id ||
+         std::find(aliases.begin(), aliases.end(), wanted) != aliases.end();
+}
 namespace {
 
 using nlohmann::json;

@@ -37,6 +37,7 @@
 #include "common/tokenizer/chat_format.h"
 #include "edge_node/agent/prompt_runner.h"
 #include "edge_node/http/prometheus_text.h"
+#include "edge_node/http/reasoning_splitter.h"
 
 namespace httplib {
 class Server;
@@ -46,12 +47,19 @@ namespace dancemoe::node {
 
 // The model a node serves, as the OpenAI API names it.
 struct ServedModel {
-  std::string name;      // the model directory's name: the "model" clients send
-  std::string model_id;  // the model identity hash; accepted as a name too
+  std::string name;                  // --served-model-name, else the model directory's name
+  std::vector<std::string> aliases;  // more names clients may send (the directory's name too)
+  std::string model_id;              // the model identity hash; accepted as a name too
   int64_t created_unix = 0;
   int64_t context_tokens = 0;
   bool has_tokenizer = false;
   std::optional<tokenizer::ChatFormat> chat_format;  // nullopt: no chat (base model)
+  // Set for models that think aloud between these markers: chat answers
+  // carry the thinking as `reasoning_content` (reasoning_splitter.h).
+  std::optional<ReasoningMarkers> reasoning;
+
+  // True when a request's "model" names this model.
+  bool answers_to(const std::string& wanted) const;
 };
 
 class HttpBackend {

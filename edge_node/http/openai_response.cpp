@@ -40,11 +40,13 @@ json reason(const std::string& finish_reason) {
 }  // namespace
 
 json completion_json(const ResponseHeader& h, const std::string& text,
-                     const std::string& finish_reason, const Usage& usage) {
+                     const std::string& finish_reason, const Usage& usage,
+                     const std::optional<std::string>& reasoning) {
   json out = head(h, false);
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
   if (h.kind == OpenAiKind::kChat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
+    if (reasoning) choice["message"]["reasoning_content"] = *reasoning;
   } else {
     choice["text"] = text;
   }
@@ -54,12 +56,13 @@ json completion_json(const ResponseHeader& h, const std::string& text,
 }
 
 json chunk_json(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                bool first) {
+                bool first, const std::string& reasoning) {
   json out = head(h, true);
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
   if (h.kind == OpenAiKind::kChat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
+    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
     if (!text.empty() || first) delta["content"] = text;
     choice["delta"] = delta;
   } else {
@@ -76,12 +79,13 @@ json usage_chunk_json(const ResponseHeader& h, const Usage& usage) {
   return out;
 }
 
-json models_json(const std::string& name, int64_t created_unix) {
-  return {{"object", "list"},
-          {"data", json::array({{{"id", name},
-                                 {"object", "model"},
-                                 {"created", created_unix},
-                                 {"owned_by", "dancemoe"}}})}};
+json models_json(const std::vector<std::string>& names, int64_t created_unix) {
+  json data = json::array();
+  for (const std::string& name : names) {
+    data.push_back(
+        {{"id", name}, {"object", "model"}, {"created", created_unix}, {"owned_by", "dancemoe"}});
+  }
+  return {{"object", "list"}, {"data", data}};
 }
 
 }  // namespace dancemoe::node

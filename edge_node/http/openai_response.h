@@ -5,10 +5,12 @@
 //                     "finish_reason": "stop" | "length"}], "usage"}
 //   chat completion  {"id": "chatcmpl-...", "object": "chat.completion", ...,
 //                     "choices": [{"index": 0, "message": {"role": "assistant",
-//                     "content"}, "logprobs": null, "finish_reason"}], "usage"}
+//                     "content"[, "reasoning_content"]}, "logprobs": null,
+//                     "finish_reason"}], "usage"}
 //   stream chunks    the same with "object": "text_completion" /
 //                    "chat.completion.chunk" and per choice "text" / "delta"
-//                    ({"role"} first, then {"content"}); finish_reason null
+//                    ({"role"} first, then {"content"} and/or
+//                    {"reasoning_content"}); finish_reason null
 //                    until the last chunk; usage only in a final chunk with
 //                    no choices when stream_options.include_usage.
 //   usage            {"prompt_tokens", "completion_tokens", "total_tokens"}
@@ -22,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "edge_node/http/openai_request.h"
 
@@ -44,13 +47,19 @@ struct Usage {
 std::string new_response_id(OpenAiKind kind);
 
 nlohmann::json usage_json(const Usage& usage);
+// `reasoning`: the chat answer's thinking, as "reasoning_content" beside
+// "content" (nullopt: the model does not think aloud; no field).
 nlohmann::json completion_json(const ResponseHeader& header, const std::string& text,
-                               const std::string& finish_reason, const Usage& usage);
+                               const std::string& finish_reason, const Usage& usage,
+                               const std::optional<std::string>& reasoning = std::nullopt);
 // A stream chunk: `text` (may be empty), `finish_reason` empty: null; for
-// chat, `first` adds the assistant role to the delta.
+// chat, `first` adds the assistant role to the delta and a non-empty
+// `reasoning` a "reasoning_content" delta.
 nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
-                          const std::string& finish_reason, bool first);
+                          const std::string& finish_reason, bool first,
+                          const std::string& reasoning = {});
 nlohmann::json usage_chunk_json(const ResponseHeader& header, const Usage& usage);
-nlohmann::json models_json(const std::string& name, int64_t created_unix);
+// Every name of the model, the main one first.
+nlohmann::json models_json(const std::vector<std::string>& names, int64_t created_unix);
 
 }  // namespace dancemoe::node

@@ -37,7 +37,8 @@ struct Prepared {
   int64_t prompt_tokens = 0;
   bool stream = false;
   bool include_usage = false;
-  std::string prompt_param;  // "prompt" / "messages"
+  std::string prompt_param;                   // "prompt" / "messages"
+  std::optional<ReasoningMarkers> reasoning;  // chat with a model that thinks aloud
 };
 
 std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
@@ -51,7 +52,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   OpenAiRequest& r = std::get<OpenAiRequest>(parsed);
 
   const ServedModel model = ctx.backend.served_model();
-  if (!r.model.empty() && r.model != model.name && r.model != model.model_id) {
+  if (!r.model.empty() && !model.answers_to(r.model)) {
     ApiError e =
         invalid_request("model",
                         "The model '" + r.model + "' does not exist on this node (it serves '" +
@@ -114,6 +115,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   p.prompt_tokens = n_prompt;
   p.stream = r.stream;
   p.include_usage = r.include_usage;
+  if (kind == OpenAiKind::kChat) p.reasoning = model.reasoning;
   return p;
 }
 
@@ -145,10 +147,14 @@ struct StreamJob {
       return false;
     }
     bool first = true;
+    std::optional<ReasoningSplitter> split;
+    if (p.reasoning) split.emplace(*p.reasoning);
     p.generate.on_text = [&](std::string_view text) {
       if (first) ctx->metrics.observe_first_token(p.endpoint, seconds_since(p.start));
       first = false;
-      return sse.send(chunk_json(p.header, std::string(text), "", false));
+      if (!split) return sse.send(chunk_json(p.header, std::string(text), "", false));
+      const ReasoningSplitter::Delta d = split->feed(text);
+      return d.empty() || sse.send(chunk_json(p.header, d.content, "", false, d.reasoning));
     };
     p.generate.cancelled = gone;
     Result<GenerateResponse> out = ctx->backend.generate(p.generate);
@@ -162,6 +168,10 @@ struct StreamJob {
     if (out->finish_reason == "cancelled") {
       ctx->metrics.record_cancelled(p.endpoint);
       return false;
+    }
+    if (split) {
+      const ReasoningSplitter::Delta d = split->finish();
+      if (!d.empty()) sse.send(chunk_json(p.header, d.content, "", false, d.reasoning));
     }
     sse.send(chunk_json(p.header, "", out->finish_reason, false));
     if (p.include_usage) {
@@ -228,9 +238,17 @@ void handle_generation(HttpContext& ctx, OpenAiKind kind, const httplib::Request
     res.status = 499;
     return;
   }
-  send_json(res, 200,
-            completion_json(p.header, out->text, out->finish_reason,
-                            {out->prompt_tokens, static_cast<int64_t>(out->tokens.size())}));
+  const Usage usage{out->prompt_tokens, static_cast<int64_t>(out->tokens.size())};
+  if (p.reasoning) {
+    ReasoningSplitter split(*p.reasoning);
+    ReasoningSplitter::Delta all = split.feed(out->text);
+    const ReasoningSplitter::Delta rest = split.finish();
+    send_json(res, 200,
+              completion_json(p.header, all.content + rest.content, out->finish_reason, usage,
+                              all.reasoning + rest.reasoning));
+  } else {
+    send_json(res, 200, completion_json(p.header, out->text, out->finish_reason, usage));
+  }
   finish_metrics(ctx, p, *out);
 }
 
@@ -245,19 +263,21 @@ void register_openai_routes(httplib::Server& server, HttpContext& ctx) {
   });
   server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
     const ServedModel m = ctx.backend.served_model();
-    send_json(res, 200, models_json(m.name, m.created_unix));
+    std::vector<std::string> names = {m.name};
+    names.insert(names.end(), m.aliases.begin(), m.aliases.end());
+    send_json(res, 200, models_json(names, m.created_unix));
   });
   server.Get(R"(/v1/models/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
     const ServedModel m = ctx.backend.served_model();
     const std::string wanted = req.matches[1];
-    if (wanted != m.name && wanted != m.model_id) {
+    if (!m.answers_to(wanted)) {
       ApiError e =
           invalid_request("model", "The model '" + wanted + "' does not exist", "model_not_found");
       e.http_status = 404;
       send_api_error(res, e);
       return;
     }
-    send_json(res, 200, models_json(m.name, m.created_unix)["data"][0]);
+    send_json(res, 200, models_json({wanted}, m.created_unix)["data"][0]);
   });
 }
 

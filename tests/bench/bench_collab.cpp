@@ -94,8 +94,9 @@ class Node {
     fs::remove(ready_);
     std::vector<std::string> argv;
     if (!netns.empty()) argv = {"/usr/sbin/ip", "netns", "exec", netns};
+    // Several nodes on this host: each gets a budget (the node refuses to guess one).
     argv.insert(argv.end(), {DMOE_NODE_PATH, "--node-id", id, "--ready-file", ready_.string(),
-                             "--log-level", "warn"});
+                             "--log-level", "warn", "--expert-memory", "4G"});
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> c;
     for (std::string& a : argv) c.push_back(a.data());

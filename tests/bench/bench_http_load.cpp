@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
                                    ready.string(), "--threads", std::to_string(threads),
                                    "--log-level", "warn", "--max-queued", std::to_string(n_clients),
                                    // One node, no peers: HTTP is what is measured.
-                                   "--insecure"};
+                                   "--insecure", "--expert-memory", "4G"};
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);

@@ -90,6 +90,12 @@ class NodeProcess {
           standalone_key_args(work / "standalone-keys", node_id, *(placement + 1));
       argv.insert(argv.end(), keys.begin(), keys.end());
     }
+    // Tests run in parallel: without a budget, a node seeing another on this
+    // host refuses to guess one (NodeAgent::check_shared_host).
+    const bool sized = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+      return a == "--expert-memory" || a == "--device-memory";
+    });
+    if (!sized) argv.insert(argv.end(), {"--expert-memory", "256M"});
     argv.insert(argv.end(), args.begin(), args.end());
     process_ = std::make_unique<ChildProcess>(argv, work / ("log_" + node_id + ".txt"));
   }

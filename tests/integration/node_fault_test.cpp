@@ -9,6 +9,7 @@
 
 #include "common/net/zmq_transport.h"
 #include "tests/integration/node_cluster.h"
+#include "tests/integration/openai_node.h"
 #include "tests/support/process.h"
 #include "tests/support/scheduler_process.h"  // eventually
 
@@ -232,13 +233,23 @@ TEST_CASE("node start-up: bad flags and a bad placement file exit 1 naming the p
                              "devices": {"cpu": [[1, 0]]}}}})"));
   auto dense = run_process({DMOE_NODE_PATH, "--model", model, "--node-id", "a", "--placement",
                             (work.path() / "p.json").string(), "--http", "127.0.0.1:0", "--experts",
-                            "tcp://127.0.0.1:*", "--insecure"});
+                            "tcp://127.0.0.1:*", "--expert-memory", "64M", "--insecure"});
   CHECK(dense.exit_code == 1);
   CHECK(dense.err.find("p.json") != std::string::npos);
   CHECK(dense.err.find("dense layer") != std::string::npos);
-  auto no_model =
-      run_process({DMOE_NODE_PATH, "--model", (work.path() / "nope").string(), "--node-id", "a",
-                   "--placement", (work.path() / "p.json").string(), "--insecure"});
+  // A second node on this host without a budget refuses to take all of
+  // its free memory, naming the other node and the flags to set.
+  {
+    OpenAiTestNode first;
+    auto second = run_process({DMOE_NODE_PATH, "--model", model, "--node-id", "b", "--placement",
+                               (work.path() / "p.json").string(), "--http", "127.0.0.1:0",
+                               "--experts", "tcp://127.0.0.1:*", "--insecure"});
+    CHECK(second.exit_code == 1);
+    CHECK(second.err.find("another dancemoe-node (pid") != std::string::npos);
+    CHECK(second.err.find("--expert-memory") != std::string::npos);
+  }
+  auto no_model = run_process({DMOE_NODE_PATH, "--model", (work.path() / "nope").string(),
+                               "--node-id", "a", "--placement", (work.path() / "p.json").string(), "--insecure"});
   CHECK(no_model.exit_code == 1);
   CHECK(no_model.err.find("nope") != std::string::npos);
 }

@@ -167,6 +167,26 @@ TEST_CASE("openai api: an unknown model is a 404 model_not_found") {
               404, "model", "model_not_found");
 }
 
+TEST_CASE("openai api: --served-model-name names the model and the directory name stays an alias") {
+  OpenAiTestNode n({"--served-model-name", "lab-moe", "--served-model-name", "moe"});
+  const auto models = n.get("/v1/models");
+  REQUIRE(models.status == 200);
+  REQUIRE(models.body["data"].size() == 3);
+  CHECK(models.body["data"][0]["id"] == "lab-moe");
+  CHECK(models.body["data"][1]["id"] == "moe");
+  CHECK(models.body["data"][2]["id"] == n.model_name());
+  for (const std::string& name : std::vector<std::string>{"lab-moe", "moe", n.model_name()}) {
+    CAPTURE(name);
+    CHECK(n.get("/v1/models/" + name).status == 200);
+    const auto c =
+        n.post("/v1/completions", json{{"model", name}, {"prompt", "x"}, {"max_tokens", 1}}.dump());
+    REQUIRE(c.status == 200);
+    CHECK(c.body["model"] == "lab-moe");  // answers carry the first name
+  }
+  check_error(n.post("/v1/completions", R"({"model": "other", "prompt": "x"})"), 404, "model",
+              "model_not_found");
+}
+
 TEST_CASE("openai api: a prompt longer than the context is a 400 context_length_exceeded") {
   OpenAiTestNode n({"--context", "64"});
   std::string long_prompt;
