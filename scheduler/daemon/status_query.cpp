@@ -86,7 +86,9 @@ Result<ordered_json> StatusQuery::status() const {
                       {"policy", v_.options.planner.policy},
                       {"interval_s", v_.options.interval_ms / 1000.0},
                       {"db", v_.store.path()},
-                      {"db_bytes", v_.store.file_bytes()}};
+                      {"db_bytes", v_.store.file_bytes()},
+                      {"time_ms", wall},
+                      {"report_interval_s", v_.options.report_interval_ms / 1000.0}};
   out["model"] = {{"id", v_.model.model_id},
                   {"dir", v_.model.dir.string()},
                   {"layers", v_.model.n_layers},
@@ -122,6 +124,13 @@ Result<ordered_json> StatusQuery::status() const {
                    static_cast<double>(last->second.activations);
     }
     node["local_hit_ratio_last_window"] = optional_number(last_ratio);
+    if (last != latest.end()) {
+      node["last_report_ms"] = last->second.received_ms;
+      node["last_report_age_s"] = (wall - last->second.received_ms) / 1000.0;
+    } else {
+      node["last_report_ms"] = nullptr;
+      node["last_report_age_s"] = nullptr;
+    }
     const store::NodeTotals t = totals.count(id) ? totals[id] : store::NodeTotals{};
     node["local_hit_ratio_since_adoption"] = optional_number(t.local_hit_ratio());
     node["requests_last_window"] = last != latest.end() ? last->second.requests : 0;

@@ -1,11 +1,13 @@
 #include "scheduler/cli/cluster/cluster_format.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 namespace dancemoe::cli {
 namespace {
@@ -32,6 +34,26 @@ size_t visible_width(const std::string& s) {
   return width;
 }
 
+// The first `n` visible characters of `s`, colour codes dropped.
+std::string visible_prefix(const std::string& s, size_t n) {
+  std::string out;
+  size_t width = 0;
+  bool escape = false;
+  for (char c : s) {
+    if (c == '\033') {
+      escape = true;
+    } else if (escape) {
+      if (c == 'm') escape = false;
+    } else {
+      const bool lead = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+      if (lead && width == n) break;
+      if (lead) ++width;
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string wrap(bool enabled, const char* code, const std::string& text) {
   if (!enabled) return text;
   return std::string("\033[") + code + "m" + text + "\033[0m";
@@ -40,6 +62,28 @@ std::string wrap(bool enabled, const char* code, const std::string& text) {
 }  // namespace
 
 bool use_colour() { return isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr; }
+
+size_t terminal_width() {
+  winsize size{};
+  if (isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 &&
+      size.ws_col > 0) {
+    return size.ws_col;
+  }
+  if (const char* columns = std::getenv("COLUMNS")) {
+    const long n = std::strtol(columns, nullptr, 10);
+    if (n > 0 && n < 10000) return static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+std::string clock_text(int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char buffer[16];
+  std::strftime(buffer, sizeof buffer, "%H:%M:%S", &local);
+  return buffer;
+}
 
 std::string bytes_text(double bytes) {
   static const char* const kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB"};
@@ -101,18 +145,32 @@ std::string decision_text(const nlohmann::json& d) {
   return out;
 }
 
-std::string table(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+std::string table(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                  size_t max_width) {
   std::vector<size_t> widths;
   for (const auto& row : rows) {
     if (widths.size() < row.size()) widths.resize(row.size(), 0);
     for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], visible_width(row[c]));
   }
+  auto total = [&] {
+    size_t sum = visible_width(indent);
+    for (size_t w : widths) sum += w + 2;
+    return sum - 2;
+  };
+  // Narrow the widest column, a character at a time, down to 4 characters.
+  while (max_width > 0 && total() > max_width) {
+    const auto widest = std::max_element(widths.begin(), widths.end());
+    if (widest == widths.end() || *widest <= 4) break;
+    --*widest;
+  }
   std::string out;
   for (const auto& row : rows) {
     std::string line = indent;
     for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(widths[c] - visible_width(row[c]) + 2, ' ');
+      std::string cell = row[c];
+      if (visible_width(cell) > widths[c]) cell = visible_prefix(cell, widths[c] - 1) + "~";
+      line += cell;
+      if (c + 1 < row.size()) line += std::string(widths[c] - visible_width(cell) + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

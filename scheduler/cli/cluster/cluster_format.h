@@ -27,8 +27,18 @@ std::string seconds_text(double seconds);
 // T_mig = ...) -- message".
 std::string decision_text(const nlohmann::json& decision);
 
-// Columns padded to the widest cell; the first row is the header.
-std::string table(const std::vector<std::vector<std::string>>& rows, const std::string& indent);
+// Columns padded to the widest cell; the first row is the header. With
+// `max_width` > 0 the widest columns are cut (cells end in '~', colour
+// dropped from a cut cell) until a line fits.
+std::string table(const std::vector<std::vector<std::string>>& rows, const std::string& indent,
+                  size_t max_width = 0);
+
+// Columns of the terminal on stdout (TIOCGWINSZ, else $COLUMNS); 0 when
+// stdout is not a terminal and COLUMNS is unset: no limit.
+size_t terminal_width();
+
+// "14:05:09", the local time of a unix time in milliseconds.
+std::string clock_text(int64_t unix_ms);
 
 // Colours for node i (cycled), and emphasis; no-ops when `enabled` is false.
 struct Palette {

@@ -8,6 +8,9 @@
 //
 // --watch redraws every S seconds until interrupted (a migration shows its
 // progress bar); an unreachable scheduler is shown and retried, not fatal.
+// The scheduler's time heads the view, each node shows when it last
+// reported (figures older than one report window are marked), and tables
+// are narrowed to the terminal's width.
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "scheduler/cli/cluster/cluster_format.h"
 #include "scheduler/cli/cluster/scheduler_client.h"
 #include "scheduler/cli/cluster/status_format.h"
 #include "scheduler/cli/command_registry.h"
@@ -28,7 +32,7 @@ int watch(const ClusterOptions& options, double period_s) {
   const bool terminal = ::isatty(STDOUT_FILENO) != 0;
   for (;;) {
     Result<json> reply = query_scheduler(options, "status");
-    std::string text = reply.is_ok() ? format_status(*reply)
+    std::string text = reply.is_ok() ? format_status(*reply, terminal_width())
                                      : "scheduler unreachable: " + reply.status().message() + "\n";
     // Home and clear on a terminal; a separator line in a pipe.
     std::fputs(terminal ? "\033[H\033[2J" : "----\n", stdout);
@@ -53,7 +57,9 @@ void setup(CLI::App& root, int* exit_code) {
       *exit_code = watch(*options, *period_s);
       return;
     }
-    *exit_code = run_cluster_query("status", *options, "status", json::object(), format_status);
+    *exit_code = run_cluster_query("status", *options, "status", json::object(), [](const json& s) {
+      return format_status(s, terminal_width());
+    });
   });
 }
 

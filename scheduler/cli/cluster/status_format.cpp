@@ -10,9 +10,16 @@ namespace dancemoe::cli {
 
 using nlohmann::json;
 
-std::string format_status(const json& s) {
+std::string format_status(const json& s, size_t max_width) {
   const Palette p{use_colour()};
   std::string out;
+  const json& scheduler = s.contains("scheduler") ? s["scheduler"] : json::object();
+  const double window_s = scheduler.value("report_interval_s", 0.0);
+  if (scheduler.contains("time_ms")) {
+    out += p.bold("time       ") + clock_text(scheduler["time_ms"].get<int64_t>()) +
+           " (scheduler); node figures are per report window of " + duration_text(window_s) +
+           ", so the newest lags by up to one window\n";
+  }
   const json& model = s["model"];
   out += p.bold("model      ") + model.value("id", std::string()) + "  (" +
          std::to_string(model.value("moe_layers", 0)) + " MoE layers x " +
@@ -45,22 +52,37 @@ std::string format_status(const json& s) {
                 : p.warn("INSECURE: no keys, anyone on the network may control the cluster")) +
            "\n";
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"NODE", "STATE", "HIT LAST", "HIT SINCE", "REQUESTS", "TOKENS", "LAST WINDOW", "VERSION"}};
+  std::vector<std::vector<std::string>> rows = {{"NODE", "STATE", "HIT LAST", "HIT SINCE",
+                                                 "REQUESTS", "TOKENS", "LAST WINDOW", "LAST REPORT",
+                                                 "VERSION"}};
   size_t i = 0;
+  bool any_stale = false;
   for (const json& n : nodes["list"]) {
     const std::string state = n.value("state", std::string());
-    rows.push_back({p.node(i++, n.value("id", std::string())),
-                    state == "up" ? state : p.warn(state),
-                    ratio_text(n["local_hit_ratio_last_window"]),
-                    ratio_text(n["local_hit_ratio_since_adoption"]),
-                    std::to_string(n.value("requests_since_adoption", uint64_t{0})),
-                    std::to_string(n.value("tokens_since_adoption", uint64_t{0})),
-                    std::to_string(n.value("requests_last_window", uint64_t{0})) + " req / " +
-                        std::to_string(n.value("tokens_last_window", uint64_t{0})) + " tok",
-                    std::to_string(n.value("placement_version", uint64_t{0}))});
+    const json age = n.contains("last_report_age_s") ? n["last_report_age_s"] : json();
+    // Older than one report window (with a second of slack for delivery).
+    const bool stale = age.is_number() && window_s > 0 && age.get<double>() > window_s + 1.0;
+    any_stale |= stale;
+    const std::string mark = stale ? "*" : "";
+    rows.push_back(
+        {p.node(i++, n.value("id", std::string())), state == "up" ? state : p.warn(state),
+         mark + ratio_text(n["local_hit_ratio_last_window"]),
+         ratio_text(n["local_hit_ratio_since_adoption"]),
+         std::to_string(n.value("requests_since_adoption", uint64_t{0})),
+         std::to_string(n.value("tokens_since_adoption", uint64_t{0})),
+         mark + std::to_string(n.value("requests_last_window", uint64_t{0})) + " req / " +
+             std::to_string(n.value("tokens_last_window", uint64_t{0})) + " tok",
+         age.is_number()                   ? duration_text(age.get<double>()) + " ago"
+         : n.contains("last_report_age_s") ? std::string("none yet")
+                                           : std::string("-"),
+         std::to_string(n.value("placement_version", uint64_t{0}))});
   }
-  if (rows.size() > 1) out += table(rows, "  ");
+  if (rows.size() > 1) out += table(rows, "  ", max_width);
+  if (any_stale) {
+    out += p.dim("  * from a report older than one window (" + duration_text(window_s) +
+                 "): that node has not reported since") +
+           "\n";
+  }
   // Each node's devices: what the committed placement puts on them, against
   // their budgets, and how fast each computes an expert.
   std::vector<std::vector<std::string>> devices = {
@@ -81,7 +103,7 @@ std::string format_status(const json& s) {
                          bytes_text(d.value("budget_bytes", 0.0)), speed});
     }
   }
-  if (devices.size() > 1) out += p.bold("devices") + "\n" + table(devices, "  ");
+  if (devices.size() > 1) out += p.bold("devices") + "\n" + table(devices, "  ", max_width);
   const json& served = s["served_since_adoption"];
   out += p.bold("served     ") + std::to_string(served.value("requests", uint64_t{0})) +
          " requests, " + std::to_string(served.value("tokens", uint64_t{0})) +
