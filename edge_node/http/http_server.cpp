@@ -209,6 +209,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
     e.code = res.status == 404 ? "not_found" : "http_" + std::to_string(res.status);
     e.message = res.status == 404 ? "no route " + req.method + " " + req.path
                                   : "HTTP " + std::to_string(res.status) + " for " + req.path;
+    if (res.status == 413) {
+      // A form body (curl -d without a Content-Type) has a far lower limit
+      // than JSON: say so, since the request itself looks fine.
+      const std::string type = req.get_header_value("Content-Type");
+      e.message = type.rfind("application/x-www-form-urlencoded", 0) == 0
+                      ? "the body was sent as a form (Content-Type: " + type +
+                            "), whose limit is 8192 bytes: send JSON with \"Content-Type: "
+                            "application/json\" (curl -H 'Content-Type: application/json')"
+                      : "the body is larger than the node's limit of " +
+                            std::to_string(kMaxBodyBytes) + " bytes";
+    }
     send_api_error(res, e);
   });
   server.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
