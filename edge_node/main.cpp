@@ -25,7 +25,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("dancemoe-node 0.1.0"));
   node::NodeOptions options;
   std::shared_ptr<node::RawNodeFlags> raw = node::add_node_flags(app, &options);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; a missing or malformed flag cannot start (1).
+    return app.exit(e) == 0 ? 0 : 1;
+  }
   if (Status s = node::finish_node_flags(*raw, &options); !s.is_ok()) {
     std::fprintf(stderr, "dancemoe-node: %s\n", s.message().c_str());
     return 1;

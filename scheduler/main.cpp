@@ -5,9 +5,9 @@
 //                      [--db FILE] [--cluster-id ID] [--interval S] ... | --insecure
 //
 // Every setting is a TOML key and a flag (scheduler/config/scheduler_config.h);
-// --help lists them with units and defaults. Exit codes: 0 after a clean
-// stop (SIGTERM/SIGINT), 2 for bad configuration or model, 1 for a runtime
-// failure (database, socket).
+// --help lists them with units and defaults. Exit codes, as the node's: 0
+// after a clean stop (SIGTERM/SIGINT), 1 when it cannot start (a bad flag,
+// configuration or model, a database or port it cannot use).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -43,14 +43,14 @@ int serve(const SchedulerConfig& config) {
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
 
   Result<ModelInfo> model = ModelInfo::from_directory(config.model_dir);
-  if (!model.is_ok()) return fail("--model: " + model.status().message(), 2);
+  if (!model.is_ok()) return fail("--model: " + model.status().message(), 1);
 
   store::Store::Options store_options;
   store_options.synchronous_full = config.sync == "full";
   Result<std::unique_ptr<store::Store>> store = store::Store::open(config.db, store_options);
   if (!store.is_ok()) return fail(store.status().message(), 1);
   const Status identity = (*store)->bind_identity(model->model_id, config.cluster_id);
-  if (!identity.is_ok()) return fail(identity.message(), 2);
+  if (!identity.is_ok()) return fail(identity.message(), 1);
 
   KeyRing keys = KeyRing::insecure();
   std::optional<net::CurveKeyPair> own_key;
@@ -128,19 +128,23 @@ int main(int argc, char** argv) {
                                                                                        : "TEXT";
     flags[key.name] = app.add_option(flag_name(key), flag_values[key.name], help)->type_name(type);
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help / --version: 0
+  }
 
   SchedulerConfig config;
   if (!config_file.empty()) {
     const Status loaded = apply_toml_file(config_file, &config);
-    if (!loaded.is_ok()) return fail(loaded.message(), 2);
+    if (!loaded.is_ok()) return fail(loaded.message(), 1);
   }
   for (const ConfigKey& key : config_keys()) {
     if (flags[key.name]->count() == 0) continue;
     const Status set = set_from_text(key, flag_values[key.name], &config);
-    if (!set.is_ok()) return fail(set.message(), 2);
+    if (!set.is_ok()) return fail(set.message(), 1);
   }
   const Status valid = config.validate();
-  if (!valid.is_ok()) return fail(valid.message(), 2);
+  if (!valid.is_ok()) return fail(valid.message(), 1);
   return serve(config);
 }

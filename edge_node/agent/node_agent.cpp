@@ -7,7 +7,10 @@
 #include <optional>
 
 #include "common/net/curve_keys.h"
+#include "common/net/endpoint.h"
+#include "common/net/port_probe.h"
 #include "common/placement/placement_json.h"
+#include "common/runtime/host_processes.h"
 #include "edge_node/agent/node_resources.h"
 
 namespace dancemoe::node {
@@ -50,6 +53,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const NodeOptions& options) 
 
 Status NodeAgent::init() {
   DMOE_RETURN_IF_ERROR(load_keys());
+  DMOE_RETURN_IF_ERROR(check_ports());
   DMOE_RETURN_IF_ERROR(build_runtime());
   DMOE_RETURN_IF_ERROR(start_expert_service());
   if (!options_.placement_file.empty()) DMOE_RETURN_IF_ERROR(apply_placement_file());
@@ -193,13 +197,23 @@ Status NodeAgent::build_runtime() {
   return Status::ok();
 }
 
+// The ports this node will bind, checked before the weights are loaded
+// (minutes for a large model) rather than after.
+Status NodeAgent::check_ports() const {
+  DMOE_ASSIGN_OR_RETURN(net::HostPort http, net::parse_http_address("--http", options_.http, true));
+  DMOE_RETURN_IF_ERROR(net::check_tcp_port_free("--http", http.host, http.port));
+  DMOE_ASSIGN_OR_RETURN(net::HostPort experts,
+                        net::parse_tcp_endpoint("--experts", options_.experts_bind, true));
+  return net::check_tcp_port_free("--experts", experts.host, experts.port);
+}
+
 // Two nodes on one host must not both claim all of its free memory for
 // experts: with another dancemoe-node running, a budget must be given.
 Status NodeAgent::check_shared_host() const {
   const NodeOptions& o = options_;
   const bool every_device_sized = o.devices.expert_memory.size() == o.devices.devices.size();
   if (o.expert_memory_bytes > 0 || every_device_sized) return Status::ok();
-  const std::vector<int> others = other_node_pids();
+  const std::vector<int> others = processes_named("dancemoe-node");
   if (others.empty()) return Status::ok();
   return failed_precondition(
       "another dancemoe-node (pid " + std::to_string(others.front()) +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/base/byte_size.h"
+#include "common/net/endpoint.h"
 
 namespace dancemoe::node {
 
@@ -222,6 +223,15 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (o->node_id.find(',') != std::string::npos || o->node_id.empty()) {
     return invalid_argument("--node-id: must be non-empty and contain no comma");
   }
+  // Every address is checked here, before anything slow happens.
+  if (!o->scheduler.empty()) {
+    DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--scheduler", o->scheduler).status());
+  }
+  DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--experts", o->experts_bind, true).status());
+  if (!o->advertise.empty()) {
+    DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--advertise", o->advertise).status());
+  }
+  DMOE_RETURN_IF_ERROR(net::parse_http_address("--http", o->http, true).status());
   DMOE_ASSIGN_OR_RETURN(o->devices.devices, backend::parse_device_list(raw.devices));
   for (const std::string& item : raw.device_memory) {
     DMOE_RETURN_IF_ERROR(backend::parse_device_memory(item, &o->devices));

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -22,24 +21,6 @@ uint64_t available_memory_bytes() {
     }
   }
   return 0;
-}
-
-std::vector<int> other_node_pids() {
-  std::vector<int> pids;
-  const int self = static_cast<int>(::getpid());
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream comm(entry.path() / "comm");
-    std::string command;
-    std::getline(comm, command);
-    // comm is truncated to 15 characters: "dancemoe-node" fits.
-    if (command != "dancemoe-node") continue;
-    const int pid = std::stoi(name);
-    if (pid != self) pids.push_back(pid);
-  }
-  return pids;
 }
 
 double measure_load_bandwidth(const Checkpoint& checkpoint, uint64_t max_bytes) {

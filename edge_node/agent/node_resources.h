@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
@@ -15,10 +14,6 @@ namespace dancemoe::node {
 
 // MemAvailable of /proc/meminfo in bytes; 0 when unknown.
 uint64_t available_memory_bytes();
-
-// Other `dancemoe-node` processes on this host (their pids, from /proc),
-// this process excluded.
-std::vector<int> other_node_pids();
 
 // Reads up to `max_bytes` of expert weights from the checkpoint (timed; the
 // page cache counts, as it would for a migration) and returns bytes/s.

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 
@@ -183,6 +184,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
   const size_t n_threads = std::min<size_t>(options.max_queued, 1000) + 16;
   server.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
   server.set_payload_max_length(kMaxBodyBytes);
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
+  // second node on the same port would listen too and take half the requests.
+  server.set_socket_options([](socket_t sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   if (!options.api_key.empty()) {
     server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
@@ -239,7 +246,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
 
   const int bound =
       port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) return unavailable("--http: cannot bind " + address);
+  if (bound < 0) {
+    return unavailable("--http " + address +
+                       ": cannot bind (the port is in use by another process, or the host is not "
+                       "an address of this machine)");
+  }
   s->bound_address_ = host + ":" + std::to_string(bound);
   s->thread_ = std::thread([raw = s->server_.get()] { raw->listen_after_bind(); });
   return s;

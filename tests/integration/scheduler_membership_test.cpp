@@ -131,7 +131,7 @@ TEST_CASE("scheduler cli: unreachable scheduler gives a clear message and a non-
   CHECK(daemon_help.out.find("--heartbeat-misses") != std::string::npos);
   CHECK(daemon_help.out.find("placement period, seconds [default: 300]") != std::string::npos);
   auto bad = run_process({DMOE_SCHEDULER_PATH, "--model", "/nonexistent", "--interval", "-1"});
-  CHECK(bad.exit_code == 2);
+  CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("--interval / interval: expected seconds in [0.01, 3.1536e+07], got -1") !=
         std::string::npos);
 }

@@ -7,6 +7,7 @@
 
 #include "common/base/file_util.h"
 #include "common/net/curve_keys.h"
+#include "common/net/endpoint.h"
 
 namespace dancemoe::cli {
 namespace {
@@ -95,6 +96,15 @@ Result<ClientSettings> resolve_client_settings(const ClientFlags& flags,
   ClientSettings out;
   out.scheduler = first_of(flags.scheduler, env("DANCEMOE_SCHEDULER"), file.scheduler);
   if (out.scheduler.empty()) out.scheduler = kDefaultScheduler;
+  {
+    const char* env_scheduler = env("DANCEMOE_SCHEDULER");
+    const std::string source =
+        !flags.scheduler.empty()                               ? "--scheduler"
+        : (env_scheduler != nullptr && *env_scheduler != '\0') ? "DANCEMOE_SCHEDULER"
+        : !file.scheduler.empty() ? "scheduler in " + config_path(env)->first.string()
+                                  : "--scheduler";
+    DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint(source, out.scheduler).status());
+  }
   out.key_file = first_of(flags.key, env("DANCEMOE_KEY"), file.key);
   const std::string scheduler_key =
       first_of(flags.scheduler_key, env("DANCEMOE_SCHEDULER_KEY"), file.scheduler_key);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/net/endpoint.h"
 #include "common/net/zmq_transport.h"
 #include "scheduler/cli/cli_support.h"
 

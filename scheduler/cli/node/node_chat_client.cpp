@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/net/endpoint.h"
+
 namespace dancemoe::cli {
 
 using nlohmann::json;
@@ -39,7 +41,8 @@ Result<StreamedAnswer> stream_answer(const NodeChatOptions& o, const std::vector
       messages.push_back({{"role", t.role}, {"content", t.content}});
     body["messages"] = messages;
   }
-  httplib::Client client(o.node_url);
+  DMOE_ASSIGN_OR_RETURN(const net::HostPort node, net::parse_http_address("--node", o.node_url));
+  httplib::Client client(node.host, node.port);
   client.set_read_timeout(o.timeout_s, 0);
   client.set_connection_timeout(5, 0);
   httplib::Request req;
@@ -88,8 +91,9 @@ Result<StreamedAnswer> stream_answer(const NodeChatOptions& o, const std::vector
   };
   const httplib::Result res = client.send(req);
   if (!res) {
-    return unavailable("cannot reach the node at " + o.node_url + " (" +
-                       httplib::to_string(res.error()) + "); is dancemoe-node running? (--node)");
+    return unavailable(
+        "cannot reach the node at http://" + node.text() + " (" + httplib::to_string(res.error()) +
+        "); is dancemoe-node running there, with --http " + node.text() + "? (--node)");
   }
   if (res->status != 200) {
     // The receiver got the error body too.

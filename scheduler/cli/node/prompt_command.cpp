@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
 #include "scheduler/cli/node/node_chat_client.h"
 
@@ -42,8 +43,8 @@ void setup(CLI::App& root, int* exit_code) {
           std::fflush(stdout);
         });
     if (!answer.is_ok()) {
-      std::fprintf(stderr, "\ndancemoe prompt: %s\n", answer.status().message().c_str());
-      *exit_code = 1;
+      std::fprintf(stderr, "\n");
+      *exit_code = report_failure("prompt", answer.status());
       return;
     }
     std::printf("\n");
