@@ -3,18 +3,13 @@
 #include <algorithm>
 #include <thread>
 
-#include "common/assembly/device_budgets.h"
 #include "common/backend/backend_registry.h"
 #include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/backend/cpu/cpu_forward.h"
-#include "common/backend/cpu/cpu_topology.h"
 #include "common/base/byte_size.h"
 
 namespace dancemoe {
 namespace {
-
-// Scratch the CPU forward needs beside weights and KV cache.
-constexpr uint64_t kCpuWorkspaceBytes = 256ull << 20;
 
 // An engine together with the thread pool it computes (or falls back) on:
 // the engines of new_expert_computer() own their pools.
@@ -35,15 +30,6 @@ class PooledEngine final : public ExpertEngine {
   std::unique_ptr<ThreadPool> pool_;  // declared first: destroyed after the engine
   std::unique_ptr<ExpertEngine> engine_;
 };
-
-std::string cpu_label(const backend::CpuSlice& slice) {
-  if (slice.cpus.empty()) return slice.name + " (" + std::to_string(slice.n_threads) + " threads)";
-  std::string cores;
-  for (int c : slice.cpus) cores += (cores.empty() ? "" : ",") + std::to_string(c);
-  std::string label = slice.name + " (cores " + cores;
-  if (slice.numa_node >= 0) label += ", NUMA node " + std::to_string(slice.numa_node);
-  return label + ")";
-}
 
 }  // namespace
 
@@ -72,8 +58,13 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(std::unique_ptr<Checkpo
   rt->checkpoint_ = std::move(checkpoint);
   rt->device_options_ = options.devices;
   rt->precision_ = options.precision;
-  DMOE_RETURN_IF_ERROR(rt->resolve_devices(options));
-  DMOE_RETURN_IF_ERROR(rt->plan_budgets(options));
+  DeviceRequest request;
+  request.devices = options.devices;
+  request.precision = options.precision;
+  request.expert_memory_bytes = options.expert_memory_bytes;
+  request.host_reserved_bytes = options.host_reserved_bytes;
+  request.kv_cache_tokens = options.kv_cache_tokens;
+  DMOE_ASSIGN_OR_RETURN(rt->devices_, resolve_runtime_devices(*rt->checkpoint_, request));
   std::vector<ExpertRef> keys;
   std::vector<int32_t> devices;
   DMOE_RETURN_IF_ERROR(rt->choose_initial_experts(options, &keys, &devices));
@@ -87,77 +78,6 @@ int ModelRuntime::device_index(const std::string& name) const {
     if (devices_[d].name == name) return static_cast<int>(d);
   }
   return -1;
-}
-
-// Step 1: every device of the list exists; CPU devices get their cores.
-Status ModelRuntime::resolve_devices(const RuntimeOptions& options) {
-  const backend::DeviceOptions& list = options.devices;
-  if (list.devices.empty()) return invalid_argument("--devices lists no device");
-  if (list.first_cuda() >= 0 && options.precision != ComputePrecision::kBF16) {
-    return invalid_argument("--devices " + list.text() +
-                            ": GPUs compute with bf16 activations; use --precision bf16 (f32 is "
-                            "the CPU reference mode)");
-  }
-  const backend::CpuTopology topology = backend::CpuTopology::read();
-  DMOE_ASSIGN_OR_RETURN(std::vector<backend::CpuSlice> slices,
-                        backend::resolve_cpu_devices(list.devices, topology, list.n_threads));
-  size_t next_slice = 0;
-  int next_gpu = 0;
-  for (const backend::DeviceName& name : list.devices) {
-    RuntimeDevice d;
-    d.name = name.text();
-    d.kind = name.kind;
-    if (name.is_cpu()) {
-      const backend::CpuSlice& slice = slices[next_slice++];
-      d.cpus = slice.cpus;
-      d.n_threads = slice.n_threads;
-      d.numa_node = slice.numa_node;
-      d.total_bytes = slice.total_bytes;
-      d.available_bytes = slice.available_bytes;
-      d.label = cpu_label(slice);
-    } else {
-      Result<backend::GpuMemory> gpu = backend::probe_gpu(name.index);
-      if (!gpu.is_ok()) return gpu.status().with_context("--devices " + list.text());
-      d.gpu_index = next_gpu++;
-      d.total_bytes = gpu->total_bytes;
-      d.available_bytes = gpu->free_bytes;
-      d.label = gpu->label;
-    }
-    devices_.push_back(std::move(d));
-  }
-  return Status::ok();
-}
-
-// Step 2: the budgets, from --device-memory / --expert-memory or what is free.
-Status ModelRuntime::plan_budgets(const RuntimeOptions& options) {
-  const ModelConfig& config = checkpoint_->config();
-  BudgetRequest request;
-  for (const RuntimeDevice& d : devices_) {
-    DeviceCapacity c;
-    c.name = d.name;
-    c.kind = d.kind;
-    c.total_bytes = d.total_bytes;
-    c.available_bytes = d.available_bytes;
-    const auto it = options.devices.expert_memory.find(d.name);
-    if (it != options.devices.expert_memory.end()) c.requested_bytes = it->second;
-    request.devices.push_back(std::move(c));
-  }
-  request.dense_device = options.devices.first_cuda();
-  request.node_expert_bytes = options.expert_memory_bytes;
-  request.host_reserved_bytes = options.host_reserved_bytes;
-  if (request.dense_device >= 0) {
-    request.dense_bytes = backend::gpu_dense_footprint(config, options.devices);
-    // The host keeps its copy of the dense part too.
-    request.host_reserved_bytes += checkpoint_->dense_bytes();
-  } else {
-    request.dense_bytes = checkpoint_->dense_bytes();
-    request.kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_tokens, 0)) *
-                             static_cast<uint64_t>(config.n_layers * config.kv_dim()) * 2 * 4;
-    request.workspace_bytes = kCpuWorkspaceBytes;
-  }
-  DMOE_ASSIGN_OR_RETURN(std::vector<uint64_t> budgets, plan_expert_budgets(request));
-  for (size_t d = 0; d < devices_.size(); ++d) devices_[d].expert_budget_bytes = budgets[d];
-  return Status::ok();
 }
 
 // Step 3: which experts are loaded at open, and onto which device.

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "common/assembly/runtime_devices.h"
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
 #include "common/inference/compute_precision.h"
@@ -74,20 +75,6 @@ struct RuntimeOptions {
   // Builds the MoE executor from the assembled parts (the node's
   // distributed executor); null: a LocalMoeExecutor.
   std::function<Result<std::unique_ptr<MoeExecutor>>(ModelRuntime&)> make_executor;
-};
-
-// One device as the runtime holds it.
-struct RuntimeDevice {
-  std::string name;  // "cpu", "cpu:1", "cuda:0"
-  backend::DeviceKind kind = backend::DeviceKind::kCpu;
-  std::string label;  // for logs: "cpu:1 (cores 1)", "cuda:0 (NVIDIA H100 ...)"
-  uint64_t expert_budget_bytes = 0;
-  uint64_t total_bytes = 0;
-  uint64_t available_bytes = 0;  // at open, before loading
-  std::vector<int> cpus;         // CPU device: the cores its threads run on (empty: any)
-  int n_threads = 0;             // CPU device
-  int numa_node = -1;            // CPU device bound to a NUMA node
-  int gpu_index = -1;            // GPU: index among the GPUs of the list
 };
 
 class ModelRuntime {
@@ -128,8 +115,6 @@ class ModelRuntime {
   struct Gpus;  // the GPU backend's state (model_runtime.cpp)
   ModelRuntime() = default;
 
-  Status resolve_devices(const RuntimeOptions& options);
-  Status plan_budgets(const RuntimeOptions& options);
   Status choose_initial_experts(const RuntimeOptions& options, std::vector<ExpertRef>* keys,
                                 std::vector<int32_t>* devices) const;
   Status load_weights(const RuntimeOptions& options, const std::vector<ExpertRef>& keys,
