@@ -6,7 +6,8 @@
 //
 // Signals: SIGTERM / SIGINT stop cleanly; SIGHUP reloads the --placement
 // file (standalone mode). Exit codes: 0 stopped, 1 could not start (the
-// message names the flag or file), 2 refused by the scheduler.
+// message names the flag or file), 2 refused by the scheduler. --doctor
+// checks the set-up instead of starting (node_doctor.h).
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -14,7 +15,9 @@
 #include <cstdio>
 #include <string>
 
+#include "common/runtime/doctor_report.h"
 #include "edge_node/agent/node_agent.h"
+#include "edge_node/agent/node_doctor.h"
 #include "edge_node/agent/node_options.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +28,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("dancemoe-node 0.1.0"));
   node::NodeOptions options;
   std::shared_ptr<node::RawNodeFlags> raw = node::add_node_flags(app, &options);
+  bool doctor = false;
+  app.add_flag("--doctor", doctor,
+               "check this machine for a node with these flags (model, devices, ports, keys, "
+               "scheduler, clock), print one line per check and exit: 0 nothing failed, 1 a "
+               "check failed; loads no weights");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -32,8 +40,20 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;
   }
   if (Status s = node::finish_node_flags(*raw, &options); !s.is_ok()) {
-    std::fprintf(stderr, "dancemoe-node: %s\n", s.message().c_str());
+    if (doctor) {
+      DoctorReport flags;
+      flags.fail("flags", s.message(), "dancemoe-node --help lists the flags and their forms");
+      std::fputs(flags.format().c_str(), stdout);
+    } else {
+      std::fprintf(stderr, "dancemoe-node: %s\n", s.message().c_str());
+    }
     return 1;
+  }
+  if (doctor) {
+    spdlog::set_level(spdlog::level::err);
+    const DoctorReport report = node::check_node(options);
+    std::fputs(report.format().c_str(), stdout);
+    return report.failed() ? 1 : 0;
   }
   spdlog::set_level(spdlog::level::from_str(options.log_level));
   spdlog::set_pattern("[%H:%M:%S.%e] [" + options.node_id + "] [%l] %v");

@@ -7,7 +7,8 @@
 // Every setting is a TOML key and a flag (scheduler/config/scheduler_config.h);
 // --help lists them with units and defaults. Exit codes, as the node's: 0
 // after a clean stop (SIGTERM/SIGINT), 1 when it cannot start (a bad flag,
-// configuration or model, a database or port it cannot use).
+// configuration or model, a database or port it cannot use, a key).
+// --doctor checks the set-up instead of starting (daemon/scheduler_doctor.h).
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -21,6 +22,7 @@
 #include "common/net/curve_keys.h"
 #include "scheduler/config/scheduler_config.h"
 #include "scheduler/daemon/control_server.h"
+#include "scheduler/daemon/scheduler_doctor.h"
 #include "scheduler/daemon/service.h"
 #include "scheduler/store/store.h"
 
@@ -56,10 +58,10 @@ int serve(const SchedulerConfig& config) {
   std::optional<net::CurveKeyPair> own_key;
   if (!config.insecure) {
     Result<net::CurveKeyPair> pair = net::read_secret_key_file(config.secret_key);
-    if (!pair.is_ok()) return fail("--secret-key: " + pair.status().message(), 2);
+    if (!pair.is_ok()) return fail("--secret-key: " + pair.status().message(), 1);
     own_key = *pair;
     Result<KeyRing> ring = KeyRing::load(config.nodes_keys, config.operator_keys);
-    if (!ring.is_ok()) return fail(ring.status().message(), 2);
+    if (!ring.is_ok()) return fail(ring.status().message(), 1);
     keys = std::move(*ring);
     spdlog::info("CurveZMQ on: {} admitted node key(s), {} operator key(s); public key {}",
                  keys.node_keys().size(), keys.n_operator_keys(), own_key->public_key);
@@ -128,6 +130,11 @@ int main(int argc, char** argv) {
                                                                                        : "TEXT";
     flags[key.name] = app.add_option(flag_name(key), flag_values[key.name], help)->type_name(type);
   }
+  bool doctor = false;
+  app.add_flag("--doctor", doctor,
+               "check this machine for a scheduler with this configuration (model, database, "
+               "port, keys), print one line per check and exit: 0 nothing failed, 1 a check "
+               "failed; changes nothing");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -135,16 +142,24 @@ int main(int argc, char** argv) {
   }
 
   SchedulerConfig config;
-  if (!config_file.empty()) {
-    const Status loaded = apply_toml_file(config_file, &config);
-    if (!loaded.is_ok()) return fail(loaded.message(), 1);
-  }
+  Status configured = Status::ok();
+  if (!config_file.empty()) configured = apply_toml_file(config_file, &config);
   for (const ConfigKey& key : config_keys()) {
-    if (flags[key.name]->count() == 0) continue;
-    const Status set = set_from_text(key, flag_values[key.name], &config);
-    if (!set.is_ok()) return fail(set.message(), 1);
+    if (!configured.is_ok() || flags[key.name]->count() == 0) continue;
+    configured = set_from_text(key, flag_values[key.name], &config);
   }
-  const Status valid = config.validate();
-  if (!valid.is_ok()) return fail(valid.message(), 1);
+  if (configured.is_ok()) configured = config.validate();
+  if (doctor) {
+    DoctorReport report;
+    if (configured.is_ok()) {
+      report = check_scheduler(config);
+    } else {
+      report.fail("config", configured.message(),
+                  "dancemoe-scheduler --help lists the settings and their ranges");
+    }
+    std::fputs(report.format().c_str(), stdout);
+    return report.failed() ? 1 : 0;
+  }
+  if (!configured.is_ok()) return fail(configured.message(), 1);
   return serve(config);
 }

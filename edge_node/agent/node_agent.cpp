@@ -7,10 +7,8 @@
 #include <optional>
 
 #include "common/net/curve_keys.h"
-#include "common/net/endpoint.h"
-#include "common/net/port_probe.h"
 #include "common/placement/placement_json.h"
-#include "common/runtime/host_processes.h"
+#include "edge_node/agent/node_preflight.h"
 #include "edge_node/agent/node_resources.h"
 
 namespace dancemoe::node {
@@ -53,7 +51,7 @@ Result<std::unique_ptr<NodeAgent>> NodeAgent::start(const NodeOptions& options) 
 
 Status NodeAgent::init() {
   DMOE_RETURN_IF_ERROR(load_keys());
-  DMOE_RETURN_IF_ERROR(check_ports());
+  DMOE_RETURN_IF_ERROR(check_node_ports(options_));
   DMOE_RETURN_IF_ERROR(build_runtime());
   DMOE_RETURN_IF_ERROR(start_expert_service());
   if (!options_.placement_file.empty()) DMOE_RETURN_IF_ERROR(apply_placement_file());
@@ -132,14 +130,15 @@ Status NodeAgent::build_runtime() {
     p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
   }
 
-  DMOE_RETURN_IF_ERROR(check_shared_host());
+  DMOE_RETURN_IF_ERROR(check_shared_host(options_));
+  const DeviceRequest devices = node_device_request(o);
   RuntimeOptions runtime;
-  runtime.devices = o.devices;
-  runtime.precision = o.precision;
+  runtime.devices = devices.devices;
+  runtime.precision = devices.precision;
   runtime.experts = std::vector<ExpertRef>{};
-  if (o.expert_memory_bytes > 0) runtime.expert_memory_bytes = o.expert_memory_bytes;
-  runtime.host_reserved_bytes = o.offload_cache_bytes;
-  runtime.kv_cache_tokens = o.context_tokens;
+  runtime.expert_memory_bytes = devices.expert_memory_bytes;
+  runtime.host_reserved_bytes = devices.host_reserved_bytes;
+  runtime.kv_cache_tokens = devices.kv_cache_tokens;
   runtime.reserve_gpu_expert_budget = true;  // the placement brings the experts later
   runtime.make_executor = [this](ModelRuntime& rt) -> Result<std::unique_ptr<MoeExecutor>> {
     NodeParts& parts = *parts_;
@@ -199,28 +198,6 @@ Status NodeAgent::build_runtime() {
 
 // The ports this node will bind, checked before the weights are loaded
 // (minutes for a large model) rather than after.
-Status NodeAgent::check_ports() const {
-  DMOE_ASSIGN_OR_RETURN(net::HostPort http, net::parse_http_address("--http", options_.http, true));
-  DMOE_RETURN_IF_ERROR(net::check_tcp_port_free("--http", http.host, http.port));
-  DMOE_ASSIGN_OR_RETURN(net::HostPort experts,
-                        net::parse_tcp_endpoint("--experts", options_.experts_bind, true));
-  return net::check_tcp_port_free("--experts", experts.host, experts.port);
-}
-
-// Two nodes on one host must not both claim all of its free memory for
-// experts: with another dancemoe-node running, a budget must be given.
-Status NodeAgent::check_shared_host() const {
-  const NodeOptions& o = options_;
-  const bool every_device_sized = o.devices.expert_memory.size() == o.devices.devices.size();
-  if (o.expert_memory_bytes > 0 || every_device_sized) return Status::ok();
-  const std::vector<int> others = processes_named("dancemoe-node");
-  if (others.empty()) return Status::ok();
-  return failed_precondition(
-      "another dancemoe-node (pid " + std::to_string(others.front()) +
-      ") runs on this host, and both would take all of its free memory for experts: give each "
-      "node its share with --expert-memory BYTES (or --device-memory DEV=BYTES for every device)");
-}
-
 Status NodeAgent::start_expert_service() {
   NodeParts& p = *parts_;
   const NodeOptions& o = options_;

@@ -57,8 +57,6 @@ class NodeAgent {
   Status init();
   Status load_keys();
   Status build_runtime();
-  Status check_shared_host() const;
-  Status check_ports() const;
   Status start_expert_service();
   Status apply_placement_file();
   void start_scheduler_link();

@@ -34,14 +34,16 @@ std::pair<bool, std::string> NodeHttpBackend::health() {
   if (p.migration->committed_version() == 0) {
     return {false, link.attached ? "attached; no placement committed yet"
                                  : "not attached to the scheduler at " + options_.scheduler +
-                                       " and no placement committed yet"};
+                                       " and no placement committed yet" +
+                                       (link.reason.empty() ? "" : " (" + link.reason + ")")};
   }
   // The node keeps answering prompts on its committed placement while the
   // scheduler is away, but it is not healthy: it cannot report, migrate or
   // be repaired until it re-attaches (the contract for /health).
   if (!link.attached) {
-    return {false, "not attached to the scheduler at " + options_.scheduler +
-                       " (reconnecting); still answering prompts on placement v" +
+    return {false, "not attached to the scheduler at " + options_.scheduler + " (reconnecting" +
+                       (link.reason.empty() ? "" : ": " + link.reason) +
+                       "); still answering prompts on placement v" +
                        std::to_string(p.migration->committed_version())};
   }
   return {true, ""};

@@ -227,7 +227,9 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (!o->scheduler.empty()) {
     DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--scheduler", o->scheduler).status());
   }
-  DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--experts", o->experts_bind, true).status());
+  if (!o->experts_bind.empty()) {  // empty: derived from --advertise below
+    DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--experts", o->experts_bind, true).status());
+  }
   if (!o->advertise.empty()) {
     DMOE_RETURN_IF_ERROR(net::parse_tcp_endpoint("--advertise", o->advertise).status());
   }

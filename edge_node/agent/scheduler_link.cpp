@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <random>
+
 #include "common/net/poller.h"
 #include "common/net/zmq_transport.h"
 #include "common/placement/placement_json.h"
@@ -10,6 +12,15 @@ namespace dancemoe::node {
 namespace {
 
 constexpr std::chrono::milliseconds kPoll{50};
+constexpr std::chrono::milliseconds kRepeatWarning{60000};
+
+// Errors in reply to a Register that a later attempt may not get: anything
+// but a scheduler too busy to answer. A wrong cluster id, protocol version
+// or malformed registration will be refused the same way every time.
+bool final_registration_error(StatusCode code) {
+  return code != StatusCode::kUnavailable && code != StatusCode::kResourceExhausted &&
+         code != StatusCode::kDeadlineExceeded;
+}
 
 }  // namespace
 
@@ -47,10 +58,17 @@ bool SchedulerLink::open_socket() {
   socket_.reset();  // linger 0: whatever was queued for the old connection is dropped
   net::SocketOptions options;
   options.routing_id = options_.node_id;
-  options.send_timeout = std::chrono::milliseconds(0);  // never block this thread on a send
   if (options_.members && options_.members->secure()) {
     options.curve = net::CurveOptions{*options_.members->own(), options_.scheduler_key};
+    // Unique per connection: the scheduler's ROUTER drops a second
+    // connection whose routing id is in use, so a second node given an id
+    // already in use would wait unanswered forever. With its own routing id
+    // its Register arrives and is refused by name (the id is bound to the
+    // first node's key). Without keys there is no identity to refuse by:
+    // the duplicate stays unanswered (and says so in its log).
+    options.routing_id += "#" + std::to_string(std::random_device{}());
   }
+  options.send_timeout = std::chrono::milliseconds(0);  // never block this thread on a send
   Result<zmq::socket_t> socket = net::make_socket(context_, zmq::socket_type::dealer, options);
   if (!socket.is_ok()) {
     spdlog::error("scheduler link: {}", socket.status().to_string());
@@ -92,6 +110,18 @@ void SchedulerLink::lose(const std::string& why) {
   status_.reason = why;
 }
 
+void SchedulerLink::refuse(const std::string& reason) {
+  spdlog::error("the scheduler at {} refused this node: {}", options_.endpoint, reason);
+  refused_.store(true);
+  state_ = State::kDisconnected;
+  next_register_ = Millis::max();
+  socket_.reset();
+  std::lock_guard<std::mutex> lock(status_mutex_);
+  status_.refused = true;
+  status_.attached = false;
+  status_.reason = reason;
+}
+
 void SchedulerLink::collect_reports(Millis now) {
   if (now - last_report_ < report_interval_) return;
   last_report_ = now;
@@ -111,19 +141,35 @@ void SchedulerLink::run() {
     if (state_ == State::kDisconnected && now >= next_register_) {
       if (open_socket()) {
         send(build_register_());
+        register_sequence_ = sequence_;
         state_ = State::kRegistering;
         register_sent_ = now;
+        if (unanswered_since_ == Millis{0}) unanswered_since_ = now;
       } else {
         next_register_ = now + options_.max_backoff;
       }
     }
     if (state_ == State::kRegistering && now - register_sent_ > options_.register_timeout) {
-      lose("no RegisterReply within " + std::to_string(options_.register_timeout.count()) + " ms" +
-           (options_.members && options_.members->secure()
-                ? " (a scheduler that does not admit this node's key, or whose key is not "
-                  "--scheduler-key, never answers)"
-                : ""));
+      const std::string why =
+          "no answer from the scheduler at " + options_.endpoint + " within " +
+          std::to_string(options_.register_timeout.count()) +
+          " ms (is dancemoe-scheduler running there, and is --scheduler its control endpoint?" +
+          (options_.members && options_.members->secure()
+               ? " A scheduler that has not admitted this node's key, or whose key is not "
+                 "--scheduler-key, never answers."
+               : "") +
+          ")";
+      lose(why);
       backoff_ = std::min<Millis>(backoff_ * 2, options_.max_backoff);
+      // Said once, then again every minute while it lasts: the log shows
+      // that the node is waiting, and why, without a line per attempt.
+      if (last_unanswered_log_ == Millis{0} || now - last_unanswered_log_ >= kRepeatWarning) {
+        last_unanswered_log_ = now;
+        spdlog::warn(
+            "not attached: {}; retrying every {} s (for {} s so far)", why,
+            std::chrono::duration_cast<std::chrono::seconds>(options_.max_backoff).count(),
+            std::chrono::duration_cast<std::chrono::seconds>(now - unanswered_since_).count());
+      }
     }
     if (socket_) {
       while (std::optional<net::ReceivedMessage> m =
@@ -179,16 +225,11 @@ void SchedulerLink::run() {
 void SchedulerLink::handle(const proto::Envelope& e) {
   if (const auto* reply = std::get_if<proto::RegisterReply>(&e.body)) {
     if (!reply->accepted) {
-      spdlog::error("the scheduler at {} refused this node: {}", options_.endpoint, reply->reason);
-      refused_.store(true);
-      std::lock_guard<std::mutex> lock(status_mutex_);
-      status_.refused = true;
-      status_.reason = reply->reason;
-      state_ = State::kDisconnected;
-      next_register_ = Millis::max();
-      socket_.reset();
+      refuse(reply->reason);
       return;
     }
+    unanswered_since_ = Millis{0};
+    last_unanswered_log_ = Millis{0};
     if (reply->heartbeat_interval_ms > 0) {
       heartbeat_interval_ = std::chrono::milliseconds(reply->heartbeat_interval_ms);
     }
@@ -255,6 +296,11 @@ void SchedulerLink::handle(const proto::Envelope& e) {
     return;
   }
   if (const auto* error = std::get_if<proto::Error>(&e.body)) {
+    if (state_ == State::kRegistering && error->in_reply_to == register_sequence_ &&
+        final_registration_error(error->code)) {
+      refuse(std::string(status_code_name(error->code)) + ": " + error->message);
+      return;
+    }
     spdlog::warn("scheduler error: {}: {}", status_code_name(error->code), error->message);
     if (error->code == StatusCode::kNotFound && state_ == State::kAttached) {
       // A restarted scheduler (or one that marked us down) no longer knows

@@ -4,8 +4,11 @@
 //   register    Register (node id, model id, devices with expert budget and
 //               measured load bandwidth, endpoints, resident experts,
 //               committed version) until a RegisterReply; a refusal (e.g. a
-//               different model id) is final: refused() turns true with the
-//               scheduler's reason and the agent exits.
+//               different model id), or an Error in reply to the Register
+//               (a different cluster id or protocol version), is final:
+//               refused() turns true with the scheduler's reason and the
+//               agent exits 2. No answer at all is logged as a warning once
+//               and then every minute while it lasts, with the endpoint.
 //   attached    Heartbeat every heartbeat interval (the scheduler's, from the
 //               reply), activation reports every report interval (the
 //               --report-interval flag when given, else the scheduler's,
@@ -102,6 +105,7 @@ class SchedulerLink {
   void send(proto::Body body, uint64_t sequence = 0);
   void handle(const proto::Envelope& envelope);
   void lose(const std::string& why);
+  void refuse(const std::string& reason);
   void collect_reports(Millis now);
   Millis steady_now() const { return Millis(options_.clock->steady_ms()); }
 
@@ -122,6 +126,9 @@ class SchedulerLink {
   uint64_t sequence_ = 0;
   Millis next_register_{0};
   Millis register_sent_{0};
+  uint64_t register_sequence_ = 0;
+  Millis unanswered_since_{0};     // first Register of the current unanswered run (0: none)
+  Millis last_unanswered_log_{0};  // last "not attached" warning (0: none yet)
   Millis last_heard_{0};
   Millis last_heartbeat_{0};
   Millis last_report_{0};

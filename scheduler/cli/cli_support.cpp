@@ -1,9 +1,12 @@
 #include "scheduler/cli/cli_support.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 
 namespace dancemoe::cli {
 
@@ -33,6 +36,29 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& text) {
     pos = comma + 1;
   }
   return ids;
+}
+
+Result<std::filesystem::path> locate_binary(const std::string& name) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::filesystem::path> candidates;
+  if (!ec) {
+    const std::filesystem::path dir = self.parent_path();
+    candidates = {dir / name, dir.parent_path() / "scheduler" / name,
+                  dir.parent_path() / "edge_node" / name};
+  }
+  if (const char* path = std::getenv("PATH")) {
+    std::stringstream dirs(path);
+    std::string d;
+    while (std::getline(dirs, d, ':')) {
+      if (!d.empty()) candidates.push_back(std::filesystem::path(d) / name);
+    }
+  }
+  for (const std::filesystem::path& c : candidates) {
+    if (::access(c.c_str(), X_OK) == 0) return c;
+  }
+  return not_found(name + ": not found next to dancemoe (" + self.parent_path().string() +
+                   "), in the build tree, or on PATH; build it or put it on PATH");
 }
 
 }  // namespace dancemoe::cli

@@ -248,8 +248,9 @@ TEST_CASE("node start-up: bad flags and a bad placement file exit 1 naming the p
     CHECK(second.err.find("another dancemoe-node (pid") != std::string::npos);
     CHECK(second.err.find("--expert-memory") != std::string::npos);
   }
-  auto no_model = run_process({DMOE_NODE_PATH, "--model", (work.path() / "nope").string(),
-                               "--node-id", "a", "--placement", (work.path() / "p.json").string(), "--insecure"});
+  auto no_model =
+      run_process({DMOE_NODE_PATH, "--model", (work.path() / "nope").string(), "--node-id", "a",
+                   "--placement", (work.path() / "p.json").string(), "--insecure"});
   CHECK(no_model.exit_code == 1);
   CHECK(no_model.err.find("nope") != std::string::npos);
 }

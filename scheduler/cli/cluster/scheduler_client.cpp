@@ -4,8 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "common/net/endpoint.h"
-#include "common/net/zmq_transport.h"
+#include "common/net/status_request.h"
 #include "scheduler/cli/cli_support.h"
 
 namespace dancemoe::cli {
@@ -33,55 +32,21 @@ void add_cluster_options(CLI::App* command, ClusterOptions* options) {
 Result<nlohmann::json> query_scheduler(const ClusterOptions& options, const std::string& what,
                                        const nlohmann::json& arguments) {
   DMOE_ASSIGN_OR_RETURN(const ClientSettings client, resolve_client_settings(options.client));
-  zmq::context_t context(1);
-  net::SocketOptions socket_options;
-  socket_options.send_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.timeout_s * 1000.0)));
-  socket_options.curve = client.curve;
-  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
-                        net::make_socket(context, zmq::socket_type::dealer, socket_options));
-  DMOE_RETURN_IF_ERROR(net::connect(socket, client.scheduler).with_context("--scheduler"));
-  proto::Envelope request;
+  net::StatusRequestOptions request;
+  request.endpoint = client.scheduler;
+  request.curve = client.curve;
   request.cluster_id = options.cluster_id;
-  request.sender = "dancemoe-cli";
-  request.sequence = 1;
-  request.body = proto::StatusRequest{what, arguments.dump()};
-  const std::string unreachable =
-      "no answer from the scheduler at " + client.scheduler + " within " +
-      [&] {
-        std::ostringstream s;
-        s << options.timeout_s;
-        return s.str();
-      }() +
+  request.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(std::ceil(options.timeout_s * 1000.0)));
+  std::ostringstream timeout;
+  timeout << options.timeout_s;
+  request.unreachable_message =
+      "no answer from the scheduler at " + client.scheduler + " within " + timeout.str() +
       " s (is dancemoe-scheduler running there? see --scheduler and --timeout" +
       (client.curve ? "; a scheduler that does not admit the key " + client.key_file +
                           ", or whose key is not --scheduler-key, never answers)"
                     : "; a scheduler with keys never answers --insecure)");
-  if (!net::send_message(socket, request).is_ok()) return unavailable(unreachable);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return unavailable(unreachable);
-    std::optional<net::ReceivedMessage> reply =
-        net::receive_message(socket, left, /*router=*/false);
-    if (!reply) return unavailable(unreachable);
-    if (!reply->envelope.is_ok()) {
-      return unavailable("the scheduler's answer could not be read: " +
-                         reply->envelope.status().message());
-    }
-    const proto::Envelope& env = *reply->envelope;
-    if (const auto* error = std::get_if<proto::Error>(&env.body)) {
-      return Status(error->code, error->message);
-    }
-    if (const auto* status = std::get_if<proto::StatusReply>(&env.body)) {
-      nlohmann::json json = nlohmann::json::parse(status->json, nullptr, false);
-      if (json.is_discarded()) return internal_error("the scheduler answered with invalid JSON");
-      return json;
-    }
-    // Anything else is not for us; keep waiting for the answer.
-  }
+  return net::request_status(request, what, arguments);
 }
 
 int run_cluster_query(const std::string& command, const ClusterOptions& options,

@@ -19,12 +19,9 @@
 
 #include "common/base/status.h"
 #include "common/runtime/child_process.h"
+#include "scheduler/cli/cli_support.h"
 
 namespace dancemoe::cli {
-
-// A dancemoe executable: next to the running `dancemoe` (installed layout),
-// in the build tree's scheduler/ or edge_node/ folder, else on PATH.
-Result<std::filesystem::path> locate_binary(const std::string& name);
 
 struct DemoNodeSpec {
   std::string id;

@@ -255,4 +255,30 @@ TEST_CASE("scheduler link: a refusal is final and carries the scheduler's reason
   CHECK_FALSE(scheduler.expect<proto::Register>(700ms));  // no retry
 }
 
+TEST_CASE("scheduler link: an Error in reply to the Register is a final refusal") {
+  Fixture f;
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
+  f.start_link(scheduler.endpoint());
+  auto reg = scheduler.expect<proto::Register>(5s);
+  REQUIRE(reg);
+  // What the scheduler answers a node of another cluster.
+  scheduler.send(proto::Error{StatusCode::kFailedPrecondition,
+                              "cluster id 'lab2' (a) != 'default' (scheduler)",
+                              reg->first.sequence});
+  CHECK(f.advance_until([&] { return f.link->refused(); }));
+  CHECK(f.link->status().reason.find("cluster id 'lab2'") != std::string::npos);
+  CHECK_FALSE(scheduler.expect<proto::Register>(700ms));  // no retry
+}
+
+TEST_CASE("scheduler link: a busy scheduler's Error to the Register is retried") {
+  Fixture f;
+  ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
+  f.start_link(scheduler.endpoint());
+  auto reg = scheduler.expect<proto::Register>(5s);
+  REQUIRE(reg);
+  scheduler.send(proto::Error{StatusCode::kUnavailable, "busy", reg->first.sequence});
+  CHECK(scheduler.expect<proto::Register>(10s));
+  CHECK_FALSE(f.link->refused());
+}
+
 }  // namespace dancemoe::node
