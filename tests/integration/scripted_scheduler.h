@@ -29,7 +29,7 @@ namespace dancemoe::testing {
 class ScriptedScheduler {
  public:
   struct Received {
-    std::string from;
+    std::string from;  // the sender's node id (envelope sender)
     proto::Envelope envelope;
   };
 
@@ -70,7 +70,10 @@ class ScriptedScheduler {
         ++bad_messages;
         continue;
       }
-      Received r{m->routing_id, std::move(*m->envelope)};
+      // Nodes are known by the id they send; their connection's routing id
+      // (node id plus a per-connection suffix with keys) is where replies go.
+      routes_[m->envelope->sender] = m->routing_id;
+      Received r{m->envelope->sender, std::move(*m->envelope)};
       if (std::holds_alternative<proto::Heartbeat>(r.envelope.body)) {
         ++heartbeats[r.from];
         if (auto_ack_heartbeats) send(r.from, proto::Ack{r.envelope.sequence});
@@ -129,7 +132,8 @@ class ScriptedScheduler {
     e.sender = "scheduler";
     e.sequence = ++sequence_;
     e.body = std::move(body);
-    REQUIRE(net::send_message(socket_, e, {}, to).is_ok());
+    const auto route = routes_.find(to);
+    REQUIRE(net::send_message(socket_, e, {}, route != routes_.end() ? route->second : to).is_ok());
     return e.sequence;
   }
 
@@ -148,6 +152,7 @@ class ScriptedScheduler {
   zmq::socket_t socket_;
   std::string endpoint_;
   uint64_t sequence_ = 0;
+  std::map<std::string, std::string> routes_;  // node id -> routing id
 };
 
 }  // namespace dancemoe::testing
