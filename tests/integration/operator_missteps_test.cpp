@@ -3,14 +3,11 @@
 // the value and the form expected (or the fix), the exit code is the
 // documented one (daemons: 1 cannot start, 2 refused), and it happens
 // before any weight is read.
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "tests/integration/node_cluster.h"
+#include "tests/support/listening_port.h"
 #include "tests/support/process.h"
 #include "tests/support/scheduler_process.h"
 
@@ -78,44 +75,12 @@ TEST_CASE("missteps: a missing required flag exits 1, not the argument library's
 
 TEST_CASE("missteps: an HTTP port in use is refused before the weights are loaded") {
   Model m;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const std::string http = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  ListeningPort held;
+  const std::string http = "127.0.0.1:" + std::to_string(held.port());
   check_refused(run_process(m.node({"--placement", (m.work.path() / "p.json").string(), "--http",
                                     http, "--experts", "tcp://127.0.0.1:*", "--insecure"})),
                 1, {"--http " + http, "in use"});
-  ::close(fd);
 }
-
-// A port bound (and listening) for the test's lifetime: "in use".
-class BusyPort {
- public:
-  BusyPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd_, 1) == 0);
-    socklen_t len = sizeof addr;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~BusyPort() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 std::vector<std::string> attached_node(SchedulerProcess& s, const std::string& id,
                                        std::vector<std::string> extra) {
@@ -214,7 +179,7 @@ TEST_CASE("doctor: a healthy node set-up passes every check, a broken one names 
   s.keys().pair("b");
   const std::filesystem::path loose = s.keys().secret("b");
   ::chmod(loose.c_str(), 0644);
-  BusyPort busy;
+  ListeningPort busy;
   const ProcessResult broken = run_process(
       {DMOE_NODE_PATH, "--doctor", "--model", (work.path() / "nope").string(), "--node-id", "b",
        "--scheduler", s.endpoint(), "--http", "127.0.0.1:" + std::to_string(busy.port()),

@@ -1,13 +1,10 @@
 // The addresses operators type, and what they are told about the usual slips.
 #include "common/net/endpoint.h"
 
-#include <arpa/inet.h>
 #include <doctest/doctest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "common/net/port_probe.h"
+#include "tests/support/listening_port.h"
 
 namespace dancemoe::net {
 namespace {
@@ -60,21 +57,13 @@ TEST_CASE("endpoints: HTTP addresses with or without http://, never with a path"
 }
 
 TEST_CASE("port probe: a port in use is named, a free one passes") {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 1) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  const int port = ntohs(addr.sin_port);
+  testing::ListeningPort held;
+  const int port = held.port();
   Status busy = check_tcp_port_free("--http", "127.0.0.1", port);
   CHECK(busy.code() == StatusCode::kUnavailable);
   CHECK(busy.message().find("--http 127.0.0.1:" + std::to_string(port)) != std::string::npos);
   CHECK(busy.message().find("in use") != std::string::npos);
-  ::close(fd);
+  held.close();
   CHECK(check_tcp_port_free("--http", "127.0.0.1", port).is_ok());
   CHECK(check_tcp_port_free("--http", "127.0.0.1", 0).is_ok());
   CHECK_FALSE(check_tcp_port_free("--http", "203.0.113.7", 8080).is_ok());  // not this host
