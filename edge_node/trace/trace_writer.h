@@ -1,7 +1,7 @@
 // TraceWriter: `dancemoe-node --record-trace FILE` -- the router's choices
 // for every token this node serves, in the simulator's routing-trace format
-// (docs/placement/trace-format.md; the reader is scheduler/sim/trace.h,
-// which the node may not include, so the format is written again here):
+// (docs/placement/trace-format.md; the reader is
+// common/placement/routing_trace.h, which writes whole traces, not a stream):
 //
 //   origin_node,request_id,token_index,layer,e0,...,e{k-1}
 //

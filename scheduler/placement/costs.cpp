@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "scheduler/placement/step_model.h"
+
 namespace dancemoe::placement {
 namespace {
 
@@ -82,11 +84,19 @@ uint64_t migration_bytes(const Problem& problem, const Placement& from, const Pl
   return bytes;
 }
 
+double objective_cost_s(const Problem& problem, const Placement& placement, Objective objective) {
+  if (objective == Objective::kLatency) {
+    Result<StepModel> steps = StepModel::create(problem);
+    if (steps.is_ok()) return evaluate_steps(problem, *steps, placement).cost_s;
+  }
+  return proxy_cost_s(problem, placement);
+}
+
 GateDecision evaluate_gate(const Problem& problem, const Placement& current,
-                           const Placement& proposed) {
+                           const Placement& proposed, Objective objective) {
   GateDecision gate;
-  gate.cost_current_s = proxy_cost_s(problem, current);
-  gate.cost_new_s = proxy_cost_s(problem, proposed);
+  gate.cost_current_s = objective_cost_s(problem, current, objective);
+  gate.cost_new_s = objective_cost_s(problem, proposed, objective);
   gate.migration_s = migration_s(problem, current, proposed);
   const int32_t n_total = problem.model.n_experts_total();
   std::vector<uint8_t> covered(n_total, 0);

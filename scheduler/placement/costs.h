@@ -9,6 +9,8 @@
 //   migration time            T_mig(P, P') = sum over (n, g, x) held by P' and not by P
 //                                  of bytes(x) / devices[n][g].load_bytes_per_s
 //   gate                      adopt P' iff C(P') + T_mig(P, P') < C(P)
+//                             (C is the proxy cost above, or the latency cost
+//                             C_lat of step_model.h for policies that minimise it)
 //
 // T_mig counts what a node must load. An expert that appears on a device of
 // P' where P did not have it costs one load on that device: a brand-new
@@ -46,6 +48,12 @@ double local_hit_ratio(const Problem& problem, const Placement& placement);
 double migration_s(const Problem& problem, const Placement& from, const Placement& to);
 uint64_t migration_bytes(const Problem& problem, const Placement& from, const Placement& to);
 
+// What a policy minimises, and so what its gate compares (policy.h).
+enum class Objective {
+  kActivations,  // the paper's proxy cost C(P) above: remote activations x delta
+  kLatency,      // C_lat (step_model.h): steps that wait for a peer, and second peers
+};
+
 struct GateDecision {
   double cost_current_s = 0.0;  // C(P)
   double cost_new_s = 0.0;      // C(P')
@@ -54,7 +62,14 @@ struct GateDecision {
   bool coverage_repair = false;  // P left an expert uncovered: adopted without the test
 };
 
+// C(P) and C(P') in the given objective's terms (T_mig is the same for
+// both). kLatency needs Activations::experts_per_token; without it the gate
+// compares the proxy cost.
 GateDecision evaluate_gate(const Problem& problem, const Placement& current,
-                           const Placement& proposed);
+                           const Placement& proposed,
+                           Objective objective = Objective::kActivations);
+
+// C(P) in the objective's terms, seconds over the horizon.
+double objective_cost_s(const Problem& problem, const Placement& placement, Objective objective);
 
 }  // namespace dancemoe::placement

@@ -11,7 +11,7 @@ namespace {
 // An explicit table rather than self-registration: objects of a static
 // library that nothing references are dropped by the linker, and a policy
 // must never silently disappear.
-constexpr std::array<PolicyInfo, 7> kPolicies = {{
+constexpr std::array<PolicyInfo, 8> kPolicies = {{
     {"uniform", "one copy of each expert, spread evenly; statistics unused", &place_uniform},
     {"redundance", "uniform, then spare memory filled with the globally most used experts",
      &place_redundance},
@@ -22,6 +22,10 @@ constexpr std::array<PolicyInfo, 7> kPolicies = {{
     {"optimal", "exact minimum of the proxy cost (min-cost flow)", &place_optimal},
     {"optimal-migration", "exact minimum of C(P') + T_mig(P, P') in seconds",
      &place_optimal_migration},
+    {"latency",
+     "fewest steps waiting for a peer: co-activated experts and whole layers together, "
+     "migration-aware",
+     &place_latency, Objective::kLatency},
 }};
 
 }  // namespace

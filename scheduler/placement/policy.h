@@ -18,6 +18,9 @@
 //                      and memory (min-cost flow; heuristic for unequal sizes)
 //   optimal-migration  exact optimum of C(P') + T_mig(P, P') in seconds given
 //                      the current placement (the gate's left-hand side)
+//   latency            fewest steps waiting for a peer (step_model.h): whole
+//                      layers and co-activated experts together, migration-
+//                      aware; its gate compares the latency cost C_lat
 //
 // Design notes and measurements: docs/placement-report.md.
 #pragma once
@@ -27,6 +30,7 @@
 #include <string_view>
 
 #include "common/base/status.h"
+#include "scheduler/placement/costs.h"
 #include "scheduler/placement/types.h"
 
 namespace dancemoe::placement {
@@ -37,9 +41,11 @@ struct PolicyInfo {
   // Takes a validated problem (validate_problem); returns a placement that
   // covers every expert and respects every device's memory, or an error.
   Result<Placement> (*place)(const Problem& problem);
+  // What it minimises: the gate compares C in these terms (costs.h).
+  Objective objective = Objective::kActivations;
 };
 
-// Every policy, in a fixed order: baselines, the paper's, then the exact ones.
+// Every policy, in a fixed order: baselines, the paper's, the exact ones, latency.
 std::span<const PolicyInfo> all_policies();
 
 // nullptr when no policy has that name.

@@ -104,6 +104,7 @@ Problem make_synthetic_problem(const SyntheticProblemSpec& spec) {
   const int32_t n_tasks = static_cast<int32_t>(profile.probability.size());
   problem.activations.counts.assign(spec.n_nodes,
                                     std::vector<double>(problem.model.n_experts_total(), 0.0));
+  problem.activations.experts_per_token = spec.top_k;
   for (int32_t n = 0; n < spec.n_nodes; ++n) {
     const auto& task = profile.probability[n % n_tasks];
     for (int32_t l = 0; l < problem.model.n_layers(); ++l) {

@@ -44,6 +44,11 @@ struct Node {
   // seconds: delta[n] of DESIGN.md §5.5.
   double remote_penalty_s = 0.0;
   std::vector<Device> devices;
+  // Measured mean compute time of one activation (one token through one
+  // expert) on this node's devices, seconds; 0 when unknown. The latency
+  // model (step_model.h) charges it for every remote activation: a peer
+  // computes it while the step waits.
+  double expert_compute_s = 0.0;
 };
 
 struct Cluster {
@@ -86,12 +91,29 @@ class ModelShape {
   std::vector<int32_t> layer_of_;  // size n_experts_total
 };
 
+// How often two experts of one layer were routed for the same token (a
+// co-activation), on one node over the window. a < b, both of one layer.
+struct PairCount {
+  ExpertIndex a = 0;
+  ExpertIndex b = 0;
+  double count = 0.0;
+  friend bool operator==(const PairCount&, const PairCount&) = default;
+};
+
 // f[n][x]: activation counts of expert x observed on node n over a window of
 // `window_s` seconds. Counts are doubles so that decayed windows fit; they
 // must be finite and non-negative.
+//
+// The latency model (step_model.h) also needs the experts each token picks
+// per layer (top-k: a layer's counts sum to k x its tokens) and, optionally,
+// the co-activation counts of some pairs per node: the nodes report the
+// pairs most above independence (docs/placement-latency.md); a pair that is
+// not listed is taken as independent.
 struct Activations {
   std::vector<std::vector<double>> counts;  // [n_nodes][n_experts_total]
   double window_s = 300.0;
+  int32_t experts_per_token = 0;              // top-k; 0: unknown
+  std::vector<std::vector<PairCount>> pairs;  // [n_nodes] (or empty: none known)
 };
 
 // Which device of which node holds which experts. experts[n][g] lists the

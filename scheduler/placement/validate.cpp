@@ -43,6 +43,10 @@ Status validate_cluster(const Cluster& cluster) {
       return invalid_argument(where + ".remote_penalty_s: expected a finite value >= 0, got " +
                               std::to_string(node.remote_penalty_s));
     }
+    if (!std::isfinite(node.expert_compute_s) || node.expert_compute_s < 0) {
+      return invalid_argument(where + ".expert_compute_s: expected a finite value >= 0, got " +
+                              std::to_string(node.expert_compute_s));
+    }
     if (node.devices.empty()) {
       return invalid_argument(where + ".devices: " + node_name(cluster, n) +
                               " has no device; a node that holds no experts (thin client) is "
@@ -60,6 +64,37 @@ Status validate_cluster(const Cluster& cluster) {
       if (!std::isfinite(device.load_bytes_per_s) || device.load_bytes_per_s <= 0) {
         return invalid_argument(dwhere + ".load_bytes_per_s: expected a finite value > 0, got " +
                                 std::to_string(device.load_bytes_per_s));
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Status validate_pairs(const Problem& problem) {
+  const Activations& act = problem.activations;
+  const ModelShape& model = problem.model;
+  if (act.experts_per_token < 0) {
+    return invalid_argument("experts_per_token: expected a count >= 0 (0: unknown), got " +
+                            std::to_string(act.experts_per_token));
+  }
+  if (act.pairs.empty()) return Status::ok();
+  if (act.pairs.size() != problem.cluster.nodes.size()) {
+    return invalid_argument("pairs: expected co-activation lists for " +
+                            std::to_string(problem.cluster.nodes.size()) + " nodes, got " +
+                            std::to_string(act.pairs.size()));
+  }
+  for (size_t n = 0; n < act.pairs.size(); ++n) {
+    for (const PairCount& p : act.pairs[n]) {
+      const std::string where = "pairs of " + node_name(problem.cluster, n);
+      if (p.a < 0 || p.b >= model.n_experts_total() || p.a >= p.b ||
+          model.layer_of(p.a) != model.layer_of(p.b)) {
+        return invalid_argument(where + ": expected two experts a < b of one layer, got " +
+                                std::to_string(p.a) + " and " + std::to_string(p.b));
+      }
+      if (!std::isfinite(p.count) || p.count < 0) {
+        return invalid_argument(where + ", " + describe_expert(model, p.a) + " with expert " +
+                                std::to_string(model.expert_in_layer(p.b)) +
+                                ": expected a finite count >= 0, got " + std::to_string(p.count));
       }
     }
   }
@@ -95,7 +130,7 @@ Status validate_activations(const Problem& problem) {
       }
     }
   }
-  return Status::ok();
+  return validate_pairs(problem);
 }
 
 Status validate_memory(const Problem& problem) {

@@ -161,6 +161,11 @@ Status read_placement(const JsonField& root, PlacementSchedule* p) {
                                                      static_cast<int64_t>(p->chunk_bytes)));
   DMOE_ASSIGN_OR_RETURN(p->migration_link_share,
                         f->finite_positive_or("migration_link_share", p->migration_link_share));
+  DMOE_ASSIGN_OR_RETURN(p->report_interval_s,
+                        f->finite_positive_or("report_interval_s", p->report_interval_s));
+  DMOE_ASSIGN_OR_RETURN(const int64_t pairs,
+                        f->int_in_or("coactivation_pairs", 0, 1 << 20, p->coactivation_pairs));
+  p->coactivation_pairs = static_cast<int32_t>(pairs);
   return Status::ok();
 }
 
@@ -265,6 +270,9 @@ Result<SimConfig> sim_config_from_json(const nlohmann::json& json,
         link->finite_positive_or("bandwidth_bytes_per_s", config.link.bandwidth_bytes_per_s));
     DMOE_ASSIGN_OR_RETURN(config.link.rtt_s,
                           link->finite_non_negative_or("rtt_s", config.link.rtt_s));
+    DMOE_ASSIGN_OR_RETURN(
+        config.link.message_overhead_s,
+        link->finite_non_negative_or("message_overhead_s", config.link.message_overhead_s));
   }
   DMOE_RETURN_IF_ERROR(read_nodes(root, config.model, &config.nodes));
   DMOE_RETURN_IF_ERROR(read_workload(root, base_dir, &config));

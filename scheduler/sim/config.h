@@ -6,7 +6,8 @@
 //    "timeline_bucket_s": 10,
 //    "model": {"layers": 26, "experts": 64, "top_k": 6,            (required)
 //              "expert_bytes": 17301504, "hidden_bytes_per_token": 4096},
-//    "link": {"bandwidth_bytes_per_s": 62500000, "rtt_s": 0.001},
+//    "link": {"bandwidth_bytes_per_s": 62500000, "rtt_s": 0.001,
+//             "message_overhead_s": 0},
 //    "nodes": [{"id": "s1", "task": "0", "arrival_rate_per_s": 0.5,  (required)
 //               "dense_s_per_layer": 0.0003,
 //               "devices": [{"id": "gpu0", "memory_fraction": 0.3,
@@ -21,7 +22,8 @@
 //    "shifts": [{"at_s": 300, "node": "s1", "task": "2"}],
 //    "placement": {"policies": ["uniform", "dancemoe", "optimal"],
 //                  "period_s": 120, "horizon_s": 120, "gate": true,
-//                  "chunk_bytes": 1048576, "migration_link_share": 0.5}}
+//                  "chunk_bytes": 1048576, "migration_link_share": 0.5,
+//                  "report_interval_s": 10, "coactivation_pairs": 128}}
 // A node's task is a synthetic task index ("0".."tasks-1") or a trace origin
 // (a domain of the shared OLMoE trace, e.g. "coding"), or a mixture of
 // several joined by '+' ("coding+math", "0+2"): each request then draws one
@@ -64,6 +66,10 @@ struct SimNode {
 struct SimLink {
   double bandwidth_bytes_per_s = 62.5e6;  // 500 Mbit/s
   double rtt_s = 1.0e-3;
+  // Fixed software cost of every message, each way (encoding, the transport,
+  // decoding, dispatch): added to its delivery time; the runtime study
+  // measures it (docs/placement-latency.md). 0: an ideal transport.
+  double message_overhead_s = 0.0;
 };
 
 struct SimModel {
@@ -113,6 +119,12 @@ struct PlacementSchedule {
   // of the link's time.
   uint64_t chunk_bytes = 1u << 20;
   double migration_link_share = 0.5;
+  // Co-activation statistics as the nodes report them
+  // (common/placement/coactivation.h): each node's pairs are counted per
+  // report window and at most `coactivation_pairs` per layer (those most
+  // above independence) reach the policies; 0 reports none.
+  double report_interval_s = 10.0;
+  int32_t coactivation_pairs = 128;
 };
 
 struct SimConfig {

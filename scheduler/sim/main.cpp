@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   std::printf("%s", dancemoe::sim::format_summary(*study).c_str());
   std::printf(
       "wrote %s/{summary.csv,timeline.csv,replacements.csv,latency.svg,"
-      "node_latency.svg,local_ratio.svg}\n",
+      "node_latency.svg,local_ratio.svg,local_steps.svg}\n",
       out_dir.c_str());
   return 0;
 }

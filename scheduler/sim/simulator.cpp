@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <queue>
 
+#include "common/placement/coactivation.h"
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/policy.h"
 
@@ -24,6 +26,7 @@ enum class Kind : uint8_t {
   kLinkTry,       // a: link (from * n_nodes + to) with queued migration chunks
   kChunkArrive,   // a: transfer (its last chunk)
   kLoadDone,      // a: transfer
+  kReport,        // a: unused; every node closes a report window
 };
 
 struct Event {
@@ -38,7 +41,8 @@ struct Active {
   int32_t token = 0;
   int32_t layer = 0;
   int32_t pending = 0;
-  double routed_s = 0.0;  // when the layer's experts were dispatched
+  double routed_s = 0.0;       // when the layer's experts were dispatched
+  double token_start_s = 0.0;  // when the current token's first layer began
 };
 
 struct Call {
@@ -82,6 +86,7 @@ class ClusterSimulation {
   void replace(double now);
   void link_try(int32_t link, double now);
   void commit(double now);
+  void close_reports();
   size_t bucket(double t);
 
   const SimConfig& config_;
@@ -108,6 +113,11 @@ class ClusterSimulation {
   // Statistics window since the last adopted placement.
   double window_start_ = 0.0;
   std::vector<std::vector<double>> window_counts_;  // [node][flat expert]
+  // Co-activation: counted per report window, then what a node reports
+  // (coactivation.h) summed over the statistics window, [node] -> (a, b) -> count.
+  std::vector<CoActivationCounter> report_pairs_;
+  std::vector<std::map<std::pair<ExpertIndex, ExpertIndex>, double>> window_pairs_;
+  std::vector<int32_t> token_experts_;  // scratch
   std::vector<double> remote_sum_, local_sum_;
   std::vector<int64_t> remote_n_, local_n_;
 
@@ -119,10 +129,13 @@ class ClusterSimulation {
   std::vector<std::vector<int32_t>> link_queue_;  // [link] -> transfers, head first
   std::vector<uint64_t> link_queued_bytes_;       // [link]
 
-  std::vector<std::vector<double>> latencies_;  // [node]
+  std::vector<std::vector<double>> latencies_;        // [node], per request
+  std::vector<std::vector<double>> token_latencies_;  // [node], per token
+  std::vector<int64_t> remote_bytes_;                 // [node], both directions
   std::vector<int64_t> local_acts_, total_acts_;
   std::vector<int64_t> steps_, local_steps_, messages_;
   std::vector<int64_t> bucket_local_, bucket_total_, bucket_done_;
+  std::vector<int64_t> bucket_steps_, bucket_local_steps_;
   std::vector<double> bucket_latency_;
   SimResult* out_ = nullptr;
 };
@@ -138,6 +151,7 @@ ClusterSimulation::ClusterSimulation(const SimConfig& config, const Workload& wo
       top_k_(config.model.top_k) {
   base_.model = placement::ModelShape(std::vector<placement::LayerShape>(
       n_layers_, placement::LayerShape{n_experts_, config.model.expert_bytes}));
+  base_.activations.experts_per_token = top_k_;
   for (const SimNode& node : config.nodes) {
     placement::Node pn;
     pn.id = node.id;
@@ -152,6 +166,10 @@ ClusterSimulation::ClusterSimulation(const SimConfig& config, const Workload& wo
     }
     // Before any measurement: one round trip plus both transfers plus the
     // remote expert, minus nothing (a local call costs about the same compute).
+    // The measurement a node would report: one token through one expert.
+    for (const SimDevice& device : node.devices) {
+      pn.expert_compute_s += (device.expert_a_s + device.expert_b_s) / node.devices.size();
+    }
     pn.remote_penalty_s =
         config.link.rtt_s + 2.0 * static_cast<double>(config.model.hidden_bytes_per_token) /
                                 config.link.bandwidth_bytes_per_s;
@@ -165,11 +183,16 @@ ClusterSimulation::ClusterSimulation(const SimConfig& config, const Workload& wo
   link_queued_bytes_.assign(static_cast<size_t>(n_nodes_) * n_nodes_, 0);
   active_requests_.resize(workload.requests().size());
   window_counts_.assign(n_nodes_, std::vector<double>(n_total, 0.0));
+  report_pairs_.assign(n_nodes_, CoActivationCounter(std::vector<int32_t>(n_layers_, n_experts_)));
+  window_pairs_.resize(n_nodes_);
+  token_experts_.resize(top_k_);
   remote_sum_.assign(n_nodes_, 0);
   local_sum_.assign(n_nodes_, 0);
   remote_n_.assign(n_nodes_, 0);
   local_n_.assign(n_nodes_, 0);
   latencies_.resize(n_nodes_);
+  token_latencies_.resize(n_nodes_);
+  remote_bytes_.assign(n_nodes_, 0);
   local_acts_.assign(n_nodes_, 0);
   total_acts_.assign(n_nodes_, 0);
   steps_.assign(n_nodes_, 0);
@@ -204,6 +227,12 @@ placement::Problem ClusterSimulation::problem_now(double now) const {
           std::max(0.0, remote_sum_[n] / remote_n_[n] - local_sum_[n] / local_n_[n]);
     }
   }
+  p.activations.pairs.resize(n_nodes_);
+  for (int32_t n = 0; n < n_nodes_; ++n) {
+    for (const auto& [key, count] : window_pairs_[n]) {
+      p.activations.pairs[n].push_back({key.first, key.second, count});
+    }
+  }
   p.current = active_;
   return p;
 }
@@ -218,7 +247,7 @@ double ClusterSimulation::send(int32_t from, int32_t to, uint64_t bytes, double 
   double& busy = link_busy_[static_cast<size_t>(from) * n_nodes_ + to];
   const double start = std::max(now, busy);
   busy = start + static_cast<double>(bytes) / config_.link.bandwidth_bytes_per_s;
-  return busy + config_.link.rtt_s / 2.0;
+  return busy + config_.link.rtt_s / 2.0 + config_.link.message_overhead_s;
 }
 
 size_t ClusterSimulation::bucket(double t) {
@@ -227,6 +256,8 @@ size_t ClusterSimulation::bucket(double t) {
     bucket_local_.resize(b + 1, 0);
     bucket_total_.resize(b + 1, 0);
     bucket_done_.resize(b + 1, 0);
+    bucket_steps_.resize(b + 1, 0);
+    bucket_local_steps_.resize(b + 1, 0);
     bucket_latency_.resize(b + 1, 0.0);
   }
   return b;
@@ -250,6 +281,8 @@ void ClusterSimulation::dispatch(int32_t r, double now) {
       (static_cast<size_t>(a.token) * n_layers_ + a.layer) * static_cast<size_t>(top_k_);
   const ExpertIndex layer_base = a.layer * n_experts_;
   const size_t b = bucket(now);
+  for (int32_t j = 0; j < top_k_; ++j) token_experts_[j] = experts[j];
+  report_pairs_[n].add_token(a.layer, token_experts_);
   std::vector<int32_t> local_per_device(config_.nodes[n].devices.size(), 0);
   std::vector<int32_t> dests;
   std::vector<int32_t> dest_call;
@@ -305,7 +338,11 @@ void ClusterSimulation::dispatch(int32_t r, double now) {
   a.routed_s = now;
   ++steps_[n];
   local_steps_[n] += dests.empty() ? 1 : 0;
+  ++bucket_steps_[b];
+  bucket_local_steps_[b] += dests.empty() ? 1 : 0;
   messages_[n] += static_cast<int64_t>(dests.size());
+  remote_bytes_[n] += 2 * static_cast<int64_t>(dests.size()) *
+                      static_cast<int64_t>(config_.model.hidden_bytes_per_token);
   // Remote calls first (DESIGN.md §3), then local compute overlaps them.
   for (int32_t c : dest_call) {
     calls_[c].sent_s = now;
@@ -351,6 +388,8 @@ void ClusterSimulation::finish_part(int32_t r, double now) {
   }
   a.layer = 0;
   const SimRequest& request = workload_.requests()[r];
+  token_latencies_[request.node].push_back(now - a.token_start_s);
+  a.token_start_s = now;
   if (++a.token < request.n_tokens) {
     start_layer(r, now);
     return;
@@ -370,10 +409,12 @@ void ClusterSimulation::replace(double now) {
     for (double v : row) observed += v;
   }
   if (observed == 0.0) return;
+  close_reports();
   const placement::Problem problem = problem_now(now);
   Result<Placement> proposed = placement::solve(policy_, problem);
   if (!proposed.is_ok()) return;  // infeasible cannot happen here: the initial one was feasible
-  const placement::GateDecision gate = placement::evaluate_gate(problem, active_, *proposed);
+  const placement::GateDecision gate = placement::evaluate_gate(
+      problem, active_, *proposed, placement::find_policy(policy_)->objective);
   ReplacementRecord record;
   record.t_s = now;
   record.cost_current_s = gate.cost_current_s;
@@ -466,6 +507,8 @@ void ClusterSimulation::commit(double now) {
   // A new statistics window starts with the new placement (the paper's).
   window_start_ = now;
   for (auto& row : window_counts_) std::fill(row.begin(), row.end(), 0.0);
+  for (CoActivationCounter& counter : report_pairs_) counter.clear();
+  for (auto& pairs : window_pairs_) pairs.clear();
   std::fill(remote_sum_.begin(), remote_sum_.end(), 0.0);
   std::fill(local_sum_.begin(), local_sum_.end(), 0.0);
   std::fill(remote_n_.begin(), remote_n_.end(), 0);
@@ -492,6 +535,9 @@ Status ClusterSimulation::place_initially() {
   placement::Problem initial = base_;
   initial.activations.counts = workload_.profile();
   initial.activations.window_s = 1.0;
+  if (workload_.profile_pairs().size() == static_cast<size_t>(n_nodes_)) {
+    initial.activations.pairs = workload_.profile_pairs();
+  }
   initial.horizon_s = config_.placement.period_s > 0 ? config_.placement.period_s : 300.0;
   DMOE_ASSIGN_OR_RETURN(Placement first, placement::solve(policy_, initial));
   out_->method = first.method;
@@ -509,12 +555,18 @@ void ClusterSimulation::schedule_arrivals_and_rounds() {
          t += config_.placement.period_s) {
       push(t, Kind::kReplace, 0);
     }
+    // Only re-placement reads the reports' pairs.
+    for (double t = config_.placement.report_interval_s; t < config_.duration_s;
+         t += config_.placement.report_interval_s) {
+      push(t, Kind::kReport, 0);
+    }
   }
 }
 
 void ClusterSimulation::handle(const Event& e) {
   switch (e.kind) {
     case Kind::kArrival:
+      active_requests_[e.a].token_start_s = e.t;
       start_layer(e.a, e.t);
       break;
     case Kind::kDenseDone:
@@ -563,25 +615,49 @@ void ClusterSimulation::handle(const Event& e) {
     case Kind::kLoadDone:
       if (--transfers_left_ == 0) commit(e.t);
       break;
+    case Kind::kReport:
+      close_reports();
+      break;
+  }
+}
+
+// Every node closes its report window: its strongest pairs join the
+// statistics window (what the scheduler stores), the counts restart.
+void ClusterSimulation::close_reports() {
+  for (int32_t n = 0; n < n_nodes_; ++n) {
+    for (const CoActivationCounter::Pair& p :
+         report_pairs_[n].top_pairs(config_.placement.coactivation_pairs)) {
+      window_pairs_[n][{p.layer * n_experts_ + p.a, p.layer * n_experts_ + p.b}] +=
+          static_cast<double>(p.count);
+    }
+    report_pairs_[n].clear();
   }
 }
 
 // Per-node and overall latency statistics, and the timeline.
 void ClusterSimulation::summarize() {
-  auto latency_stats = [](std::vector<double> values, LatencyStats* s) {
-    s->requests = static_cast<int64_t>(values.size());
+  // Mean, p50 and p99 of `values`.
+  auto quantiles = [](std::vector<double> values, double* mean, double* p50, double* p99) {
     if (values.empty()) return;
     double sum = 0.0;
     for (double v : values) sum += v;
-    s->mean_s = sum / values.size();
+    *mean = sum / values.size();
     std::sort(values.begin(), values.end());
-    s->p50_s = values[static_cast<size_t>(0.50 * (values.size() - 1))];
-    s->p99_s = values[static_cast<size_t>(std::ceil(0.99 * (values.size() - 1)))];
+    *p50 = values[static_cast<size_t>(0.50 * (values.size() - 1))];
+    *p99 = values[static_cast<size_t>(std::ceil(0.99 * (values.size() - 1)))];
   };
-  std::vector<double> all;
+  auto latency_stats = [&](std::vector<double> requests, std::vector<double> tokens,
+                           LatencyStats* s) {
+    s->requests = static_cast<int64_t>(requests.size());
+    s->tokens = static_cast<int64_t>(tokens.size());
+    quantiles(std::move(requests), &s->mean_s, &s->p50_s, &s->p99_s);
+    quantiles(std::move(tokens), &s->token_mean_s, &s->token_p50_s, &s->token_p99_s);
+  };
+  std::vector<double> all, all_tokens;
   for (int32_t n = 0; n < n_nodes_; ++n) {
     LatencyStats s;
-    latency_stats(latencies_[n], &s);
+    latency_stats(latencies_[n], token_latencies_[n], &s);
+    s.remote_bytes = remote_bytes_[n];
     s.local_activations = local_acts_[n];
     s.total_activations = total_acts_[n];
     s.steps = steps_[n];
@@ -590,18 +666,22 @@ void ClusterSimulation::summarize() {
     out_->node_ids.push_back(config_.nodes[n].id);
     out_->nodes.push_back(s);
     all.insert(all.end(), latencies_[n].begin(), latencies_[n].end());
+    all_tokens.insert(all_tokens.end(), token_latencies_[n].begin(), token_latencies_[n].end());
+    out_->overall.remote_bytes += remote_bytes_[n];
     out_->overall.local_activations += local_acts_[n];
     out_->overall.total_activations += total_acts_[n];
     out_->overall.steps += steps_[n];
     out_->overall.local_steps += local_steps_[n];
     out_->overall.remote_messages += messages_[n];
   }
-  latency_stats(std::move(all), &out_->overall);
+  latency_stats(std::move(all), std::move(all_tokens), &out_->overall);
   for (size_t b = 0; b < bucket_total_.size(); ++b) {
     TimelinePoint p;
     p.t_s = b * config_.timeline_bucket_s;
     p.local_ratio =
         bucket_total_[b] > 0 ? static_cast<double>(bucket_local_[b]) / bucket_total_[b] : 0.0;
+    p.local_step_ratio =
+        bucket_steps_[b] > 0 ? static_cast<double>(bucket_local_steps_[b]) / bucket_steps_[b] : 0.0;
     p.completed = bucket_done_[b];
     p.mean_latency_s = bucket_done_[b] > 0 ? bucket_latency_[b] / bucket_done_[b] : 0.0;
     out_->timeline.push_back(p);

@@ -8,26 +8,26 @@
 //    the node's device 0; then the token's top-k experts: local ones run on
 //    the devices holding them; remote ones are grouped into one message per
 //    destination node (DESIGN.md §3), which crosses the link (queue +
-//    bytes / bandwidth + RTT / 2), runs on the destination's devices, and
-//    returns one hidden vector. The layer ends when the local work and every
-//    reply are done. Expert compute on a device costs a + b * tokens.
+//    bytes / bandwidth + RTT / 2 + a fixed per-message software overhead),
+//    runs on the destination's devices, and returns one hidden vector. The layer ends when the
+//    local work and every reply are done. Expert compute on a device costs a + b * tokens.
 //  - A replica is chosen per expert: a destination already used for this
 //    layer if it holds the expert, else the holder with the earliest expected
 //    start (link queue, then device queue); ties to the lower index.
 //  - Re-placement every period_s (if set): statistics since the last adopted
 //    placement (the paper's window), delta[n] measured as mean remote-call
 //    minus mean local-expert latency since then, the policy, the gate
-//    (C(P') + T_mig < C(P), unless disabled). The policies and the gate see
-//    a device's load speed as fetching over the link at the migration share
-//    then loading: 1 / (1 / load + 1 / (share * bandwidth)). An adopted
-//    placement is migrated: every added (node, device, expert) is fetched
-//    from the current holder with the least queued migration traffic towards
-//    it, throttled (config.h: one transfer at a time per link, chunks only
-//    on an idle link, at most a share of its time), then loaded into the
-//    device at its load speed; an expert moving between devices of one node
-//    is reloaded locally. The new placement becomes active when all loads
-//    are done (two-phase, no serving gap). No new re-placement starts while
-//    one is migrating.
+//    (C(P') + T_mig < C(P) in the policy's objective, unless disabled). The
+//    policies also see co-activation pairs as the nodes report them: counted
+//    per report window, at most placement.coactivation_pairs per layer. The
+//    policies and the gate see a device's load speed as fetching over the link at the migration
+//    share then loading: 1 / (1 / load + 1 / (share * bandwidth)). An adopted placement is
+//    migrated: every added (node, device, expert) is fetched from the current holder with the least
+//    queued migration traffic towards it, throttled (config.h: one transfer at a time per link,
+//    chunks only on an idle link, at most a share of its time), then loaded into the device at its
+//    load speed; an expert moving between devices of one node is reloaded locally. The new
+//    placement becomes active when all loads are done (two-phase, no serving gap). No new
+//    re-placement starts while one is migrating.
 // Simplifications (documented in docs/placement-report.md): no batching
 // across requests, no prefill (the trace has decode tokens only), a message
 // to a node is served even if a commit evicted the expert meanwhile.
@@ -59,6 +59,14 @@ struct LatencyStats {
   int64_t steps = 0;
   int64_t local_steps = 0;
   int64_t remote_messages = 0;
+  // Per decoded token: the time from the end of the previous token (or the
+  // arrival) to the end of this one -- what the runtime study measures.
+  int64_t tokens = 0;
+  double token_mean_s = 0.0;
+  double token_p50_s = 0.0;
+  double token_p99_s = 0.0;
+  // Hidden states on the wire for remote calls, requests and replies.
+  int64_t remote_bytes = 0;
   double local_ratio() const {
     return total_activations > 0 ? static_cast<double>(local_activations) / total_activations : 0;
   }
@@ -71,9 +79,10 @@ struct LatencyStats {
 };
 
 struct TimelinePoint {
-  double t_s = 0.0;             // bucket start
-  double local_ratio = 0.0;     // expert activations served locally in the bucket
-  double mean_latency_s = 0.0;  // of requests completed in the bucket (0 if none)
+  double t_s = 0.0;               // bucket start
+  double local_ratio = 0.0;       // expert activations served locally in the bucket
+  double local_step_ratio = 0.0;  // (token, layer) steps of the bucket with every expert local
+  double mean_latency_s = 0.0;    // of requests completed in the bucket (0 if none)
   int64_t completed = 0;
 };
 

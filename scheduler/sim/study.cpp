@@ -64,8 +64,8 @@ Status write_study(const StudyResult& study, const std::filesystem::path& out_di
   std::ostringstream summary, timeline, replacements;
   summary << "policy,node,requests,mean_latency_s,p50_latency_s,p99_latency_s,local_ratio,"
              "local_step_ratio,messages_per_step,migrations,experts_moved,bytes_moved,"
-             "initial_local_hit_ratio\n";
-  timeline << "policy,t_s,local_ratio,mean_latency_s,completed\n";
+             "initial_local_hit_ratio,tokens,token_mean_s,token_p50_s,token_p99_s,remote_bytes\n";
+  timeline << "policy,t_s,local_ratio,mean_latency_s,completed,local_step_ratio\n";
   replacements << "policy,t_s,cost_current_s,cost_new_s,migration_s,adopt,committed_at_s,"
                   "experts_added,bytes\n";
   for (const SimResult& run : study.runs) {
@@ -75,13 +75,16 @@ Status write_study(const StudyResult& study, const std::filesystem::path& out_di
               << csv_number(s.local_ratio()) << "," << csv_number(s.local_step_ratio()) << ","
               << csv_number(s.messages_per_step()) << "," << run.migrations << ","
               << run.experts_moved << "," << run.bytes_moved << ","
-              << csv_number(run.initial_local_hit_ratio) << "\n";
+              << csv_number(run.initial_local_hit_ratio) << "," << s.tokens << ","
+              << csv_number(s.token_mean_s) << "," << csv_number(s.token_p50_s) << ","
+              << csv_number(s.token_p99_s) << "," << s.remote_bytes << "\n";
     };
     for (size_t n = 0; n < run.nodes.size(); ++n) row(run.node_ids[n], run.nodes[n]);
     row("all", run.overall);
     for (const TimelinePoint& p : run.timeline) {
       timeline << run.policy << "," << csv_number(p.t_s) << "," << csv_number(p.local_ratio) << ","
-               << csv_number(p.mean_latency_s) << "," << p.completed << "\n";
+               << csv_number(p.mean_latency_s) << "," << p.completed << ","
+               << csv_number(p.local_step_ratio) << "\n";
     }
     for (const ReplacementRecord& r : run.replacements) {
       replacements << run.policy << "," << csv_number(r.t_s) << "," << csv_number(r.cost_current_s)
@@ -128,7 +131,22 @@ Status write_study(const StudyResult& study, const std::filesystem::path& out_di
     }
     local.series.push_back(std::move(series));
   }
-  return write_text_file(out_dir / "local_ratio.svg", render_line_chart(local));
+  DMOE_RETURN_IF_ERROR(write_text_file(out_dir / "local_ratio.svg", render_line_chart(local)));
+
+  LineChart steps;
+  steps.title = name + ": fully-local steps over time";
+  steps.x_label = "time (s)";
+  steps.y_label = "share of (token, layer) steps with every expert local";
+  steps.y_max = 1.0;
+  for (const SimResult& run : study.runs) {
+    ChartSeries series{run.policy, {}, {}};
+    for (const TimelinePoint& p : run.timeline) {
+      series.x.push_back(p.t_s + study.config.timeline_bucket_s / 2);
+      series.y.push_back(p.local_step_ratio);
+    }
+    steps.series.push_back(std::move(series));
+  }
+  return write_text_file(out_dir / "local_steps.svg", render_line_chart(steps));
 }
 
 std::string format_summary(const StudyResult& study) {
@@ -137,17 +155,20 @@ std::string format_summary(const StudyResult& study) {
   std::snprintf(line, sizeof(line), "%s: %lld requests, %lld tokens\n", study.config.name.c_str(),
                 static_cast<long long>(study.n_requests), static_cast<long long>(study.n_tokens));
   s << line;
-  std::snprintf(line, sizeof(line), "%-18s %9s %9s %7s %7s %6s %5s %9s %10s\n", "policy", "mean_s",
-                "p99_s", "local", "l_step", "msg/st", "migr", "moved_MB", "events");
+  std::snprintf(line, sizeof(line), "%-18s %9s %9s %9s %7s %7s %6s %5s %9s %10s\n", "policy",
+                "mean_s", "p99_s", "token_ms", "local", "l_step", "msg/st", "migr", "moved_MB",
+                "events");
   s << line;
   for (const SimResult& run : study.runs) {
-    std::snprintf(line, sizeof(line), "%-18s %9.4f %9.4f %7.4f %7.4f %6.3f %5lld %9.1f %10lld\n",
-                  run.policy.c_str(), run.overall.mean_s, run.overall.p99_s,
-                  run.overall.local_ratio(), run.overall.local_step_ratio(),
-                  run.overall.messages_per_step(), static_cast<long long>(run.migrations),
-                  static_cast<double>(run.bytes_moved) / 1e6, static_cast<long long>(run.events));
+    std::snprintf(
+        line, sizeof(line), "%-18s %9.4f %9.4f %9.3f %7.4f %7.4f %6.3f %5lld %9.1f %10lld\n",
+        run.policy.c_str(), run.overall.mean_s, run.overall.p99_s, run.overall.token_mean_s * 1e3,
+        run.overall.local_ratio(), run.overall.local_step_ratio(), run.overall.messages_per_step(),
+        static_cast<long long>(run.migrations), static_cast<double>(run.bytes_moved) / 1e6,
+        static_cast<long long>(run.events));
     s << line;
   }
+  for (const SimResult& run : study.runs) s << run.policy << ": " << run.method << "\n";
   return s.str();
 }
 

@@ -4,14 +4,16 @@
 // Files written by write_study into out_dir:
 //   summary.csv       policy,node,requests,mean_latency_s,p50_latency_s,p99_latency_s,
 //                     local_ratio,local_step_ratio,messages_per_step,migrations,
-//                     experts_moved,bytes_moved,initial_local_hit_ratio
+//                     experts_moved,bytes_moved,initial_local_hit_ratio,tokens,
+//                     token_mean_s,token_p50_s,token_p99_s,remote_bytes
 //                     (one row per node and one with node "all")
-//   timeline.csv      policy,t_s,local_ratio,mean_latency_s,completed
+//   timeline.csv      policy,t_s,local_ratio,mean_latency_s,completed,local_step_ratio
 //   replacements.csv  policy,t_s,cost_current_s,cost_new_s,migration_s,adopt,committed_at_s,
 //                     experts_added,bytes
 //   latency.svg       mean and p99 request latency per policy
 //   node_latency.svg  mean latency per node and policy
 //   local_ratio.svg   local compute ratio over time per policy
+//   local_steps.svg   share of fully-local steps over time per policy
 // Functions are reentrant; run_study may use `jobs` threads (one policy each).
 #pragma once
 

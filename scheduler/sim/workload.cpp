@@ -1,11 +1,13 @@
 #include "scheduler/sim/workload.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 
+#include "common/placement/coactivation.h"
+#include "common/placement/routing_trace.h"
 #include "scheduler/placement/synthetic.h"
-#include "scheduler/sim/trace.h"
 
 namespace dancemoe::sim {
 namespace {
@@ -74,7 +76,17 @@ struct TracePools {
   RoutingTrace trace;
   std::vector<std::vector<int32_t>> replay;      // [origin] -> request indices
   std::vector<std::vector<double>> calibration;  // [origin][layer * n_experts + expert]
+  std::vector<CoActivationCounter> pairs;        // [origin], over the calibration part
 };
+
+// Feeds one token's routing (every layer) to a counter.
+void count_token(const SimModel& m, const int16_t* experts, CoActivationCounter* counter) {
+  std::vector<int32_t> ids(static_cast<size_t>(m.top_k));
+  for (int32_t l = 0; l < m.n_layers; ++l) {
+    for (int32_t j = 0; j < m.top_k; ++j) ids[j] = experts[static_cast<size_t>(l) * m.top_k + j];
+    counter->add_token(l, ids);
+  }
+}
 
 Result<TracePools> load_trace(const SimConfig& config) {
   TracePools pools;
@@ -97,6 +109,7 @@ Result<TracePools> load_trace(const SimConfig& config) {
   pools.replay.resize(n_origins);
   pools.calibration.assign(n_origins,
                            std::vector<double>(static_cast<size_t>(m.n_layers) * m.n_experts, 0));
+  pools.pairs.assign(n_origins, CoActivationCounter(std::vector<int32_t>(m.n_layers, m.n_experts)));
   for (size_t o = 0; o < n_origins; ++o) {
     const size_t n_cal =
         static_cast<size_t>(config.trace.calibration_fraction * by_origin[o].size());
@@ -107,6 +120,8 @@ Result<TracePools> load_trace(const SimConfig& config) {
         continue;
       }
       for (int32_t tok = 0; tok < r.n_tokens; ++tok) {
+        count_token(m, r.experts.data() + static_cast<size_t>(tok) * m.n_layers * m.top_k,
+                    &pools.pairs[o]);
         for (int32_t l = 0; l < m.n_layers; ++l) {
           for (int32_t j = 0; j < m.top_k; ++j) {
             const int16_t e = r.experts[(static_cast<size_t>(tok) * m.n_layers + l) * m.top_k + j];
@@ -216,10 +231,53 @@ std::vector<std::vector<double>> profiles(const SimConfig& config, const Synthet
   return out;
 }
 
+// Co-activation counts of each synthetic task over `profile_tokens` tokens
+// drawn from it (its own stream, so the requests' draws do not change).
+std::vector<CoActivationCounter> synthetic_pairs(const SimConfig& config,
+                                                 const SyntheticRouter& router) {
+  const SimModel& m = config.model;
+  std::vector<CoActivationCounter> out;
+  std::vector<int16_t> token(static_cast<size_t>(m.n_layers) * m.top_k);
+  for (int32_t task = 0; task < config.synthetic.n_tasks; ++task) {
+    out.emplace_back(std::vector<int32_t>(m.n_layers, m.n_experts));
+    std::mt19937_64 rng(static_cast<uint64_t>(config.seed) * 7777u + static_cast<uint64_t>(task));
+    const auto n_tokens = static_cast<int64_t>(config.synthetic.profile_tokens);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      router.route(task, m, rng, token.data());
+      count_token(m, token.data(), &out.back());
+    }
+  }
+  return out;
+}
+
+// Per node, the mean of its tasks' reported pairs, as flat ids.
+std::vector<std::vector<placement::PairCount>> pairs_per_node(
+    const SimConfig& config, const std::vector<CoActivationCounter>& per_task,
+    const std::function<int32_t(const std::string&)>& task_index) {
+  const SimModel& m = config.model;
+  std::vector<std::vector<placement::PairCount>> out;
+  for (const SimNode& node : config.nodes) {
+    const std::vector<std::string> parts = task_components(node.task);
+    std::map<std::pair<int32_t, int32_t>, double> sum;
+    for (const std::string& task : parts) {
+      for (const CoActivationCounter::Pair& p :
+           per_task[task_index(task)].top_pairs(config.placement.coactivation_pairs)) {
+        sum[{p.layer * m.n_experts + p.a, p.layer * m.n_experts + p.b}] +=
+            static_cast<double>(p.count) / static_cast<double>(parts.size());
+      }
+    }
+    std::vector<placement::PairCount> pairs;
+    for (const auto& [key, count] : sum) pairs.push_back({key.first, key.second, count});
+    out.push_back(std::move(pairs));
+  }
+  return out;
+}
+
 }  // namespace
 
 Workload Workload::from_requests(std::vector<SimRequest> requests,
-                                 std::vector<std::vector<double>> profile) {
+                                 std::vector<std::vector<double>> profile,
+                                 std::vector<std::vector<placement::PairCount>> profile_pairs) {
   Workload w;
   w.requests_ = std::move(requests);
   std::stable_sort(
@@ -228,6 +286,7 @@ Workload Workload::from_requests(std::vector<SimRequest> requests,
       });
   for (const SimRequest& r : w.requests_) w.total_tokens_ += r.n_tokens;
   w.profile_ = std::move(profile);
+  w.profile_pairs_ = std::move(profile_pairs);
   return w;
 }
 
@@ -235,13 +294,19 @@ Result<Workload> Workload::create(const SimConfig& config) {
   DMOE_RETURN_IF_ERROR(validate_sim_config(config));
   SyntheticRouter router;
   TracePools pools;
+  std::vector<std::vector<placement::PairCount>> pairs;
   if (config.trace_workload) {
     DMOE_ASSIGN_OR_RETURN(pools, load_trace(config));
     DMOE_RETURN_IF_ERROR(check_trace_origins(config, pools));
+    pairs = pairs_per_node(config, pools.pairs,
+                           [&](const std::string& task) { return pools.trace.origin_index(task); });
   } else {
     router = make_router(config);
+    pairs = pairs_per_node(config, synthetic_pairs(config, router),
+                           [](const std::string& task) { return std::stoi(task); });
   }
-  return from_requests(generate_requests(config, router, pools), profiles(config, router, pools));
+  return from_requests(generate_requests(config, router, pools), profiles(config, router, pools),
+                       std::move(pairs));
 }
 
 }  // namespace dancemoe::sim

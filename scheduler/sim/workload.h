@@ -12,7 +12,11 @@
 //    origin in the routing trace, drawn uniformly from the replay part.
 // The profile (statistics behind the initial placement) is the expected
 // counts of each node's initial task (synthetic), or the counts of the
-// calibration part of the trace (disjoint from what is replayed).
+// calibration part of the trace (disjoint from what is replayed); its
+// co-activation pairs are counted on the calibration part, or on
+// `profile_tokens` tokens drawn from each synthetic task, and reported as a
+// node would report one window (at most placement.coactivation_pairs per
+// layer; a mixture's pairs are the mean of its tasks').
 //
 // Immutable after creation; safe to share between threads.
 #pragma once
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "common/base/status.h"
+#include "scheduler/placement/types.h"
 #include "scheduler/sim/config.h"
 
 namespace dancemoe::sim {
@@ -39,17 +44,23 @@ class Workload {
   // A hand-made workload (tests, replaying recorded runs): requests are
   // sorted by arrival; profile is [node][layer * n_experts + expert].
   static Workload from_requests(std::vector<SimRequest> requests,
-                                std::vector<std::vector<double>> profile);
+                                std::vector<std::vector<double>> profile,
+                                std::vector<std::vector<placement::PairCount>> profile_pairs = {});
 
   // Sorted by arrival time (ties: node index).
   const std::vector<SimRequest>& requests() const { return requests_; }
   // profile()[node][layer * n_experts + expert]: counts for the initial placement.
   const std::vector<std::vector<double>>& profile() const { return profile_; }
+  // [node] -> pairs of flat ids (layer * n_experts + expert); may be empty.
+  const std::vector<std::vector<placement::PairCount>>& profile_pairs() const {
+    return profile_pairs_;
+  }
   int64_t total_tokens() const { return total_tokens_; }
 
  private:
   std::vector<SimRequest> requests_;
   std::vector<std::vector<double>> profile_;
+  std::vector<std::vector<placement::PairCount>> profile_pairs_;
   int64_t total_tokens_ = 0;
 };
 

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "common/placement/routing_trace.h"
 #include "scheduler/placement/costs.h"
 #include "scheduler/placement/policy.h"
 #include "scheduler/sim/study.h"
 #include "scheduler/sim/svg_chart.h"
-#include "scheduler/sim/trace.h"
 
 namespace {
 
@@ -35,6 +35,8 @@ using dancemoe::placement::Placement;
 using dancemoe::placement::Problem;
 namespace pl = dancemoe::placement;
 namespace sim = dancemoe::sim;
+using dancemoe::RoutingTrace;
+using dancemoe::TraceRequest;
 
 constexpr int kLayers = 16, kExperts = 64;
 constexpr uint64_t kExpertBytes = 12582912;
@@ -66,17 +68,17 @@ Problem make_problem(const Layout& layout, const std::vector<std::vector<double>
 }
 
 // Per-domain counts of a set of trace requests.
-std::map<std::string, std::vector<double>> count_requests(const sim::RoutingTrace& trace,
+std::map<std::string, std::vector<double>> count_requests(const RoutingTrace& trace,
                                                           bool first_half) {
-  std::map<std::string, std::vector<sim::TraceRequest>> by_domain;
-  for (const sim::TraceRequest& r : trace.requests) by_domain[trace.origins[r.origin]].push_back(r);
+  std::map<std::string, std::vector<TraceRequest>> by_domain;
+  for (const TraceRequest& r : trace.requests) by_domain[trace.origins[r.origin]].push_back(r);
   std::map<std::string, std::vector<double>> counts;
   for (auto& [domain, requests] : by_domain) {
     std::vector<double>& c = counts[domain];
     c.assign(kLayers * kExperts, 0.0);
     const size_t half = requests.size() / 2;
     for (size_t i = first_half ? 0 : half; i < (first_half ? half : requests.size()); ++i) {
-      const sim::TraceRequest& r = requests[i];
+      const TraceRequest& r = requests[i];
       for (int32_t t = 0; t < r.n_tokens; ++t) {
         for (int l = 0; l < kLayers; ++l) {
           for (int j = 0; j < trace.top_k; ++j) {
@@ -104,8 +106,9 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--trace-dir") == 0 && i + 1 < argc) trace_dir = argv[++i];
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out_dir = argv[++i];
   }
-  auto counts_table = sim::read_counts_csv(trace_dir + "/counts_by_domain.csv", kLayers, kExperts);
-  auto trace = sim::read_routing_trace(trace_dir + "/tokens_sample.csv");
+  auto counts_table =
+      dancemoe::read_counts_csv(trace_dir + "/counts_by_domain.csv", kLayers, kExperts);
+  auto trace = dancemoe::read_routing_trace(trace_dir + "/tokens_sample.csv");
   if (!counts_table.is_ok() || !trace.is_ok()) {
     std::fprintf(stderr, "bench_placement_trace: cannot read the shared trace in %s: %s %s\n",
                  trace_dir.c_str(), counts_table.status().to_string().c_str(),

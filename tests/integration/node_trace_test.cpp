@@ -1,9 +1,9 @@
 // `dancemoe-node --record-trace`: the recorded routing reads back through
-// the simulator's own reader (scheduler/sim/trace.h) -- the format is shared
-// by definition, not by an include.
+// the simulator's reader (common/placement/routing_trace.h), which the
+// node's writer does not use: the format is checked, not assumed.
 #include <doctest/doctest.h>
 
-#include "scheduler/sim/trace.h"
+#include "common/placement/routing_trace.h"
 #include "tests/integration/node_cluster.h"
 
 namespace dancemoe::testing {
@@ -31,7 +31,7 @@ TEST_CASE("node trace: recorded per-token routing is a valid simulator trace") {
       {{"prompt_tokens", {9, 10}}, {"max_tokens", 3}, {"temperature", 0}, {"ignore_eos", true}});
   CHECK(node.process().stop() == 0);
 
-  Result<sim::RoutingTrace> t = sim::read_routing_trace(trace);
+  Result<RoutingTrace> t = read_routing_trace(trace);
   INFO(t.status().to_string());
   REQUIRE(t.is_ok());
   CHECK(t->n_layers == static_cast<int32_t>(layers.size()));

@@ -72,6 +72,20 @@ void NodeRoom::drop(size_t n, ExpertIndex x) {
   set.erase(std::find(set.begin(), set.end(), x));
 }
 
+double node_load_bytes_per_s(const Problem& problem, const Capacity& capacity, size_t n) {
+  const Node& node = problem.cluster.nodes[n];
+  double slot_speed = 0.0, slot_total = 0.0, plain_speed = 0.0;
+  for (size_t g = 0; g < node.devices.size(); ++g) {
+    const double slots = capacity.slot_based
+                             ? static_cast<double>(capacity.device_slots[n][g])
+                             : static_cast<double>(node.devices[g].expert_budget_bytes);
+    slot_speed += slots * node.devices[g].load_bytes_per_s;
+    slot_total += slots;
+    plain_speed += node.devices[g].load_bytes_per_s / static_cast<double>(node.devices.size());
+  }
+  return slot_total > 0 ? slot_speed / slot_total : plain_speed;
+}
+
 std::vector<double> global_counts(const Problem& problem) {
   std::vector<double> total(problem.model.n_experts_total(), 0.0);
   for (const std::vector<double>& row : problem.activations.counts) {

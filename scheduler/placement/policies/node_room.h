@@ -59,6 +59,13 @@ class NodeRoom {
   NodeSets sets_;
 };
 
+// The speed at which node n loads an expert, for the migration-aware
+// policies, which choose per node before packing picks the device: the mean
+// of its devices' load speeds weighted by their room (slots, or bytes with
+// unequal sizes), the plain mean when the node has no room. T_mig itself
+// (costs.h) is computed per device.
+double node_load_bytes_per_s(const Problem& problem, const Capacity& capacity, size_t n);
+
 // sum_n f[n][x] for every expert.
 std::vector<double> global_counts(const Problem& problem);
 

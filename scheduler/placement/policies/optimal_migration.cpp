@@ -7,12 +7,12 @@
 // does (up to the packing approximation below). An expert whose saving does
 // not pay for its load is not added unless coverage needs it.
 //
-// speed(n) is the slot-weighted mean load bandwidth of n's devices: the
-// solver chooses per node and the device is picked by packing afterwards, so
-// with devices of different speeds T_mig is estimated here and computed
-// exactly by the gate. With no current placement every expert must be loaded
-// anyway, so the load term is left out (a fresh start), and the result is
-// `optimal` weighted by each node's remote penalty.
+// speed(n) is the slot-weighted mean load bandwidth of n's devices
+// (node_load_bytes_per_s): the solver chooses per node and the device is
+// picked by packing afterwards, so with devices of different speeds T_mig is
+// estimated here and computed exactly by the gate. With no current placement every expert must be
+// loaded anyway, so the load term is left out (a fresh start), and the result is `optimal` weighted
+// by each node's remote penalty.
 #include "scheduler/placement/policies/node_room.h"
 #include "scheduler/placement/policies/policies.h"
 #include "scheduler/placement/policies/weighted_choice.h"
@@ -29,16 +29,7 @@ Result<Placement> place_optimal_migration(const Problem& problem) {
   std::vector<std::vector<double>> weight(problem.cluster.nodes.size());
   for (size_t n = 0; n < weight.size(); ++n) {
     const Node& node = problem.cluster.nodes[n];
-    double slot_speed = 0.0, slot_total = 0.0, plain_speed = 0.0;
-    for (size_t g = 0; g < node.devices.size(); ++g) {
-      const double slots = capacity.slot_based
-                               ? static_cast<double>(capacity.device_slots[n][g])
-                               : static_cast<double>(node.devices[g].expert_budget_bytes);
-      slot_speed += slots * node.devices[g].load_bytes_per_s;
-      slot_total += slots;
-      plain_speed += node.devices[g].load_bytes_per_s / static_cast<double>(node.devices.size());
-    }
-    const double speed = slot_total > 0 ? slot_speed / slot_total : plain_speed;
+    const double speed = node_load_bytes_per_s(problem, capacity, n);
     const std::vector<double>& f = problem.activations.counts[n];
     weight[n].resize(model.n_experts_total());
     for (ExpertIndex x = 0; x < model.n_experts_total(); ++x) {

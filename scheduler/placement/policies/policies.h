@@ -16,5 +16,6 @@ Result<Placement> place_smartmoe(const Problem& problem);
 Result<Placement> place_eplb(const Problem& problem);
 Result<Placement> place_optimal(const Problem& problem);
 Result<Placement> place_optimal_migration(const Problem& problem);
+Result<Placement> place_latency(const Problem& problem);
 
 }  // namespace dancemoe::placement

@@ -32,6 +32,7 @@ inline Problem small_problem(int32_t layers, int32_t experts,
                               std::vector<double>(p.model.n_experts_total(), 0.0));
   for (size_t n = 0; n < counts.size(); ++n) p.activations.counts[n] = counts[n];
   p.activations.window_s = 300;
+  p.activations.experts_per_token = 1;
   p.horizon_s = 300;
   return p;
 }

@@ -119,7 +119,7 @@ TEST_CASE("placement policies: unknown names are refused with the list of known 
   CHECK(r.status().code() == StatusCode::kInvalidArgument);
   CHECK(r.status().message().find("optimal-migration") != std::string::npos);
   CHECK(find_policy("dancemoe") != nullptr);
-  CHECK(all_policies().size() == 7);
+  CHECK(all_policies().size() == 8);
 }
 
 TEST_CASE("placement policies: infeasible problems are refused before any policy runs") {

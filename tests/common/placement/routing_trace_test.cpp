@@ -1,4 +1,4 @@
-#include "scheduler/sim/trace.h"
+#include "common/placement/routing_trace.h"
 
 #include <doctest/doctest.h>
 
@@ -6,14 +6,14 @@
 
 #include "tests/support/paths.h"
 
-namespace dancemoe::sim {
+namespace dancemoe {
 namespace {
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
 }
 
-TEST_CASE("sim trace: the runtime format round-trips") {
+TEST_CASE("routing trace: the runtime format round-trips") {
   testing::TempDir dir("trace");
   RoutingTrace trace;
   trace.n_layers = 2;
@@ -35,7 +35,7 @@ TEST_CASE("sim trace: the runtime format round-trips") {
   CHECK(back->requests[1].experts == trace.requests[1].experts);
 }
 
-TEST_CASE("sim trace: rows may come in any order -- shared column names are accepted") {
+TEST_CASE("routing trace: rows may come in any order -- shared column names are accepted") {
   testing::TempDir dir("trace");
   write_file(dir.path() / "t.csv",
              "sequence_id,domain,token_index,layer,e0,e1\r\n"
@@ -46,7 +46,7 @@ TEST_CASE("sim trace: rows may come in any order -- shared column names are acce
   CHECK(t->requests[0].experts == std::vector<int16_t>{1, 2, 5, 6, 7, 8, 9, 10});
 }
 
-TEST_CASE("sim trace: malformed files are refused with file and line") {
+TEST_CASE("routing trace: malformed files are refused with file and line") {
   testing::TempDir dir("trace");
   const auto path = dir.path() / "t.csv";
   write_file(path, "origin_node,request_id,token_index,layer,e0\na,1,0,0,x\n");
@@ -65,7 +65,7 @@ TEST_CASE("sim trace: malformed files are refused with file and line") {
   CHECK(read_routing_trace(dir.path() / "missing.csv").status().code() == StatusCode::kNotFound);
 }
 
-TEST_CASE("sim trace: counts tables are dense and checked against the model shape") {
+TEST_CASE("routing trace: counts tables are dense and checked against the model shape") {
   testing::TempDir dir("trace");
   const auto path = dir.path() / "c.csv";
   write_file(path, "domain,layer,expert,count\ncode,0,1,5\ncode,1,0,2\nmath,0,0,1\n");
@@ -78,7 +78,7 @@ TEST_CASE("sim trace: counts tables are dense and checked against the model shap
         std::string::npos);
 }
 
-TEST_CASE("sim trace: the shared OLMoE trace reads through the same format") {
+TEST_CASE("routing trace: the shared OLMoE trace reads through the same format") {
   const auto shared = testing::shared_file("traces/olmoe_1b7b_domains/tokens_sample.csv");
   if (!shared) return;
   const std::filesystem::path dir = shared->parent_path();
@@ -113,4 +113,4 @@ TEST_CASE("sim trace: the shared OLMoE trace reads through the same format") {
 }
 
 }  // namespace
-}  // namespace dancemoe::sim
+}  // namespace dancemoe

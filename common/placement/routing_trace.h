@@ -30,7 +30,7 @@
 
 #include "common/base/status.h"
 
-namespace dancemoe::sim {
+namespace dancemoe {
 
 struct TraceRequest {
   int32_t origin = 0;  // index into RoutingTrace::origins
@@ -70,4 +70,4 @@ struct CountsTable {
 Result<CountsTable> read_counts_csv(const std::filesystem::path& path, int32_t n_layers,
                                     int32_t n_experts);
 
-}  // namespace dancemoe::sim
+}  // namespace dancemoe

@@ -1,4 +1,4 @@
-#include "scheduler/sim/trace.h"
+#include "common/placement/routing_trace.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <tuple>
 
-namespace dancemoe::sim {
+namespace dancemoe {
 namespace {
 
 std::vector<std::string_view> split(std::string_view line) {
@@ -283,4 +283,4 @@ Result<CountsTable> read_counts_csv(const std::filesystem::path& path, int32_t n
   return table;
 }
 
-}  // namespace dancemoe::sim
+}  // namespace dancemoe
