@@ -105,11 +105,18 @@ struct Encoder {
     for (const DeviceCompute& d : m.devices) {
       devices.push_back(w::CreateDeviceCompute(b, str(d.device), d.pairs, d.busy_us));
     }
+    std::vector<w::ExpertPair> pairs;
+    for (const ExpertPair& p : m.pairs) {
+      check_wire_expert(p.layer, p.a);
+      check_wire_expert(p.layer, p.b);
+      pairs.emplace_back(static_cast<uint16_t>(p.layer), static_cast<uint16_t>(p.a),
+                         static_cast<uint16_t>(p.b), p.count);
+    }
     return {w::Body::ActivationReport,
-            w::CreateActivationReportDirect(b, m.window_start_ms, m.window_end_ms, m.tokens,
-                                            m.requests, &counts, m.local_calls,
-                                            m.local_mean_latency_us, m.local_p99_latency_us,
-                                            &remote, m.placement_version, m.local_hits, &devices)
+            w::CreateActivationReportDirect(
+                b, m.window_start_ms, m.window_end_ms, m.tokens, m.requests, &counts, m.local_calls,
+                m.local_mean_latency_us, m.local_p99_latency_us, &remote, m.placement_version,
+                m.local_hits, &devices, m.pairs.empty() ? nullptr : &pairs)
                 .Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const Ack& m) {
@@ -398,6 +405,13 @@ Result<Body> Decoder::decode_activation_report(const w::Envelope& e) const {
       c.busy_us = d->busy_us();
       DMOE_RETURN_IF_ERROR(non_negative(c.busy_us, "ActivationReport.devices.busy_us"));
       r.devices.push_back(std::move(c));
+    }
+  }
+  DMOE_RETURN_IF_ERROR(list_size(m->pairs(), "ActivationReport.pairs"));
+  if (m->pairs()) {
+    r.pairs.reserve(m->pairs()->size());
+    for (const w::ExpertPair* p : *m->pairs()) {
+      r.pairs.push_back({p->layer(), p->a(), p->b(), p->count()});
     }
   }
   return Body(std::move(r));

@@ -20,8 +20,9 @@ namespace dancemoe::proto {
 
 inline constexpr uint16_t kProtocolMajor = 1;
 // 1.1: devices' kind and compute in reports; 1.2: Members, Heartbeat's
-// members version, Register's migration headroom (docs/security.md).
-inline constexpr uint16_t kProtocolMinor = 2;
+// members version, Register's migration headroom (docs/security.md); 1.3:
+// co-activation pairs in reports.
+inline constexpr uint16_t kProtocolMinor = 3;
 
 // Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
@@ -29,6 +30,15 @@ struct ExpertCount {
   int32_t expert = 0;
   uint32_t count = 0;
   friend bool operator==(const ExpertCount&, const ExpertCount&) = default;
+};
+
+// Co-activation of experts a < b of one layer (coactivation.h).
+struct ExpertPair {
+  int32_t layer = 0;
+  int32_t a = 0;
+  int32_t b = 0;
+  uint32_t count = 0;
+  friend bool operator==(const ExpertPair&, const ExpertPair&) = default;
 };
 
 struct Assignment {
@@ -106,6 +116,7 @@ struct ActivationReport {
   uint64_t placement_version = 0;
   uint64_t local_hits = 0;
   std::vector<DeviceCompute> devices;
+  std::vector<ExpertPair> pairs;
   friend bool operator==(const ActivationReport&, const ActivationReport&) = default;
 };
 

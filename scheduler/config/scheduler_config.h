@@ -29,10 +29,10 @@ struct SchedulerConfig {
   double heartbeat_interval_s = 2.0;  // told to nodes
   int64_t heartbeat_misses = 3;       // missed heartbeats before a node is down
   double report_interval_s = 10.0;    // activation report window, told to nodes
-  std::string policy = "optimal";
-  double horizon_s = 0.0;            // H of the gate; 0 means "= interval"
-  double prepare_timeout_s = 120.0;  // a node not ready by then aborts the version
-  double cold_start_settle_s = 5.0;  // quiet time after the last join before the first placement
+  std::string policy = "latency";     // docs/placement-latency.md: why the default
+  double horizon_s = 0.0;             // H of the gate; 0 means "= interval"
+  double prepare_timeout_s = 120.0;   // a node not ready by then aborts the version
+  double cold_start_settle_s = 5.0;   // quiet time after the last join before the first placement
   double default_remote_penalty_s = 0.002;  // delta[n] for a node that measured nothing yet
   double default_load_bytes_per_s = 1.0e9;  // speed[n][g] for a device that reports 0
   double raw_retention_s = 3600.0;

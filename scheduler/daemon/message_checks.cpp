@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 namespace dancemoe::scheduler {
 namespace {
@@ -90,6 +91,55 @@ Status check_register(const proto::Register& reg, const std::string& sender, con
   }
   return Status::ok();
 }
+
+namespace {
+
+// Co-activation pairs: experts a < b of one MoE layer, each pair once, at
+// most max_pairs_per_layer per layer, a count no larger than either expert's
+// count in the same report (a token that picked both counted both).
+Status check_pairs(const proto::ActivationReport& report, const ModelInfo& model,
+                   const MessageLimits& limits, const std::vector<uint32_t>& count_of,
+                   store::ReportRecord* r) {
+  const std::string what = "ActivationReport.pairs";
+  std::vector<uint64_t> per_layer(model.n_layers, 0);
+  for (const proto::ExpertPair& p : report.pairs) {
+    const std::string pair = "layer " + num(p.layer) + " experts " + num(p.a) + " and " + num(p.b);
+    const int32_t xa = model.flat(p.layer, p.a);
+    const int32_t xb = model.flat(p.layer, p.b);
+    if (xa < 0 || xb < 0 || p.a >= p.b) {
+      return invalid_argument(
+          what + ": " + pair + ": expected two experts a < b of one MoE layer (model: " +
+          num(model.n_layers) + " layers, " + num(model.n_experts) + " experts per MoE layer)");
+    }
+    if (p.count > std::min(count_of[xa], count_of[xb])) {
+      return invalid_argument(what + ": " + pair + " routed together " + num(p.count) +
+                              " times, more often than one of them was routed (" +
+                              num(std::min(count_of[xa], count_of[xb])) + ")");
+    }
+    if (++per_layer[p.layer] > limits.max_pairs_per_layer) {
+      return invalid_argument(what + ": more than " + num(limits.max_pairs_per_layer) +
+                              " pairs in layer " + num(p.layer));
+    }
+    if (p.count > 0) {
+      r->pairs.push_back({static_cast<uint16_t>(p.layer), static_cast<uint16_t>(p.a),
+                          static_cast<uint16_t>(p.b), p.count});
+    }
+  }
+  std::sort(r->pairs.begin(), r->pairs.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.layer, x.a, x.b) < std::tie(y.layer, y.a, y.b);
+  });
+  for (size_t i = 1; i < r->pairs.size(); ++i) {
+    const store::PairEntry& p = r->pairs[i];
+    const store::PairEntry& q = r->pairs[i - 1];
+    if (p.layer == q.layer && p.a == q.a && p.b == q.b) {
+      return invalid_argument(what + ": layer " + num(p.layer) + " experts " + num(p.a) + " and " +
+                              num(p.b) + " are listed twice");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Result<store::ReportRecord> check_report(const proto::ActivationReport& report,
                                          const std::string& node_id, uint64_t sequence,
@@ -179,6 +229,11 @@ Result<store::ReportRecord> check_report(const proto::ActivationReport& report,
   if (r.local_hits > r.activations) {
     return invalid_argument(what + ".local_hits: " + num(r.local_hits) + " is more than the " +
                             num(r.activations) + " activations counted");
+  }
+  if (!report.pairs.empty()) {
+    std::vector<uint32_t> count_of(static_cast<size_t>(model.index.n_total), 0);
+    for (const auto& [x, count] : flat) count_of[x] = count;
+    DMOE_RETURN_IF_ERROR(check_pairs(report, model, limits, count_of, &r));
   }
 
   if (report.remote.size() > limits.max_peers) {

@@ -13,6 +13,9 @@
 //     tokens x top-k: this is what turns a negative number sent as unsigned
 //     (4294967295) into an error instead of a huge weight;
 //   - local hits cannot exceed the activations;
+//   - a co-activation pair names two experts a < b of one MoE layer, once,
+//     with a count no larger than either expert's count in the report, at
+//     most max_pairs_per_layer per layer;
 //   - windows last at most max_window_ms, tokens per report at most
 //     max_tokens, latencies at most max_latency_us, peers at most max_peers
 //     (each named once, not the node itself) -- absurd values would
@@ -43,6 +46,7 @@ struct MessageLimits {
   uint64_t max_device_budget_bytes = uint64_t{1} << 50;  // 1 PiB
   double max_load_bytes_per_s = 1e13;
   size_t max_node_id_chars = 128;
+  size_t max_pairs_per_layer = 4096;  // co-activation pairs of one layer in one report
 };
 
 // Node ids: 1..128 characters of [A-Za-z0-9._:@-] (they appear in logs,

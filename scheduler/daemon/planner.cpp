@@ -92,6 +92,15 @@ Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inpu
     plan.placed.push_back(m);
     placement::Node node;
     node.id = m->id();
+    double measured_us = 0.0;
+    int n_measured = 0;
+    for (const store::DeviceRecord& d : m->record.devices) {
+      if (d.compute_pairs >= options.min_measured_pairs && d.us_per_pair() > 0) {
+        measured_us += d.us_per_pair();
+        ++n_measured;
+      }
+    }
+    node.expert_compute_s = n_measured > 0 ? measured_us / n_measured * 1e-6 : 0.0;
     const std::vector<double> costs = device_compute_costs(m->record.devices, options);
     for (size_t g = 0; g < m->record.devices.size(); ++g) {
       const store::DeviceRecord& d = m->record.devices[g];
@@ -113,6 +122,18 @@ Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inpu
   const int32_t n_total = model.index.n_total;
   placement::Activations& activations = plan.problem.activations;
   activations.window_s = std::max(1.0, inputs.window_s);
+  activations.experts_per_token = model.n_experts_per_token;
+  for (const Member* m : plan.placed) {
+    std::vector<placement::PairCount>& pairs = activations.pairs.emplace_back();
+    const auto it = inputs.pairs.find(m->id());
+    if (it == inputs.pairs.end()) continue;
+    for (const auto& [key, count] : it->second) {
+      if (key.first >= 0 && key.first < key.second && key.second < n_total &&
+          model.shape.layer_of(key.first) == model.shape.layer_of(key.second)) {
+        pairs.push_back({key.first, key.second, count});
+      }
+    }
+  }
   std::vector<double> cluster(n_total, 0.0);
   int n_with_history = 0;
   double history_total = 0.0;
@@ -236,10 +257,16 @@ NodeLoad node_load(const Member& m, const ModelInfo& model) {
   return out;
 }
 
-void fill_gate(const PlanProblem& plan, Candidate* c) {
+// The gate in the policy's terms (unknown names: the proxy cost).
+placement::Objective objective_of(const std::string& policy) {
+  const placement::PolicyInfo* info = placement::find_policy(policy);
+  return info != nullptr ? info->objective : placement::Objective::kActivations;
+}
+
+void fill_gate(const PlanProblem& plan, const std::string& policy, Candidate* c) {
   c->current = plan.problem.current ? *plan.problem.current
                                     : placement::empty_placement(plan.problem.cluster);
-  c->gate = placement::evaluate_gate(plan.problem, c->current, c->placement);
+  c->gate = placement::evaluate_gate(plan.problem, c->current, c->placement, objective_of(policy));
   c->costs_current = placement::evaluate_costs(plan.problem, c->current);
   c->costs_new = placement::evaluate_costs(plan.problem, c->placement);
   c->migration_bytes = placement::migration_bytes(plan.problem, c->current, c->placement);
@@ -375,7 +402,7 @@ Result<Candidate> solve_candidate(const PlanProblem& plan, const ModelInfo& mode
   }
   c.solve_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  fill_gate(plan, &c);
+  fill_gate(plan, policy, &c);
   return c;
 }
 
@@ -393,7 +420,7 @@ Result<Candidate> evaluate_candidate(const PlanProblem& plan, const ModelInfo& m
   }
   Candidate c;
   c.placement = std::move(placement);
-  fill_gate(plan, &c);
+  fill_gate(plan, plan.policy, &c);
   return c;
 }
 

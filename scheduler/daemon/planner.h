@@ -25,7 +25,13 @@
 //     the node's devices (cpu 1, cuda 0.1), so a node's devices are always
 //     compared in one unit. Packing sends a node's hot experts to its fast
 //     devices (packing.h).
+//   - co-activation pairs per node (the latency policy's input), summed over
+//     the same window as the counts; the experts each token picks (top-k) from
+//     the model; a node's expert_compute_s is the mean measured microseconds
+//     per pair of its measured devices (0 when none is measured yet).
 //   - H = the configured horizon (default: the placement period).
+//   - the gate compares C in the terms of the policy that ran (policy.h: the
+//     paper's proxy cost, or the latency cost of `latency`).
 //
 // Cold start (no committed placement yet):
 //   - no node has any statistics: the `uniform` policy -- one copy of every
@@ -67,7 +73,8 @@
 namespace dancemoe::scheduler {
 
 struct PlannerOptions {
-  std::string policy = "optimal";
+  // The default: placement for latency (docs/placement-latency.md says why).
+  std::string policy = "latency";
   double horizon_s = 300.0;
   double default_remote_penalty_s = 0.002;
   double default_load_bytes_per_s = 1.0e9;
@@ -81,6 +88,7 @@ std::vector<double> device_compute_costs(const std::vector<store::DeviceRecord>&
 struct PlanInputs {
   std::vector<const Member*> nodes;                         // up nodes
   std::map<std::string, std::vector<double>> counts;        // window, dense over the model index
+  std::map<std::string, store::Store::PairCounts> pairs;    // window, co-activation
   std::map<std::string, store::NodeTotals> window_totals;   // window
   std::map<std::string, store::NodeTotals> history_totals;  // all retained
   double window_s = 0.0;

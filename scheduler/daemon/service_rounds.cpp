@@ -131,6 +131,7 @@ Result<PlanProblem> SchedulerService::gather_problem() {
   PlanInputs inputs;
   inputs.nodes = membership_.up();
   DMOE_ASSIGN_OR_RETURN(inputs.counts, store_->counts_since(since, model_.index));
+  DMOE_ASSIGN_OR_RETURN(inputs.pairs, store_->pairs_since(since, model_.index));
   DMOE_ASSIGN_OR_RETURN(inputs.window_totals, store_->totals_since(since));
   // History totals only serve as the fallback for a node whose window has no
   // latency measurement (planner.h); reading them scans every retained

@@ -11,6 +11,7 @@
 
 #include "common/proto/messages.h"
 #include "scheduler/store/count_blob.h"
+#include "scheduler/store/pair_blob.h"
 
 namespace dancemoe::store {
 
@@ -74,6 +75,7 @@ struct ReportRecord {
   double local_p99_us = 0.0;
   uint64_t placement_version = 0;
   std::vector<CountEntry> counts;
+  std::vector<PairEntry> pairs;  // co-activation, sorted by (layer, a, b), no zeros
   std::vector<proto::PeerCallStats> peers;
   std::vector<proto::DeviceCompute> devices;  // of the reporting node
 };

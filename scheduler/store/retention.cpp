@@ -1,7 +1,9 @@
 #include "scheduler/store/retention.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace dancemoe::store {
@@ -13,6 +15,7 @@ uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 struct Bucket {
   NodeTotals totals;
   std::map<uint32_t, uint64_t> counts;  // layer << 16 | expert -> count
+  std::map<uint64_t, uint64_t> pairs;   // layer << 32 | a << 16 | b -> count
 };
 
 using BucketKey = std::pair<std::string, int64_t>;  // node, bucket start
@@ -21,6 +24,46 @@ void add_counts(std::map<uint32_t, uint64_t>& into, std::span<const uint8_t> blo
   *status = decode_counts(blob, [&into](const CountEntry& e) {
     into[(static_cast<uint32_t>(e.layer) << 16) | e.expert] += e.count;
   });
+}
+
+void add_pairs(std::map<uint64_t, uint64_t>& into, std::span<const uint8_t> blob, Status* status) {
+  *status = decode_pairs(blob, [&into](const PairEntry& e) {
+    into[(static_cast<uint64_t>(e.layer) << 32) | (static_cast<uint64_t>(e.a) << 16) | e.b] +=
+        e.count;
+  });
+}
+
+// The bucket's pairs, at most `per_layer` per layer: those most above
+// independence given the bucket's counts and tokens, as a node selects them
+// (common/placement/coactivation.h); ties: the larger count, then the key.
+std::vector<uint8_t> encode_pair_map(const Bucket& b, int per_layer) {
+  const double tokens = static_cast<double>(std::max<uint64_t>(b.totals.tokens, 1));
+  auto use = [&](uint64_t layer, uint64_t expert) {
+    const auto it = b.counts.find(static_cast<uint32_t>((layer << 16) | expert));
+    return it == b.counts.end() ? 0.0 : static_cast<double>(it->second);
+  };
+  std::map<uint16_t, std::vector<std::pair<double, PairEntry>>> by_layer;
+  for (const auto& [key, count] : b.pairs) {
+    const PairEntry e{static_cast<uint16_t>(key >> 32), static_cast<uint16_t>((key >> 16) & 0xffff),
+                      static_cast<uint16_t>(key & 0xffff), count};
+    const double excess =
+        static_cast<double>(count) - use(e.layer, e.a) * use(e.layer, e.b) / tokens;
+    by_layer[e.layer].push_back({excess, e});
+  }
+  std::vector<PairEntry> kept;
+  for (auto& [layer, entries] : by_layer) {
+    std::sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
+      if (x.first != y.first) return x.first > y.first;
+      if (x.second.count != y.second.count) return x.second.count > y.second.count;
+      return std::tie(x.second.a, x.second.b) < std::tie(y.second.a, y.second.b);
+    });
+    if (entries.size() > static_cast<size_t>(per_layer)) entries.resize(per_layer);
+    for (const auto& entry : entries) kept.push_back(entry.second);
+  }
+  std::sort(kept.begin(), kept.end(), [](const PairEntry& x, const PairEntry& y) {
+    return std::tie(x.layer, x.a, x.b) < std::tie(y.layer, y.a, y.b);
+  });
+  return encode_pairs(kept);
 }
 
 std::vector<uint8_t> encode_map(const std::map<uint32_t, uint64_t>& counts) {
@@ -41,7 +84,7 @@ Status collect(Database& db, int64_t cutoff_ms, int64_t bucket_ms, int limit,
       Statement s,
       db.prepare("SELECT id, node_id, received_ms, window_end_ms, tokens, requests, activations, "
                  "local_hits, local_calls, local_calls * local_mean_us, remote_calls, "
-                 "remote_calls * remote_mean_us, remote_bytes, remote_failures, counts "
+                 "remote_calls * remote_mean_us, remote_bytes, remote_failures, counts, pairs "
                  "FROM reports WHERE received_ms < ? ORDER BY id LIMIT ?"));
   DMOE_ASSIGN_OR_RETURN(Statement peers,
                         db.prepare("SELECT peer, calls, calls * mean_us, bytes, failures FROM "
@@ -70,6 +113,8 @@ Status collect(Database& db, int64_t cutoff_ms, int64_t bucket_ms, int limit,
     Status decoded;
     add_counts(b.counts, s.column_blob_view(14), &decoded);
     DMOE_RETURN_IF_ERROR(decoded.with_context(db.path() + ": report " + std::to_string(id)));
+    add_pairs(b.pairs, s.column_blob_view(15), &decoded);
+    DMOE_RETURN_IF_ERROR(decoded.with_context(db.path() + ": report " + std::to_string(id)));
     int64_t& newest = (*newest_window_end)[node];
     newest = std::max(newest, s.column_int(3));
 
@@ -90,12 +135,14 @@ Status collect(Database& db, int64_t cutoff_ms, int64_t bucket_ms, int limit,
 }
 
 // Adds `b` to the stored bucket (node, start), creating it if needed.
-Status merge_bucket(Database& db, const BucketKey& key, int64_t bucket_ms, Bucket& b) {
+Status merge_bucket(Database& db, const BucketKey& key, const RetentionPolicy& policy, Bucket& b) {
+  const int64_t bucket_ms = policy.bucket_ms;
   DMOE_ASSIGN_OR_RETURN(
       Statement get,
       db.prepare("SELECT n_reports, tokens, requests, activations, local_hits, local_calls, "
                  "local_latency_sum_us, remote_calls, remote_latency_sum_us, remote_bytes, "
-                 "remote_failures, counts FROM rollups WHERE node_id = ? AND bucket_start_ms = ?"));
+                 "remote_failures, counts, pairs FROM rollups WHERE node_id = ? AND "
+                 "bucket_start_ms = ?"));
   get.bind(1, key.first).bind(2, key.second);
   DMOE_ASSIGN_OR_RETURN(const bool exists, get.step());
   NodeTotals& t = b.totals;
@@ -116,14 +163,16 @@ Status merge_bucket(Database& db, const BucketKey& key, int64_t bucket_ms, Bucke
     Status decoded;
     add_counts(b.counts, get.column_blob_view(11), &decoded);
     DMOE_RETURN_IF_ERROR(decoded.with_context(db.path() + ": roll-up of " + key.first));
+    add_pairs(b.pairs, get.column_blob_view(12), &decoded);
+    DMOE_RETURN_IF_ERROR(decoded.with_context(db.path() + ": roll-up of " + key.first));
   }
   get.reset();
   DMOE_ASSIGN_OR_RETURN(
       Statement put,
       db.prepare("INSERT OR REPLACE INTO rollups(node_id, bucket_start_ms, bucket_ms, n_reports, "
                  "tokens, requests, activations, local_hits, local_calls, local_latency_sum_us, "
-                 "remote_calls, remote_latency_sum_us, remote_bytes, remote_failures, counts) "
-                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                 "remote_calls, remote_latency_sum_us, remote_bytes, remote_failures, counts, "
+                 "pairs) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   put.bind(1, key.first)
       .bind(2, key.second)
       .bind(3, bucket_ms)
@@ -138,7 +187,8 @@ Status merge_bucket(Database& db, const BucketKey& key, int64_t bucket_ms, Bucke
       .bind(12, t.remote_latency_sum_us)
       .bind(13, i64(t.remote_bytes))
       .bind(14, i64(t.remote_failures))
-      .bind_blob(15, encode_map(b.counts));
+      .bind_blob(15, encode_map(b.counts))
+      .bind_blob(16, encode_pair_map(b, policy.rollup_pairs_per_layer));
   DMOE_RETURN_IF_ERROR(put.run());
   DMOE_ASSIGN_OR_RETURN(
       Statement peer,
@@ -214,7 +264,7 @@ Result<RetentionStats> Retention::apply(Store& store, const RetentionPolicy& pol
   DMOE_RETURN_IF_ERROR(collect(db, now_ms - policy.raw_retention_ms, policy.bucket_ms,
                                policy.batch_reports, &buckets, &ids, &newest));
   for (auto& [key, bucket] : buckets) {
-    DMOE_RETURN_IF_ERROR(merge_bucket(db, key, policy.bucket_ms, bucket));
+    DMOE_RETURN_IF_ERROR(merge_bucket(db, key, policy, bucket));
   }
   DMOE_ASSIGN_OR_RETURN(Statement del_peers,
                         db.prepare("DELETE FROM report_peers WHERE report_id = ?"));

@@ -37,6 +37,10 @@ struct RetentionPolicy {
   int64_t bucket_ms = int64_t{3600} * 1000;                      // roll-up buckets of 1 h
   int64_t rollup_retention_ms = int64_t{30} * 24 * 3600 * 1000;  // 30 days of buckets
   int keep_placement_versions = 50;
+  // Co-activation pairs a roll-up bucket keeps per layer (the most above
+  // independence, as nodes select them): a day of 10 s windows lists far
+  // more distinct pairs than any one report.
+  int rollup_pairs_per_layer = 256;
   int batch_reports = 2000;  // reports rolled up per call (one transaction)
 };
 

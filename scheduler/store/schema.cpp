@@ -194,6 +194,12 @@ CREATE TABLE node_keys(
   bound_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
 )sql",
+    // 4: co-activation pairs of each report and roll-up bucket (pair_blob.h);
+    // x'00' is the empty list.
+    R"sql(
+ALTER TABLE reports ADD COLUMN pairs BLOB NOT NULL DEFAULT x'00';
+ALTER TABLE rollups ADD COLUMN pairs BLOB NOT NULL DEFAULT x'00';
+)sql",
 };
 
 }  // namespace

@@ -20,11 +20,11 @@
 //   placement_entries
 //   decisions          every placement round: C(P), C(P'), T_mig, outcome
 //   migrations         every two-phase migration: versions, bytes, times, outcome
-//
 // Schema version 2 adds devices.kind and device_compute (per-device expert
 // compute); version 3 adds:
 //   node_keys          which CURVE key registered each node id first (a node id
 //                      is bound to that key; docs/security.md); unique both ways
+// and version 4 the co-activation pairs of reports and roll-ups (pair_blob.h).
 //
 // Functions take a Database owned by the caller; same thread rules.
 #pragma once
@@ -35,7 +35,7 @@
 namespace dancemoe::store {
 
 // The newest schema version this build knows.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Sets the connection's pragmas (WAL, synchronous level, foreign keys).
 // `synchronous_full`: FULL survives power loss; NORMAL survives a process

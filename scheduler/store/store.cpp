@@ -93,8 +93,8 @@ Status Store::prepare_statements() {
       db_->prepare("INSERT OR IGNORE INTO reports(node_id, sequence, window_start_ms, "
                    "window_end_ms, received_ms, tokens, requests, activations, local_hits, "
                    "local_calls, local_mean_us, local_p99_us, remote_calls, remote_mean_us, "
-                   "remote_p99_us, remote_bytes, remote_failures, placement_version, counts) "
-                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                   "remote_p99_us, remote_bytes, remote_failures, placement_version, counts, "
+                   "pairs) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   DMOE_ASSIGN_OR_RETURN(insert_peer_,
                         db_->prepare("INSERT OR REPLACE INTO report_peers(report_id, peer, calls, "
                                      "mean_us, p99_us, bytes, failures) VALUES(?,?,?,?,?,?,?)"));
@@ -262,7 +262,8 @@ Result<InsertOutcome> Store::insert_report(const ReportRecord& r) {
       .bind(16, i64(remote_bytes))
       .bind(17, i64(remote_failures))
       .bind(18, i64(r.placement_version))
-      .bind_blob(19, blob);
+      .bind_blob(19, blob)
+      .bind_blob(20, encode_pairs(r.pairs));
   DMOE_RETURN_IF_ERROR(insert_report_.run());
   if (db_->changes() == 0) return InsertOutcome::kDuplicate;  // txn rolls back: nothing written
   const int64_t report_id = db_->last_insert_rowid();
@@ -379,6 +380,31 @@ Result<std::map<std::string, std::vector<double>>> Store::counts_since(int64_t s
             const int32_t x = index.flat(e.layer, e.expert);
             if (x >= 0) counts[x] += static_cast<double>(e.count);
           }).with_context(path() + ": reports of node " + id));
+    }
+  }
+  return out;
+}
+
+Result<std::map<std::string, Store::PairCounts>> Store::pairs_since(int64_t since_ms,
+                                                                    const CountIndex& index) {
+  std::map<std::string, PairCounts> out;
+  static const char* kQueries[] = {
+      "SELECT node_id, pairs FROM reports WHERE received_ms >= ?",
+      "SELECT node_id, pairs FROM rollups WHERE bucket_start_ms + bucket_ms > ?"};
+  for (const char* sql : kQueries) {
+    DMOE_ASSIGN_OR_RETURN(Statement s, db_->prepare(sql));
+    s.bind(1, since_ms);
+    while (true) {
+      DMOE_ASSIGN_OR_RETURN(const bool row, s.step());
+      if (!row) break;
+      const std::string id = s.column_text(0);
+      PairCounts& pairs = out[id];
+      DMOE_RETURN_IF_ERROR(
+          decode_pairs(s.column_blob_view(1), [&pairs, &index](const PairEntry& e) {
+            const int32_t a = index.flat(e.layer, e.a);
+            const int32_t b = index.flat(e.layer, e.b);
+            if (a >= 0 && b >= 0) pairs[{a, b}] += static_cast<double>(e.count);
+          }).with_context(path() + ": co-activation pairs of node " + id));
     }
   }
   return out;

@@ -94,6 +94,10 @@ class Store {
   // in, so only a model change could produce them, and bind_identity refuses that).
   Result<std::map<std::string, std::vector<double>>> counts_since(int64_t since_ms,
                                                                   const CountIndex& index);
+  // Co-activation counts per node since `since_ms` (raw reports and roll-up
+  // buckets, as counts_since), keyed by the flat ids (a < b) of `index`.
+  using PairCounts = std::map<std::pair<int32_t, int32_t>, double>;
+  Result<std::map<std::string, PairCounts>> pairs_since(int64_t since_ms, const CountIndex& index);
   // The newest stored report of each node (the "last window").
   Result<std::map<std::string, ReportRecord>> latest_reports();
 

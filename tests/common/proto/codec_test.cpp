@@ -43,6 +43,7 @@ std::vector<Body> one_of_each() {
   report.remote = {{"node-b", 40, 900.0, 2000.0, 1 << 20, 1}};
   report.placement_version = 9;
   report.local_hits = 300;
+  report.pairs = {{0, 5, 9, 12}, {15, 1, 63, 3}};
 
   PlacementPrepare prepare;
   prepare.version = 10;

@@ -109,7 +109,7 @@ TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with 
   in.counts["a"] = counts;
   plan = build_problem(model, in, {});
   REQUIRE(plan.is_ok());
-  CHECK(plan->policy == "optimal");
+  CHECK(plan->policy == "latency");  // the default
   CHECK(plan->note.find("1 given the cluster-wide distribution") != std::string::npos);
   CHECK(plan->problem.activations.counts[1][3] == 30);  // b borrows a's distribution
   CHECK(plan->problem.activations.counts[1][5] == 10);

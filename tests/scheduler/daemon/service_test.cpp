@@ -199,6 +199,8 @@ TEST_CASE("service: out-of-range reports are rejected with an Error and counted"
   CHECK(find_body<proto::Ack>(h.send("a", report_of(100, {{0, 1}}, 3))) != nullptr);
 }
 
+// The gate on the paper's proxy cost (policy optimal); the latency policy's
+// gate is in service_rounds_test.cpp.
 TEST_CASE("service: the gate adopts a placement whose saving pays for the migration") {
   Harness h;
   cold_start_two(h);
@@ -208,7 +210,7 @@ TEST_CASE("service: the gate adopts a placement whose saving pays for the migrat
   REQUIRE(on_b.size() == 12);
   h.send("a", report_of(1000, on_b, 100));
   h.heartbeat_and_advance({"a", "b"}, 2000);
-  auto d = h.query("round");
+  auto d = h.query("round", {{"policy", "optimal"}});
   REQUIRE(d.is_ok());
   INFO(d->dump());
   CHECK((*d)["outcome"] == "adopted");
@@ -227,7 +229,7 @@ TEST_CASE("service: the gate rejects a placement whose migration costs more than
   REQUIRE(placement.is_ok());
   h.send("a", report_of(1000, experts_of(*placement, "b"), 100));
   h.heartbeat_and_advance({"a", "b"}, 2000);
-  auto d = h.query("round");
+  auto d = h.query("round", {{"policy", "optimal"}});
   REQUIRE(d.is_ok());
   INFO(d->dump());
   CHECK((*d)["outcome"] == "rejected");
@@ -237,7 +239,7 @@ TEST_CASE("service: the gate rejects a placement whose migration costs more than
   CHECK_FALSE(h.service().migration().has_value());
   CHECK(h.service().committed_version() == 1);
   // The proposal shows the same numbers without recording anything.
-  auto proposal = h.query("propose");
+  auto proposal = h.query("propose", {{"policy", "optimal"}});
   REQUIRE(proposal.is_ok());
   CHECK((*proposal)["gate"]["adopt"] == false);
 }
