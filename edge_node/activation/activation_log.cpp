@@ -1,5 +1,6 @@
 #include "edge_node/activation/activation_log.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace dancemoe::node {
@@ -10,9 +11,25 @@ uint64_t unix_now_ms() {
                                    .count());
 }
 
-ActivationLog::ActivationLog(const ModelConfig& config, std::vector<std::string> devices)
+namespace {
+
+std::vector<int32_t> experts_per_layer(const ModelConfig& config) {
+  std::vector<int32_t> out;
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    out.push_back(
+        config.layer_is_moe[static_cast<size_t>(l)] ? static_cast<int32_t>(config.n_experts) : 0);
+  }
+  return out;
+}
+
+}  // namespace
+
+ActivationLog::ActivationLog(const ModelConfig& config, std::vector<std::string> devices,
+                             int32_t pairs_per_layer)
     : n_layers_(config.n_layers),
       n_experts_(config.n_experts),
+      pairs_per_layer_(std::max(pairs_per_layer, 0)),
+      pairs_(pairs_per_layer_ > 0 ? experts_per_layer(config) : std::vector<int32_t>{}),
       device_names_(std::move(devices)),
       counts_since_version_(static_cast<size_t>(config.n_layers * config.n_experts), 0),
       devices_total_(device_names_.size()) {
@@ -27,6 +44,19 @@ void ActivationLog::commit_staged() {
     ++current_.counts[i];
     ++counts_since_version_[i];
   }
+  for (const auto& [layer, routing] : staged_.routings) {
+    if (routing.top_k <= 0 ||
+        routing.expert_ids.size() != static_cast<size_t>(routing.n_tokens * routing.top_k)) {
+      continue;
+    }
+    for (int64_t t = 0; t < routing.n_tokens; ++t) {
+      pairs_.add_token(
+          static_cast<int32_t>(layer),
+          std::span<const int32_t>(routing.expert_ids)
+              .subspan(static_cast<size_t>(t * routing.top_k), static_cast<size_t>(routing.top_k)));
+    }
+  }
+  staged_.routings.clear();
   add(&current_.served, staged_.served);
   add(&total_, staged_.served);
   add(&since_version_, staged_.served);
@@ -53,6 +83,15 @@ void ActivationLog::add(ServedCounts* into, const ServedCounts& d) {
   into->remote_failures += d.remote_failures;
   into->tokens += d.tokens;
   into->requests += d.requests;
+  into->steps += d.steps;
+  into->local_steps += d.local_steps;
+  into->remote_bytes += d.remote_bytes;
+}
+
+void ActivationLog::record_steps(uint64_t steps, uint64_t local_steps) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  staged_.served.steps += steps;
+  staged_.served.local_steps += local_steps;
 }
 
 void ActivationLog::record_layer(int64_t layer, const RoutingDecision& routing, uint64_t n_local,
@@ -67,6 +106,7 @@ void ActivationLog::record_layer(int64_t layer, const RoutingDecision& routing, 
   for (int32_t e : routing.expert_ids) {
     staged_.counted.push_back(static_cast<size_t>(layer * n_experts_ + e));
   }
+  if (pairs_per_layer_ > 0) staged_.routings.emplace_back(layer, routing);
   add(&staged_.served, d);
   if (layer == last_moe_layer_) commit_staged();
 }
@@ -82,6 +122,7 @@ void ActivationLog::record_remote_call(const std::string& peer, double latency_u
   ServedCounts d;
   d.remote_calls = 1;
   d.remote_failures = ok ? 0 : 1;
+  d.remote_bytes = bytes;
   std::lock_guard<std::mutex> lock(mutex_);
   for (PeerWindow* p : {&current_.peers[peer], &peers_total_[peer]}) {
     if (ok) {
@@ -127,8 +168,12 @@ void ActivationLog::set_placement_version(uint64_t version, uint64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (version == version_) return;
   version_ = version;
-  if (closed_.size() >= kMaxClosedWindows) closed_.pop_front();  // nobody collects (standalone)
+  if (closed_.size() >= kMaxClosedWindows) {  // nobody collects (standalone)
+    closed_.pop_front();
+    closed_pairs_.pop_front();
+  }
   closed_.emplace_back(std::move(current_), now_ms);
+  closed_pairs_.push_back(take_pairs());
   current_ = Window{};
   reset_window(&current_, now_ms);
   since_version_ = ServedCounts{};
@@ -164,18 +209,33 @@ proto::ActivationReport ActivationLog::to_report(const Window& w, uint64_t end_m
   return r;
 }
 
+std::vector<proto::ExpertPair> ActivationLog::take_pairs() {
+  std::vector<proto::ExpertPair> out;
+  if (pairs_per_layer_ == 0) return out;
+  for (const CoActivationCounter::Pair& p : pairs_.top_pairs(pairs_per_layer_)) {
+    out.push_back({p.layer, p.a, p.b, static_cast<uint32_t>(p.count)});
+  }
+  pairs_.clear();
+  return out;
+}
+
 std::vector<proto::ActivationReport> ActivationLog::take_windows(uint64_t now_ms) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<proto::ActivationReport> out;
-  for (const auto& [w, end_ms] : closed_) {
+  for (size_t i = 0; i < closed_.size(); ++i) {
+    const auto& [w, end_ms] = closed_[i];
     if (w.served.activations > 0 || w.served.requests > 0 || w.served.remote_calls > 0) {
       out.push_back(to_report(w, end_ms));
+      out.back().pairs = std::move(closed_pairs_[i]);
     }
   }
   closed_.clear();
+  closed_pairs_.clear();
   const Window& w = current_;
+  std::vector<proto::ExpertPair> pairs = take_pairs();
   if (w.served.activations > 0 || w.served.requests > 0 || w.served.remote_calls > 0) {
     out.push_back(to_report(w, now_ms));
+    out.back().pairs = std::move(pairs);
   }
   reset_window(&current_, now_ms);
   return out;

@@ -7,6 +7,12 @@
 // busy (the device's speed, for placement), and per peer the remote calls'
 // latency, bytes and failures.
 //
+// Each window also counts co-activation -- which experts of a layer the same
+// token picked (common/placement/coactivation.h) -- and its report lists, per
+// layer, at most `pairs_per_layer` pairs, those most above independence
+// (0: none). Pairs are counted with the forward's other counts, when its last
+// MoE layer is recorded.
+//
 // Statistics are kept per report window. A window never spans two placement
 // versions: set_placement_version() closes the current window, so a
 // report's local-hit ratio can be checked against that one placement. Nor
@@ -31,6 +37,7 @@
 
 #include "common/inference/routing.h"
 #include "common/model/model_config.h"
+#include "common/placement/coactivation.h"
 #include "common/proto/messages.h"
 #include "edge_node/activation/latency_histogram.h"
 
@@ -46,6 +53,11 @@ struct ServedCounts {
   uint64_t remote_failures = 0;  // calls that timed out or got an Error (then retried)
   uint64_t tokens = 0;
   uint64_t requests = 0;
+  // (token, MoE layer) steps, and those whose experts were all held here:
+  // a step with any remote expert waits for the network (issue 17).
+  uint64_t steps = 0;
+  uint64_t local_steps = 0;
+  uint64_t remote_bytes = 0;  // sent and received by remote calls
 };
 
 struct ActivationSnapshot {
@@ -81,13 +93,21 @@ class ActivationLog {
  public:
   // `devices` names this node's devices, in order (device indices of
   // record_device_compute refer to it).
-  explicit ActivationLog(const ModelConfig& config, std::vector<std::string> devices = {"cpu"});
+  explicit ActivationLog(const ModelConfig& config, std::vector<std::string> devices = {"cpu"},
+                         int32_t pairs_per_layer = kDefaultPairsPerLayer);
+
+  // Co-activation pairs per layer in a report: 128 lists every pair above
+  // independence of a typical 10 s window of a 64-expert model and keeps a
+  // report of a 16-layer model near 20 kB (docs/placement-latency.md).
+  static constexpr int32_t kDefaultPairsPerLayer = 128;
 
   // One MoE layer of a forward: every routed pair counts; `n_local` of them
   // were computed by experts this node holds, `n_offloaded` by the offload
   // cache, the rest remotely.
   void record_layer(int64_t layer, const RoutingDecision& routing, uint64_t n_local,
                     uint64_t n_offloaded);
+  // Of the layer's `steps` tokens, `local_steps` had every expert held here.
+  void record_steps(uint64_t steps, uint64_t local_steps);
   void record_local_call(double latency_us);
   // Device `device` computed `pairs` (token, expert) pairs in `busy_us`.
   void record_device_compute(int32_t device, uint64_t pairs, double busy_us);
@@ -128,23 +148,32 @@ class ActivationLog {
   struct StagedForward {
     ServedCounts served;
     std::vector<size_t> counted;  // count indices, one per routed pair
+    // Per recorded MoE layer: the layer and its routing (ids, [tokens, k]).
+    std::vector<std::pair<int64_t, RoutingDecision>> routings;
     bool empty() const { return served.tokens == 0 && served.activations == 0; }
   };
   void commit_staged();  // mutex_ held
   void reset_window(Window* w, uint64_t start_ms) const;
   proto::ActivationReport to_report(const Window& w, uint64_t end_ms) const;
+  std::vector<proto::ExpertPair> take_pairs();  // the current window's, then cleared
   static void add(ServedCounts* into, const ServedCounts& delta);
 
   static constexpr size_t kMaxClosedWindows = 64;
 
   int64_t n_layers_;
   int64_t n_experts_;
+  int32_t pairs_per_layer_;
+  // Co-activation of the current window (closed windows keep their report's
+  // pairs in closed_pairs_): one counter, since a window closes before the
+  // next one counts.
+  CoActivationCounter pairs_;
   std::vector<std::string> device_names_;
   int64_t last_moe_layer_ = -1;
   StagedForward staged_;
   mutable std::mutex mutex_;
   Window current_;
-  std::deque<std::pair<Window, uint64_t>> closed_;  // (window, end_ms)
+  std::deque<std::pair<Window, uint64_t>> closed_;           // (window, end_ms)
+  std::deque<std::vector<proto::ExpertPair>> closed_pairs_;  // one per closed window
   uint64_t version_ = 0;
   ServedCounts total_;
   ServedCounts since_version_;

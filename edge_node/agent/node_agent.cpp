@@ -120,7 +120,7 @@ Status NodeAgent::build_runtime() {
   p.table = std::make_unique<HolderTableHandle>(HolderTable::empty(config));
   std::vector<std::string> device_names;
   for (const backend::DeviceName& d : o.devices.devices) device_names.push_back(d.text());
-  p.log = std::make_unique<ActivationLog>(config, device_names);
+  p.log = std::make_unique<ActivationLog>(config, device_names, o.coactivation_pairs);
   PeerPoolOptions peer_options;
   peer_options.send_timeout =
       std::min<std::chrono::milliseconds>(o.call_timeout, std::chrono::milliseconds(200));
@@ -128,6 +128,13 @@ Status NodeAgent::build_runtime() {
   p.peers = std::make_unique<PeerPool>(p.context, peer_options);
   if (o.offload_cache_bytes > 0) {
     p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
+  }
+
+  if (!o.replay_routing.empty()) {
+    DMOE_ASSIGN_OR_RETURN(p.replay,
+                          RoutingReplay::open(o.replay_routing, o.replay_origins, config));
+    spdlog::warn("--replay-routing: expert choices come from {}, not from the router",
+                 o.replay_routing);
   }
 
   DMOE_RETURN_IF_ERROR(check_shared_host(options_));
@@ -154,6 +161,7 @@ Status NodeAgent::build_runtime() {
     auto executor = std::make_unique<DistributedMoeExecutor>(
         rt.config(), rt.experts(), rt.expert_computer(), *parts.table, *parts.peers,
         parts.offload.get(), *parts.log, exec);
+    executor->set_routing_replay(parts.replay.get());
     parts.executor = executor.get();
     return std::unique_ptr<MoeExecutor>(std::move(executor));
   };
@@ -189,6 +197,7 @@ Status NodeAgent::build_runtime() {
   runner.tokenizer = p.tokenizer.get();
   runner.log = p.log.get();
   runner.trace = p.trace.get();
+  runner.replay = p.replay.get();
   runner.throttle = &p.migration->throttle();
   runner.migration_loading = [this] { return parts_->migration->loading(); };
   runner.context_tokens = o.context_tokens;

@@ -191,6 +191,15 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_option("--record-trace", o->record_trace,
                  "write per-token routing to this CSV (simulator trace format)");
+  app.add_option("--replay-routing", o->replay_routing,
+                 "benchmarks: take expert choices from this routing trace, not the router");
+  app.add_option("--replay-origins", o->replay_origins,
+                 "with --replay-routing: ORIGIN,... -- a request whose first prompt token is t "
+                 "replays origin t mod (the number listed)");
+  app.add_option("--coactivation-pairs", o->coactivation_pairs,
+                 "co-activation pairs reported per layer and window (0: none)")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
   app.add_option("--expert-source", raw->expert_source,
                  "where migrations load experts: local (files), peer (fetch), auto (files, else "
                  "a peer)")
@@ -215,6 +224,9 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
 }
 
 Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
+  if (o->replay_routing.empty() != o->replay_origins.empty()) {
+    return invalid_argument("--replay-routing and --replay-origins go together");
+  }
   if (o->scheduler.empty() == o->placement_file.empty()) {
     return invalid_argument(
         "give exactly one of --scheduler tcp://HOST:PORT (attached) or --placement FILE "

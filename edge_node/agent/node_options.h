@@ -38,6 +38,9 @@ struct NodeOptions {
   size_t max_queued = 64;  // generation requests waiting beyond the running one (429 above)
   std::string ready_file;
   std::string record_trace;
+  int32_t coactivation_pairs = 128;  // per layer and report (ActivationLog); 0: none
+  std::string replay_routing;        // a routing trace to replay (routing_replay.h)
+  std::string replay_origins;        // which of its origins, in which order
   std::string log_level = "info";
 
   // --devices, --device-memory and --threads (the threads of a "cpu" device).

@@ -54,6 +54,7 @@ struct NodeParts {
   std::unique_ptr<ModelRuntime> runtime;
   DistributedMoeExecutor* executor = nullptr;  // owned by runtime
   std::unique_ptr<TraceWriter> trace;          // null without --record-trace
+  std::unique_ptr<RoutingReplay> replay;       // null without --replay-routing
   std::unique_ptr<MigrationExecutor> migration;
   std::unique_ptr<PromptRunner> runner;
   std::unique_ptr<ExpertService> service;

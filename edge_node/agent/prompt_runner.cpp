@@ -22,6 +22,9 @@ ServedCounts minus(const ServedCounts& a, const ServedCounts& b) {
   d.remote_failures = a.remote_failures - b.remote_failures;
   d.tokens = a.tokens - b.tokens;
   d.requests = a.requests - b.requests;
+  d.steps = a.steps - b.steps;
+  d.local_steps = a.local_steps - b.local_steps;
+  d.remote_bytes = a.remote_bytes - b.remote_bytes;
   return d;
 }
 
@@ -57,14 +60,16 @@ bool PromptRunner::is_eos(int32_t id) const {
 }
 
 void PromptRunner::on_routing(int64_t layer, const RoutingDecision& routing) {
+  if (parts_.replay != nullptr) parts_.replay->begin_forward(cache_->n_past());
   if (parts_.trace != nullptr) {
     parts_.trace->begin_forward(request_id_, cache_->n_past());
     parts_.trace->on_routing(layer, routing);
   }
   if (layer != first_moe_layer_) return;
   parts_.log->record_tokens(static_cast<uint64_t>(routing.n_tokens));
-  if (parts_.throttle == nullptr) return;
   const Clock::time_point now = Clock::now();
+  forward_starts_.push_back(now);
+  if (parts_.throttle == nullptr) return;
   if (routing.n_tokens == 1 && last_step_valid_) {
     const bool loading = parts_.migration_loading && parts_.migration_loading();
     parts_.throttle->observe_token_latency(
@@ -111,6 +116,8 @@ Result<GenerateResponse> PromptRunner::generate(const GenerateRequest& request) 
 
   ++request_id_;
   last_step_valid_ = false;
+  forward_starts_.clear();
+  if (parts_.replay != nullptr) parts_.replay->begin_request(prompt.front());
   const ServedCounts before = parts_.log->totals();
   parts_.log->record_request();
   Result<GenerateResponse> response = invalid_argument("unreachable");
@@ -148,6 +155,13 @@ Result<GenerateResponse> PromptRunner::generate(const GenerateRequest& request) 
   }
   if (!response.is_ok()) return response;
   response->served = minus(parts_.log->totals(), before);
+  // The first forward is the prompt's; each later one decodes a token.
+  const Clock::time_point end = Clock::now();
+  for (size_t i = 1; i < forward_starts_.size(); ++i) {
+    const Clock::time_point until = i + 1 < forward_starts_.size() ? forward_starts_[i + 1] : end;
+    response->step_ms.push_back(
+        std::chrono::duration<double, std::milli>(until - forward_starts_[i]).count());
+  }
   return response;
 }
 

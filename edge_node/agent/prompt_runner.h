@@ -26,6 +26,7 @@
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/migration/load_throttle.h"
+#include "edge_node/trace/routing_replay.h"
 #include "edge_node/trace/trace_writer.h"
 
 namespace dancemoe::node {
@@ -54,6 +55,10 @@ struct GenerateResponse {
   ServedCounts served;  // this request only
   double prefill_ms = 0;
   double decode_ms = 0;
+  // Wall time of each decode forward, ms: from its first MoE layer to the
+  // next forward's (the last one to the end of the request) -- the per-token
+  // latency a user sees, sampling included.
+  std::vector<double> step_ms;
   std::vector<std::vector<float>> logits;  // [generated token][vocab] when asked for
 };
 
@@ -64,6 +69,7 @@ class PromptRunner {
     const tokenizer::Tokenizer* tokenizer = nullptr;  // may be null: prompt_tokens only
     ActivationLog* log = nullptr;
     TraceWriter* trace = nullptr;             // may be null
+    RoutingReplay* replay = nullptr;          // may be null (--replay-routing)
     LoadThrottle* throttle = nullptr;         // may be null
     std::function<bool()> migration_loading;  // may be empty
     int64_t context_tokens = 4096;
@@ -93,6 +99,8 @@ class PromptRunner {
   // successive single-token forwards reaching the first MoE layer.
   std::chrono::steady_clock::time_point last_step_{};
   bool last_step_valid_ = false;
+  // When each forward of the current request reached its first MoE layer.
+  std::vector<std::chrono::steady_clock::time_point> forward_starts_;
 };
 
 }  // namespace dancemoe::node

@@ -98,10 +98,13 @@ json generate_response_json(const GenerateResponse& r) {
                         {"local", r.served.local},
                         {"remote", r.served.remote},
                         {"offloaded", r.served.offloaded}};
+  out["steps"] = {{"total", r.served.steps}, {"local", r.served.local_steps}};
+  out["remote_bytes"] = r.served.remote_bytes;
   out["remote_calls"] = r.served.remote_calls;
   out["remote_failures"] = r.served.remote_failures;
   out["prefill_ms"] = r.prefill_ms;
   out["decode_ms"] = r.decode_ms;
+  out["step_ms"] = r.step_ms;
   const size_t n_decoded = r.tokens.empty() ? 0 : r.tokens.size() - 1;
   out["decode_tokens_per_s"] =
       r.decode_ms > 0 ? static_cast<double>(n_decoded) * 1e3 / r.decode_ms : 0.0;

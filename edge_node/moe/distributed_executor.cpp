@@ -53,8 +53,9 @@ DistributedMoeExecutor::DistributedMoeExecutor(const ModelConfig& config, const 
 DistributedMoeExecutor::~DistributedMoeExecutor() = default;
 
 Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t n_tokens,
-                                         int64_t hidden, const RoutingDecision& routing,
+                                         int64_t hidden, const RoutingDecision& routed,
                                          float* out) {
+  const RoutingDecision& routing = replay_ != nullptr ? replay_->rewrite(layer, routed) : routed;
   const std::shared_ptr<const HolderTable> table = table_.get();
   const int64_t n_experts = config_.n_experts;
   group_by_expert(routing, n_experts, &by_expert_);
@@ -67,6 +68,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   // 1. Local experts become jobs; the others become pieces to send.
   size_t n_jobs = 0;
   uint64_t n_local_pairs = 0;
+  expert_local_.assign(static_cast<size_t>(n_experts), 0);
   for (int64_t e = 0; e < n_experts; ++e) {
     ExpertJob& source = by_expert_[static_cast<size_t>(e)];
     if (source.tokens.empty()) continue;
@@ -75,6 +77,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
       w = store_.get({static_cast<int32_t>(layer), static_cast<int32_t>(e)});
     }
     if (w != nullptr) {
+      expert_local_[static_cast<size_t>(e)] = 1;
       if (jobs_.size() <= n_jobs) jobs_.emplace_back();
       ExpertJob& job = jobs_[n_jobs++];
       assign_expert(*w, &job);
@@ -95,6 +98,18 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
     }
     pieces_.push_back(std::move(piece));
   }
+
+  // A (token, layer) step is local when every expert of the token is.
+  uint64_t n_local_steps = 0;
+  for (int64_t t = 0; t < routing.n_tokens; ++t) {
+    bool all = true;
+    for (int64_t j = 0; j < routing.top_k && all; ++j) {
+      const int32_t e = routing.expert(t, j);
+      all = e >= 0 && e < n_experts && expert_local_[static_cast<size_t>(e)];
+    }
+    n_local_steps += all ? 1 : 0;
+  }
+  log_.record_steps(static_cast<uint64_t>(routing.n_tokens), n_local_steps);
 
   // 2. Send before computing anything here.
   std::vector<size_t> pending;

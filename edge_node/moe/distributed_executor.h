@@ -46,6 +46,7 @@
 #include "edge_node/holders/holder_table.h"
 #include "edge_node/remote/offload_cache.h"
 #include "edge_node/remote/peer_pool.h"
+#include "edge_node/trace/routing_replay.h"
 
 namespace dancemoe::node {
 
@@ -72,6 +73,10 @@ class DistributedMoeExecutor final : public MoeExecutor {
                    const RoutingDecision& routing, float* out) override;
 
   const DistributedExecutorOptions& options() const { return options_; }
+
+  // Replaces the router's expert choices by a recorded trace's (benchmarks;
+  // routing_replay.h). `replay` must outlive this; null turns it off.
+  void set_routing_replay(RoutingReplay* replay) { replay_ = replay; }
 
  private:
   // One expert's share of a layer that is not computed here: the tokens
@@ -105,11 +110,13 @@ class DistributedMoeExecutor final : public MoeExecutor {
   OffloadCache* offload_;
   ActivationLog& log_;
   DistributedExecutorOptions options_;
+  RoutingReplay* replay_ = nullptr;
   uint64_t next_call_id_ = 1;
   uint64_t sequence_ = 0;
 
   // Per-layer scratch, reused.
-  std::vector<ExpertJob> by_expert_;  // [n_experts]: tokens and weights routed to each
+  std::vector<ExpertJob> by_expert_;   // [n_experts]: tokens and weights routed to each
+  std::vector<uint8_t> expert_local_;  // [n_experts]: computed here in this layer
   std::vector<ExpertJob> jobs_;
   std::vector<std::shared_ptr<const ExpertWeights>> pinned_;
   std::vector<Piece> pieces_;

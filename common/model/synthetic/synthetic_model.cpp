@@ -255,7 +255,14 @@ Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::strin
   if (preset == "medium") {
     return SyntheticShape{32000, 1024, 16, 16, 8, 64, 32, 8, 512, 2048, {}};
   }
-  return invalid_argument("unknown --preset '" + preset + "' (expected tiny, small or medium)");
+  if (preset == "olmoe") {
+    // OLMoE's routing shape (16 MoE layers x 64 experts, top-8) at a small
+    // width, so the shared OLMoE trace can be replayed on it
+    // (tests/bench/bench_placement_runtime.cpp).
+    return SyntheticShape{1024, 512, 16, 8, 4, 64, 64, 8, 64, 512, {}};
+  }
+  return invalid_argument("unknown --preset '" + preset +
+                          "' (expected tiny, small, medium or olmoe)");
 }
 
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,

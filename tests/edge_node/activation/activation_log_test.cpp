@@ -161,4 +161,44 @@ TEST_CASE("latency histogram: mean exact, p99 within one bucket (9 %)") {
   CHECK(h.count() == 1001);
 }
 
+TEST_CASE("activation log: reports each window's co-activation pairs above independence") {
+  testing::TinyModel model;
+  const std::vector<int32_t> moe = model.moe_layers();
+  auto forward = [&](ActivationLog& log, std::vector<int32_t> ids) {
+    RoutingDecision r;
+    r.n_tokens = static_cast<int64_t>(ids.size() / 2);
+    r.top_k = 2;
+    r.expert_ids = std::move(ids);
+    r.weights.assign(r.expert_ids.size(), 0.5f);
+    log.record_tokens(static_cast<uint64_t>(r.n_tokens));
+    for (int32_t layer : moe) log.record_layer(layer, r, 0, 0);
+  };
+  ActivationLog log(model.config(), {"cpu"}, /*pairs_per_layer=*/1);
+  // Tokens {0,1}, {0,1}, {2,3}: both pairs are above independence (excess
+  // 2/3 each); one per layer is kept, the more frequent.
+  forward(log, {0, 1, 1, 0, 2, 3});
+  std::vector<proto::ActivationReport> reports = log.take_windows(unix_now_ms());
+  REQUIRE(reports.size() == 1);
+  REQUIRE(reports[0].pairs.size() == moe.size());
+  for (size_t i = 0; i < moe.size(); ++i) {
+    CHECK(reports[0].pairs[i] == proto::ExpertPair{moe[i], 0, 1, 2});
+  }
+  // The next window starts empty; a version change closes a window with its pairs.
+  forward(log, {2, 3});
+  log.set_placement_version(5, unix_now_ms());
+  forward(log, {0, 2, 1, 3});
+  reports = log.take_windows(unix_now_ms());
+  REQUIRE(reports.size() == 2);
+  CHECK(reports[0].placement_version == 0);
+  CHECK(reports[0].pairs.empty());  // one token: nothing above independence
+  CHECK(reports[1].placement_version == 5);
+  CHECK(reports[1].pairs.size() == moe.size());
+  // Off: no pairs at all.
+  ActivationLog off(model.config(), {"cpu"}, 0);
+  forward(off, {0, 1, 1, 0, 2, 3});
+  reports = off.take_windows(unix_now_ms());
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].pairs.empty());
+}
+
 }  // namespace dancemoe::node
