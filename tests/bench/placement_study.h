@@ -7,6 +7,10 @@
 // and policy it measures per-token latency, fully-local steps and bytes on
 // the wire, before and after a workload shift.
 //
+// The cluster runs secure, as a lab runs it (docs/security.md): the scheduler,
+// the study (as an operator: it applies placements and runs rounds) and every
+// node have CurveZMQ keys, the nodes admitted by their public keys.
+//
 // How one link is run:
 //   1. start the scheduler (no periodic rounds: the study triggers them; the
 //      gate's horizon is the default period, 300 s) and the nodes; the cold
@@ -45,6 +49,7 @@
 
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
+#include "common/net/curve_keys.h"
 #include "common/net/zmq_transport.h"
 #include "common/proto/messages.h"
 #include "common/runtime/child_process.h"
@@ -141,12 +146,40 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
-// One StatusRequest to the scheduler on a fresh DEALER socket.
-inline Result<json> query(const std::string& endpoint, const std::string& what,
-                          const json& args = json::object(),
+// One cluster's CurveZMQ keys in `dir`: the scheduler's, the study's
+// operator key (operators/) and a key per node, admitted by its public key
+// in nodes/.
+struct StudyKeys {
+  fs::path dir;
+  net::CurveKeyPair scheduler;
+  net::CurveKeyPair op;
+};
+
+inline Result<StudyKeys> make_keys(const fs::path& dir, const std::vector<StudyNode>& nodes) {
+  StudyKeys k;
+  k.dir = dir;
+  fs::create_directories(dir / "nodes");
+  fs::create_directories(dir / "operators");
+  DMOE_ASSIGN_OR_RETURN(k.scheduler, net::write_key_pair(dir, "scheduler"));
+  DMOE_ASSIGN_OR_RETURN(k.op, net::write_key_pair(dir, "operator"));
+  DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "operators", "operator", k.op.public_key));
+  for (const StudyNode& n : nodes) {
+    DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair pair, net::write_key_pair(dir, n.id));
+    DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "nodes", n.id, pair.public_key));
+  }
+  return k;
+}
+
+// One StatusRequest to the scheduler on a fresh DEALER socket, as the
+// operator of `keys`.
+inline Result<json> query(const StudyKeys& keys, const std::string& endpoint,
+                          const std::string& what, const json& args = json::object(),
                           std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
   zmq::context_t context(1);
-  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket, net::make_socket(context, zmq::socket_type::dealer));
+  net::SocketOptions options;
+  options.curve = net::CurveOptions{keys.op, keys.scheduler.public_key};
+  DMOE_ASSIGN_OR_RETURN(zmq::socket_t socket,
+                        net::make_socket(context, zmq::socket_type::dealer, options));
   DMOE_RETURN_IF_ERROR(net::connect(socket, endpoint));
   proto::Envelope request;
   request.sender = "study";
@@ -196,33 +229,40 @@ class Cluster {
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path ready = dir / "scheduler_ready.json";
-    scheduler_ =
-        std::make_unique<ChildProcess>(std::vector<std::string>{o_.scheduler_binary,
-                                                                "--model",
-                                                                o_.model.string(),
-                                                                "--db",
-                                                                (dir / "scheduler.db").string(),
-                                                                "--control",
-                                                                "tcp://127.0.0.1:0",
-                                                                "--ready-file",
-                                                                ready.string(),
-                                                                "--interval",
-                                                                "1000000",
-                                                                "--horizon",
-                                                                "300",
-                                                                "--report-interval",
-                                                                "0.5",
-                                                                "--heartbeat-interval",
-                                                                "0.5",
-                                                                "--heartbeat-misses",
-                                                                "20",
-                                                                "--cold-start-settle",
-                                                                "1",
-                                                                "--prepare-timeout",
-                                                                "120",
-                                                                "--log-level",
-                                                                "warn"},
-                                       dir / "scheduler.log");
+    DMOE_ASSIGN_OR_RETURN(keys_, make_keys(dir / "keys", o_.nodes));
+    scheduler_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{o_.scheduler_binary,
+                                 "--model",
+                                 o_.model.string(),
+                                 "--db",
+                                 (dir / "scheduler.db").string(),
+                                 "--control",
+                                 "tcp://127.0.0.1:0",
+                                 "--ready-file",
+                                 ready.string(),
+                                 "--interval",
+                                 "1000000",
+                                 "--horizon",
+                                 "300",
+                                 "--report-interval",
+                                 "0.5",
+                                 "--heartbeat-interval",
+                                 "0.5",
+                                 "--heartbeat-misses",
+                                 "20",
+                                 "--cold-start-settle",
+                                 "1",
+                                 "--prepare-timeout",
+                                 "120",
+                                 "--secret-key",
+                                 (keys_.dir / "scheduler.key").string(),
+                                 "--nodes-keys",
+                                 (keys_.dir / "nodes").string(),
+                                 "--operator-keys",
+                                 (keys_.dir / "operators").string(),
+                                 "--log-level",
+                                 "warn"},
+        dir / "scheduler.log");
     if (!wait_for_file(ready, std::chrono::seconds(60))) {
       return unavailable("the scheduler did not start; see " + (dir / "scheduler.log").string());
     }
@@ -263,7 +303,8 @@ class Cluster {
               // a shift may move most of a node's experts at once.
               "--migration-headroom", std::to_string(memory), "--wire-dtype", o_.wire_dtype,
               "--expert-source", "local", "--replay-routing", o_.trace.string(), "--replay-origins",
-              origins, "--context", "1024", "--log-level", "warn"},
+              origins, "--context", "1024", "--secret-key", (keys_.dir / (n.id + ".key")).string(),
+              "--scheduler-key", (keys_.dir / "scheduler.pub").string(), "--log-level", "warn"},
           dir / ("node_" + n.id + ".log"));
       nodes_.push_back(std::move(h));
       ready_files_.push_back(node_ready);
@@ -287,6 +328,7 @@ class Cluster {
   }
 
   const std::string& endpoint() const { return endpoint_; }
+  const StudyKeys& keys() const { return keys_; }
   std::vector<NodeHandle>& nodes() { return nodes_; }
 
   // Every node serves `version` and the scheduler has it committed.
@@ -298,11 +340,11 @@ class Cluster {
         Result<json> stats = n.call("GET", "/v1/stats");
         all = all && stats.is_ok() && (*stats)["placement_version"].get<uint64_t>() == version;
       }
-      Result<json> status = query(endpoint_, "status");
+      Result<json> status = query(keys_, endpoint_, "status");
       all = all && status.is_ok() && !(*status)["placement"].is_null() &&
             (*status)["placement"]["version"].get<uint64_t>() == version;
       if (all) return Status::ok();
-      Result<json> history = query(endpoint_, "migrations");
+      Result<json> history = query(keys_, endpoint_, "migrations");
       if (history.is_ok()) {
         for (const json& m : (*history)["migrations"]) {
           if (m["to_version"].get<uint64_t>() == version && m["outcome"] == "aborted") {
@@ -321,7 +363,7 @@ class Cluster {
   }
 
   Result<uint64_t> committed_version() {
-    DMOE_ASSIGN_OR_RETURN(json status, query(endpoint_, "status"));
+    DMOE_ASSIGN_OR_RETURN(json status, query(keys_, endpoint_, "status"));
     return status["placement"].is_null() ? 0 : status["placement"]["version"].get<uint64_t>();
   }
 
@@ -329,7 +371,7 @@ class Cluster {
   Status apply(json placement) {
     // A proposal carries version 0; the scheduler numbers what it adopts.
     placement["version"] = 1;
-    DMOE_ASSIGN_OR_RETURN(json d, query(endpoint_, "apply", {{"placement", placement}}));
+    DMOE_ASSIGN_OR_RETURN(json d, query(keys_, endpoint_, "apply", {{"placement", placement}}));
     if (d["outcome"] != "adopted") return internal_error("apply was not adopted: " + d.dump());
     return wait_for_version(d["version"].get<uint64_t>());
   }
@@ -396,6 +438,7 @@ class Cluster {
  private:
   const StudyOptions& o_;
   StudyLink link_;
+  StudyKeys keys_;
   std::unique_ptr<ChildProcess> scheduler_;
   std::string endpoint_;
   std::vector<NodeHandle> nodes_;
@@ -433,6 +476,10 @@ inline Result<Baseline> run_baseline(const StudyOptions& o, int requests) {
   std::ofstream(dir / "placement.json") << placement.dump();
   std::string origins;
   for (const std::string& origin : o.origins) origins += (origins.empty() ? "" : ",") + origin;
+  // Standalone and secure: its own key, and itself as the only peer.
+  fs::create_directories(dir / "peers");
+  DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair key, net::write_key_pair(dir, "all"));
+  DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "peers", "all", key.public_key));
   const fs::path ready = dir / "ready.json";
   study_detail::NodeHandle node;
   node.id = "all";
@@ -458,6 +505,10 @@ inline Result<Baseline> run_baseline(const StudyOptions& o, int requests) {
                                origins,
                                "--context",
                                "1024",
+                               "--secret-key",
+                               (dir / "all.key").string(),
+                               "--peer-keys",
+                               (dir / "peers").string(),
                                "--log-level",
                                "warn"},
       dir / "node.log");
@@ -501,8 +552,8 @@ inline Result<StudyResult> run_study(const StudyOptions& o,
     cluster.settle();
     std::map<std::string, json> placements;
     for (const std::string& policy : o.policies) {
-      DMOE_ASSIGN_OR_RETURN(
-          json proposal, study_detail::query(cluster.endpoint(), "propose", {{"policy", policy}}));
+      DMOE_ASSIGN_OR_RETURN(json proposal, study_detail::query(cluster.keys(), cluster.endpoint(),
+                                                               "propose", {{"policy", policy}}));
       placements[policy] = proposal["placement"];
       progress(link.name + ": " + policy + " proposed (" + proposal["method"].get<std::string>() +
                ")");
@@ -531,8 +582,8 @@ inline Result<StudyResult> run_study(const StudyOptions& o,
         DMOE_RETURN_IF_ERROR(cluster.measure(shifted, o.requests_per_node, &stale));
         cluster.settle();
         DMOE_ASSIGN_OR_RETURN(const uint64_t before, cluster.committed_version());
-        DMOE_ASSIGN_OR_RETURN(
-            json d, study_detail::query(cluster.endpoint(), "round", {{"policy", policy}}));
+        DMOE_ASSIGN_OR_RETURN(json d, study_detail::query(cluster.keys(), cluster.endpoint(),
+                                                          "round", {{"policy", policy}}));
         PhaseResult after;
         after.link = link.name;
         after.policy = policy;

@@ -113,4 +113,75 @@ TEST_CASE("retention: rolls old reports into buckets without losing counts or to
   CHECK(*(*reopened)->db().query_int("SELECT count(*) FROM rollups") == 0);
 }
 
+TEST_CASE("retention: roll-ups keep the co-activation pairs, summed, most above independence") {
+  testing::TempDir dir("retention_pairs");
+  auto opened = Store::open((dir.path() / "s.db").string());
+  REQUIRE(opened.is_ok());
+  Store& s = **opened;
+  const int64_t t0 = 100 * kHour;
+  uint64_t sequence = 0;
+  // Node a, layer 0: pair (0, 1) always together; (2, 3) as often as chance
+  // gives; layer 1: one pair (0, 3).
+  for (int64_t t = t0; t < t0 + 2 * kHour; t += 10 * 60'000) {
+    ReportRecord r;
+    r.node_id = "a";
+    r.sequence = ++sequence;
+    r.window_start_ms = t - 60'000;
+    r.window_end_ms = t;
+    r.received_ms = t;
+    r.tokens = 100;
+    r.requests = 1;
+    r.counts = {{0, 0, 40}, {0, 1, 40}, {0, 2, 50}, {0, 3, 50}, {1, 0, 10}, {1, 3, 10}};
+    r.activations = 200;
+    r.pairs = {{0, 0, 1, 40}, {0, 2, 3, 25}, {1, 0, 3, 10}};
+    REQUIRE(*s.insert_report(r) == InsertOutcome::kStored);
+  }
+  const auto before = *s.pairs_since(0, index_2x4());
+  REQUIRE(before.at("a").size() == 3);
+  CHECK(before.at("a").at({0, 1}) == 12 * 40);
+  CHECK(before.at("a").at({4, 7}) == 12 * 10);
+
+  RetentionPolicy policy;
+  policy.raw_retention_ms = kHour / 2;
+  policy.bucket_ms = kHour;
+  const int64_t now = t0 + 2 * kHour;
+  while (true) {
+    auto stats = Retention::apply(s, policy, now);
+    REQUIRE(stats.is_ok());
+    if (!stats->more) break;
+  }
+  CHECK(*s.db().query_int("SELECT count(*) FROM rollups") >= 1);
+  // Nothing lost while every pair fits.
+  CHECK(*s.pairs_since(0, index_2x4()) == before);
+
+  // With one pair per layer a roll-up keeps, per layer, the pair most above
+  // independence: (0, 1) (40 seen, 16 expected per report) over the more
+  // frequent (2, 3) (45 seen, 81 expected).
+  testing::TempDir dir2("retention_pairs_limit");
+  auto opened2 = Store::open((dir2.path() / "s.db").string());
+  REQUIRE(opened2.is_ok());
+  Store& s2 = **opened2;
+  for (int64_t t = t0, seq = 1; t < t0 + kHour; t += 10 * 60'000, ++seq) {
+    ReportRecord r;
+    r.node_id = "a";
+    r.sequence = static_cast<uint64_t>(seq);
+    r.window_start_ms = t - 60'000;
+    r.window_end_ms = t;
+    r.received_ms = t;
+    r.tokens = 100;
+    r.requests = 1;
+    r.counts = {{0, 0, 40}, {0, 1, 40}, {0, 2, 90}, {0, 3, 90}, {1, 0, 10}, {1, 3, 10}};
+    r.activations = 280;
+    r.pairs = {{0, 0, 1, 40}, {0, 2, 3, 45}, {1, 0, 3, 10}};
+    REQUIRE(*s2.insert_report(r) == InsertOutcome::kStored);
+  }
+  policy.rollup_pairs_per_layer = 1;
+  REQUIRE(Retention::apply(s2, policy, t0 + 3 * kHour).is_ok());
+  CHECK(*s2.db().query_int("SELECT count(*) FROM reports") == 0);
+  const auto kept = *s2.pairs_since(0, index_2x4());
+  REQUIRE(kept.at("a").size() == 2);
+  CHECK(kept.at("a").at({0, 1}) == 6 * 40);
+  CHECK(kept.at("a").at({4, 7}) == 6 * 10);
+}
+
 }  // namespace dancemoe::store

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "scheduler/store/count_blob.h"
+#include "scheduler/store/pair_blob.h"
 #include "scheduler/store/schema.h"
 #include "tests/support/paths.h"
 
@@ -70,6 +71,44 @@ TEST_CASE("count blob: round-trips sparse counts and rejects damaged blobs") {
   CHECK(decode_counts(repeated).status().message().find("repeats a key") != std::string::npos);
   const std::vector<uint8_t> huge_count = {0xff, 0xff, 0xff, 0x0f};
   CHECK_FALSE(decode_counts(huge_count).is_ok());
+}
+
+TEST_CASE("pair blob: round-trips co-activation pairs and rejects damaged blobs") {
+  std::mt19937 rng(11);
+  std::vector<PairEntry> entries;
+  for (uint16_t l = 0; l < 4; ++l) {
+    for (uint16_t a = 0; a < 16; ++a) {
+      for (uint16_t b = a + 1; b < 16; ++b) {
+        if (rng() % 5 == 0) entries.push_back({l, a, b, rng() % 5000 + 1});
+      }
+    }
+  }
+  entries.push_back({65535, 65534, 65535, UINT64_MAX});
+  const std::vector<uint8_t> blob = encode_pairs(entries);
+  std::vector<PairEntry> decoded;
+  REQUIRE(decode_pairs(blob, [&](const PairEntry& e) { decoded.push_back(e); }).is_ok());
+  CHECK(decoded == entries);
+  const std::vector<uint8_t> empty = encode_pairs({});
+  CHECK(empty == std::vector<uint8_t>{0});  // the schema's default, x'00'
+  CHECK(decode_pairs(empty, [](const PairEntry&) { FAIL("no entry expected"); }).is_ok());
+
+  const auto error_of = [](std::span<const uint8_t> b) {
+    return decode_pairs(b, [](const PairEntry&) {}).message();
+  };
+  for (size_t cut = 0; cut < blob.size(); cut += 29) {
+    CHECK_FALSE(error_of(std::span<const uint8_t>(blob.data(), cut)).empty());
+  }
+  std::vector<uint8_t> trailing = blob;
+  trailing.push_back(0);
+  CHECK(error_of(trailing).find("trailing") != std::string::npos);
+  std::vector<uint8_t> repeated = encode_pairs(std::vector<PairEntry>{{0, 1, 2, 1}, {0, 1, 3, 1}});
+  repeated[5] = 0;  // second delta 0 (after 1 + 3 + 1 bytes): the same pair twice
+  CHECK(error_of(repeated).find("repeats a key") != std::string::npos);
+  // a >= b: key (layer 0, a 2, b 1).
+  const std::vector<uint8_t> reversed = encode_pairs(std::vector<PairEntry>{{0, 2, 1, 1}});
+  CHECK(error_of(reversed).find("not below") != std::string::npos);
+  const std::vector<uint8_t> too_many = {0x7f, 1, 1};
+  CHECK(error_of(too_many).find("cannot fit") != std::string::npos);
 }
 
 TEST_CASE("store: creates the schema, records its version, refuses a newer database") {
