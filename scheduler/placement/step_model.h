@@ -31,12 +31,11 @@
 //       q_e = (T - f_e + 1/2) / (T + 1),  r_ee' = q_ee' / (q_e q_e'),
 //       q_ee' = (T - f_e - f_e' + c_ee' + 1/2) / (T + 1)
 //     which says which experts to leave out together (latency.h orders its
-//     sets by it) but is no value: with every pair it is within 0.020 of the
-//     truth on the OLMoE trace (mean absolute error), but the nodes report
-//     only the pairs most above independence (coactivation.h), and on the
-//     sets a policy picks *because* they look good under it those positive
-//     corrections pile up: 0.49 for a true 0.19 at 24 of 64 experts
-//     (docs/placement-latency.md).
+//     sets by it) but is no value: its positive corrections pile up, so it
+//     overestimates -- on sets of 16-56 of 64 experts near the most used of
+//     the OLMoE trace by 0.29 on average with every pair and 0.08 with the
+//     pairs nodes report (bench_coactivation; docs/placement-latency.md),
+//     more on the sets a policy picks *because* they look good under it.
 // Whatever the estimate, F stays within bounds that hold for any routing:
 //   max(0, 1 - sum_{e not in S} f_e / T) <= F(S) <= min_{e not in S} q_e
 // (half a step of smoothing keeps q positive for an expert every token used).

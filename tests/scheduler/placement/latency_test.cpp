@@ -170,7 +170,7 @@ TEST_CASE("latency: never worse on its own objective than coverage alone, optima
   CHECK(checked > 80);
 }
 
-TEST_CASE("latency: prohibitive loading keeps the current placement; its gate then rejects") {
+TEST_CASE("latency: prohibitive loading keeps the current placement and its gate then rejects") {
   std::mt19937 rng(7);
   Problem p = random_problem(rng, false);
   while (!validate_problem(p).is_ok() || p.cluster.nodes.size() < 2) p = random_problem(rng, false);
