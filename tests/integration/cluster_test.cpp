@@ -246,7 +246,9 @@ TEST_CASE("cluster: the scheduler adopts a placement from the nodes' domains, lo
     CHECK(scheduler_hit_ratio(before, id) == doctest::Approx(hit_before[id]).epsilon(1e-12));
   }
 
-  auto round = scheduler_query(*c.scheduler, "round");
+  // `optimal` (local activations), not the default `latency`, which trades
+  // local activations for fully-local steps (placement_runtime_test checks those).
+  auto round = scheduler_query(*c.scheduler, "round", {{"policy", "optimal"}});
   REQUIRE(round.is_ok());
   INFO(round->dump());
   auto status = scheduler_query(*c.scheduler, "status");

@@ -37,8 +37,13 @@ nlohmann::json cli_json(const testing::SchedulerProcess& scheduler,
 TEST_CASE(
     "scheduler daemon: cold start, then a gated round rejected and later adopted, committed") {
   testing::TempDir dir("sched-place");
-  testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(),
-                                      testing::fast_scheduler_flags());
+  // `optimal`, not the default: this case works the gate of a policy that
+  // ignores load time (a better placement that does not pay for its loads).
+  // `latency` is migration-aware and keeps the current placement itself
+  // (latency_test: "prohibitive loading keeps the current placement").
+  std::vector<std::string> flags = testing::fast_scheduler_flags();
+  flags.insert(flags.end(), {"--policy", "optimal"});
+  testing::SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, dir.path(), flags);
   scheduler.start();
   // Slow loads: one expert takes 12288 B / 4096 B/s = 3 s, so moving needs evidence.
   auto a = make_peer(scheduler, "node-a", 16, 4096.0);
