@@ -180,7 +180,7 @@ Result<std::vector<int32_t>> NodeHttpBackend::tokenize(const std::string& text,
   return parts_.tokenizer->encode(text, add_special_tokens);
 }
 
-void NodeHttpBackend::write_metrics(PrometheusWriter& out) {
+void NodeHttpBackend::write_metrics(http::PrometheusWriter& out) {
   NodeParts& p = parts_;
   NodeMetricsInputs in;
   in.activations = p.log->snapshot();

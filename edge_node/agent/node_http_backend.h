@@ -29,7 +29,7 @@ class NodeHttpBackend final : public HttpBackend {
   Result<GenerateResponse> generate(const GenerateRequest& request) override;
   ServedModel served_model() override;
   Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) override;
-  void write_metrics(PrometheusWriter& out) override;
+  void write_metrics(http::PrometheusWriter& out) override;
 
  private:
   const NodeOptions& options_;

@@ -3,9 +3,9 @@
 namespace dancemoe::node {
 namespace {
 
-BucketHistogram::Snapshot seconds_histogram(const LatencyHistogram& h) {
-  BucketHistogram::Snapshot s;
-  s.upper_bounds = call_seconds_buckets();
+http::BucketHistogram::Snapshot seconds_histogram(const LatencyHistogram& h) {
+  http::BucketHistogram::Snapshot s;
+  s.upper_bounds = http::call_seconds_buckets();
   for (double bound : s.upper_bounds) s.cumulative.push_back(h.count_at_most_us(bound * 1e6));
   s.cumulative.push_back(h.count());
   s.sum = h.sum_us() * 1e-6;
@@ -13,7 +13,7 @@ BucketHistogram::Snapshot seconds_histogram(const LatencyHistogram& h) {
   return s;
 }
 
-void one(PrometheusWriter& out, const char* name, const char* type, const char* help,
+void one(http::PrometheusWriter& out, const char* name, const char* type, const char* help,
          double value) {
   out.family(name, type, help);
   out.sample(name, {}, value);
@@ -21,7 +21,7 @@ void one(PrometheusWriter& out, const char* name, const char* type, const char* 
 
 }  // namespace
 
-void write_node_metrics(PrometheusWriter& out, const NodeMetricsInputs& in) {
+void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in) {
   const ActivationSnapshot& a = in.activations;
   const auto d = [](uint64_t v) { return static_cast<double>(v); };
 

@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "common/http/prometheus_text.h"
 #include "edge_node/activation/activation_log.h"
-#include "edge_node/http/prometheus_text.h"
 #include "edge_node/migration/migration_executor.h"
 
 namespace dancemoe::node {
@@ -41,6 +41,6 @@ struct NodeMetricsInputs {
   std::optional<Scheduler> scheduler;  // attached mode only
 };
 
-void write_node_metrics(PrometheusWriter& out, const NodeMetricsInputs& in);
+void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in);
 
 }  // namespace dancemoe::node

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/http/http_reply.h"
 #include "edge_node/http/http_metrics.h"
 #include "edge_node/http/http_server.h"
 #include "edge_node/http/openai_errors.h"
@@ -39,7 +40,7 @@ inline double seconds_since(HttpClock::time_point start) {
   return std::chrono::duration<double>(HttpClock::now() - start).count();
 }
 
-void send_json(httplib::Response& res, int status, const nlohmann::json& body);
+using http::send_json;
 void send_api_error(httplib::Response& res, const ApiError& error);
 
 // POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/ID].

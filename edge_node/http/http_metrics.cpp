@@ -67,7 +67,7 @@ void HttpMetrics::record_cancelled(Endpoint endpoint) {
   ++generation_[i].cancelled;
 }
 
-void HttpMetrics::write(PrometheusWriter& out, size_t queue_waiting, bool queue_running,
+void HttpMetrics::write(http::PrometheusWriter& out, size_t queue_waiting, bool queue_running,
                         uint64_t queue_rejected) const {
   std::lock_guard<std::mutex> lock(mutex_);
   out.family("dancemoe_http_requests_total", "counter",

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-#include "edge_node/http/prometheus_text.h"
+#include "common/http/prometheus_text.h"
 
 namespace dancemoe::node {
 
@@ -48,13 +48,13 @@ class HttpMetrics {
   void record_cancelled(Endpoint endpoint);
 
   // Queue state is the queue's; passed in so this class stays a sink.
-  void write(PrometheusWriter& out, size_t queue_waiting, bool queue_running,
+  void write(http::PrometheusWriter& out, size_t queue_waiting, bool queue_running,
              uint64_t queue_rejected) const;
 
  private:
   struct PerGeneration {
-    BucketHistogram latency{request_seconds_buckets()};
-    BucketHistogram first_token{request_seconds_buckets()};
+    http::BucketHistogram latency{http::request_seconds_buckets()};
+    http::BucketHistogram first_token{http::request_seconds_buckets()};
     uint64_t prompt_tokens = 0;      // guarded by mutex_
     uint64_t completion_tokens = 0;  // guarded by mutex_
     uint64_t cancelled = 0;          // guarded by mutex_

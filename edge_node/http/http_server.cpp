@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include "common/http/bearer_token.h"
+#include "common/http/http_listener.h"
+#include "common/http/http_reply.h"
 #include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
@@ -23,28 +26,7 @@ using nlohmann::json;
 constexpr size_t kMaxBodyBytes = 16u << 20;
 
 void send_error(httplib::Response& res, const Status& status) {
-  send_json(
-      res, http_status_for(status.code()),
-      {{"error",
-        {{"code", std::string(status_code_name(status.code()))}, {"message", status.message()}}}});
-}
-
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-// "Bearer KEY" (scheme case-insensitive) -> KEY; empty when absent.
-std::string bearer_token(const httplib::Request& req) {
-  const std::string value = req.get_header_value("Authorization");
-  const std::string scheme = "bearer ";
-  if (value.size() < scheme.size()) return "";
-  for (size_t i = 0; i < scheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return "";
-  }
-  return value.substr(scheme.size());
+  http::send_status_error(res, status);
 }
 
 // POST /v1/generate: the node's own API, queued and cancellable like the OpenAI routes.
@@ -103,7 +85,7 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
     }
   });
   server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-    PrometheusWriter out;
+    http::PrometheusWriter out;
     ctx.metrics.write(out, ctx.queue.n_waiting(), ctx.queue.running(), ctx.queue.n_rejected());
     ctx.backend.write_metrics(out);
     res.status = 200;
@@ -124,76 +106,34 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
 
 }  // namespace
 
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
 void send_api_error(httplib::Response& res, const ApiError& error) {
   send_json(res, error.http_status, api_error_json(error));
 }
 
-int http_status_for(StatusCode code) {
-  switch (code) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-      return 400;
-    case StatusCode::kResourceExhausted:
-      return 429;
-    case StatusCode::kUnavailable:
-    case StatusCode::kDeadlineExceeded:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& options,
                                                       HttpBackend& backend) {
-  const std::string& address = options.address;
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    return invalid_argument("--http: expected HOST:PORT (e.g. 127.0.0.1:8080), got '" + address +
-                            "'");
-  }
-  const std::string host = address.substr(0, colon);
-  int port = 0;
-  try {
-    size_t used = 0;
-    port = std::stoi(address.substr(colon + 1), &used);
-    if (used != address.size() - colon - 1 || port < 0 || port > 65535) throw std::out_of_range("");
-  } catch (const std::exception&) {
-    return invalid_argument("--http: the port of '" + address + "' is not a number in 0..65535");
-  }
-  if (!is_loopback_host(host) && options.api_key.empty()) {
+  http::HttpListenerOptions listen;
+  listen.address = options.address;
+  listen.flag = "--http";
+  // max_queued + 16 threads, so queued requests never starve /health.
+  listen.n_threads = std::min<size_t>(options.max_queued, 1000) + 16;
+  listen.max_body_bytes = kMaxBodyBytes;
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  DMOE_ASSIGN_OR_RETURN(s->listener_, http::HttpListener::bind(listen));
+  if (!s->listener_->loopback() && options.api_key.empty()) {
     spdlog::warn(
         "--http {} is reachable from other machines and no --api-key (or DANCEMOE_API_KEY) is "
         "set: anyone who can reach this port can use the node",
-        address);
+        options.address);
   }
-  std::unique_ptr<HttpServer> s(new HttpServer());
   s->context_ = std::make_unique<HttpContext>(backend, options);
-  s->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& server = *s->server_;
+  httplib::Server& server = s->listener_->server();
   HttpContext& ctx = *s->context_;
 
-  const size_t n_threads = std::min<size_t>(options.max_queued, 1000) + 16;
-  server.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-  server.set_payload_max_length(kMaxBodyBytes);
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a
-  // second node on the same port would listen too and take half the requests.
-  server.set_socket_options([](socket_t sock) {
-    const int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
   if (!options.api_key.empty()) {
     server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-      if (constant_time_equal(bearer_token(req), ctx.options.api_key)) {
+      if (http::constant_time_equal(http::bearer_token(req), ctx.options.api_key)) {
         return httplib::Server::HandlerResponse::Unhandled;
       }
       ApiError e;
@@ -244,15 +184,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
         send_error(res, internal_error(what));
       });
 
-  const int bound =
-      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
-  if (bound < 0) {
-    return unavailable("--http " + address +
-                       ": cannot bind (the port is in use by another process, or the host is not "
-                       "an address of this machine)");
-  }
-  s->bound_address_ = host + ":" + std::to_string(bound);
-  s->thread_ = std::thread([raw = s->server_.get()] { raw->listen_after_bind(); });
+  s->bound_address_ = s->listener_->bound_address();
+  s->listener_->start();
   return s;
 }
 
@@ -262,8 +195,7 @@ size_t HttpServer::n_queued() const { return context_ ? context_->queue.n_waitin
 
 void HttpServer::stop() {
   if (context_) context_->stopping = true;
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (listener_) listener_->stop();
 }
 
 }  // namespace dancemoe::node

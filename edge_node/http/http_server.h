@@ -29,18 +29,17 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/base/status.h"
+#include "common/http/prometheus_text.h"
 #include "common/tokenizer/chat_format.h"
 #include "edge_node/agent/prompt_runner.h"
-#include "edge_node/http/prometheus_text.h"
 #include "edge_node/http/reasoning_splitter.h"
 
-namespace httplib {
-class Server;
+namespace dancemoe::http {
+class HttpListener;
 }
 
 namespace dancemoe::node {
@@ -74,7 +73,7 @@ class HttpBackend {
   virtual Result<std::vector<int32_t>> tokenize(const std::string& text,
                                                 bool add_special_tokens) = 0;
   // The node's own metric families (activations, peers, experts, migrations).
-  virtual void write_metrics(PrometheusWriter& out) = 0;
+  virtual void write_metrics(http::PrometheusWriter& out) = 0;
 };
 
 struct HttpServerOptions {
@@ -103,16 +102,8 @@ class HttpServer {
   HttpServer() = default;
 
   std::unique_ptr<HttpContext> context_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<http::HttpListener> listener_;
   std::string bound_address_;
 };
-
-// HTTP status for a Status code: 400 for invalid_argument, 429 for
-// resource_exhausted, 503 for unavailable / deadline_exceeded, 500 otherwise.
-int http_status_for(StatusCode code);
-
-// True for 127.x.y.z, ::1 and localhost.
-bool is_loopback_host(const std::string& host);
 
 }  // namespace dancemoe::node

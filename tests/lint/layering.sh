@@ -8,7 +8,8 @@
 # runs have no include cycle:
 #   base <- {tensor, runtime, tokenizer} <- model (on disk) <- inference
 #   (what executes) <- backend (devices) <- assembly (the runtime built for a
-#   device list); model <- placement <- proto <- net; inference <- generation.
+#   device list); model <- placement <- proto <- net; inference <- generation;
+#   base <- http (the pieces both HTTP servers share).
 # Prints every offending include as FILE:LINE and exits 1 if there is one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -26,7 +27,7 @@ allowed_for() {
 allowed_in_common() {
   case "$1" in
     base) echo "" ;;
-    tensor | runtime | tokenizer) echo "base" ;;
+    tensor | runtime | tokenizer | http) echo "base" ;;
     model) echo "base tensor runtime tokenizer" ;;
     placement) echo "base model" ;;
     proto) echo "base tensor model placement" ;;

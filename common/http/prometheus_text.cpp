@@ -1,10 +1,10 @@
-#include "edge_node/http/prometheus_text.h"
+#include "common/http/prometheus_text.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-namespace dancemoe::node {
+namespace dancemoe::http {
 namespace {
 
 std::string number(double v) {
@@ -129,4 +129,4 @@ void PrometheusWriter::histogram(std::string_view name, const Labels& labels,
   sample(std::string(name) + "_count", labels, static_cast<double>(s.count));
 }
 
-}  // namespace dancemoe::node
+}  // namespace dancemoe::http

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace dancemoe::node {
+namespace dancemoe::http {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -61,4 +61,4 @@ class PrometheusWriter {
   std::string out_;
 };
 
-}  // namespace dancemoe::node
+}  // namespace dancemoe::http

@@ -1,10 +1,8 @@
-#include "edge_node/http/prometheus_text.h"
+#include "common/http/prometheus_text.h"
 
 #include <doctest/doctest.h>
 
-#include "edge_node/activation/latency_histogram.h"
-
-namespace dancemoe::node {
+namespace dancemoe::http {
 
 TEST_CASE("prometheus text: families, escaped labels and cumulative histograms") {
   PrometheusWriter out;
@@ -30,15 +28,4 @@ TEST_CASE("prometheus text: families, escaped labels and cumulative histograms")
   CHECK(t.find("dancemoe_y_seconds_count{endpoint=\"/v1/completions\"} 4\n") != std::string::npos);
 }
 
-TEST_CASE("latency histogram: count_at_most_us is exact at bucket edges") {
-  LatencyHistogram h;
-  h.add(100);   // just above 2^6.625 = 98.7
-  h.add(1000);  // ~2^9.97
-  h.add(2000);  // ~2^10.97
-  CHECK(h.count_at_most_us(50) == 0);
-  CHECK(h.count_at_most_us(1024) == 2);  // 2^10 is a bucket edge: 1000 is below it
-  CHECK(h.count_at_most_us(4096) == 3);
-  CHECK(h.sum_us() == doctest::Approx(3100));
-}
-
-}  // namespace dancemoe::node
+}  // namespace dancemoe::http
