@@ -16,6 +16,7 @@ function(dmoe_embed_web target)
     COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DFUNCTION=${ARG_FUNCTION} "-DFILES=${files}"
             -P ${PROJECT_SOURCE_DIR}/cmake/DmoeEmbedScript.cmake
     DEPENDS ${ARG_FILES} ${PROJECT_SOURCE_DIR}/cmake/DmoeEmbedScript.cmake
-    COMMENT "Embedding web files for ${ARG_FUNCTION}")
+    COMMENT "Embedding web files for ${ARG_FUNCTION}"
+    VERBATIM)
   target_sources(${target} PRIVATE ${out})
 endfunction()

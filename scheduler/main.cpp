@@ -2,7 +2,12 @@
 //
 //   dancemoe-scheduler --model DIR --secret-key FILE --nodes-keys DIR --operator-keys DIR
 //                      [--config FILE.toml] [--control tcp://*:5550]
-//                      [--db FILE] [--cluster-id ID] [--interval S] ... | --insecure
+//                      [--db FILE] [--cluster-id ID] [--interval S]
+//                      [--http 127.0.0.1:8090|off] ... | --insecure
+//
+// The dashboard, its JSON API and /metrics are served on --http
+// (scheduler/http/http_endpoint.h) by a pool of threads that reach the
+// service only through its inbox (service_inbox.h).
 //
 // Every setting is a TOML key and a flag (scheduler/config/scheduler_config.h);
 // --help lists them with units and defaults. Exit codes, as the node's: 0
@@ -24,6 +29,7 @@
 #include "scheduler/daemon/control_server.h"
 #include "scheduler/daemon/scheduler_doctor.h"
 #include "scheduler/daemon/service.h"
+#include "scheduler/http/http_endpoint.h"
 #include "scheduler/store/store.h"
 
 namespace {
@@ -79,6 +85,26 @@ int serve(const SchedulerConfig& config) {
   Result<std::unique_ptr<ControlServer>> server = ControlServer::bind(server_options, &service);
   if (!server.is_ok()) return fail(server.status().message(), 1);
 
+  Result<std::unique_ptr<ServiceInbox>> inbox = ServiceInbox::create();
+  if (!inbox.is_ok()) return fail(inbox.status().message(), 1);
+  LoopMetrics loop_metrics;
+  (*server)->set_inbox(inbox->get());
+  (*server)->set_metrics(&loop_metrics);
+  std::unique_ptr<HttpEndpoint> http;
+  if (config.http != "off") {
+    HttpEndpointOptions http_options;
+    http_options.address = config.http;
+    http_options.token = config.http_token;
+    http_options.db_path = config.db;
+    Result<std::unique_ptr<HttpEndpoint>> started_http =
+        HttpEndpoint::start(http_options, {inbox->get(), &*model, &loop_metrics});
+    if (!started_http.is_ok()) {
+      return fail(started_http.status().message(),
+                  started_http.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
+    }
+    http = std::move(*started_http);
+  }
+
   struct sigaction action = {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
@@ -90,13 +116,21 @@ int serve(const SchedulerConfig& config) {
       "database {}, policy {}, interval {} s",
       model->model_id, model->moe_layers.size(), model->n_experts, (*server)->endpoint(), config.db,
       config.policy, config.interval_s);
+  if (http) {
+    spdlog::info("dashboard on http://{}/ (API /api/..., metrics /metrics{})",
+                 http->bound_address(), config.http_token.empty() ? "" : "; bearer token required");
+  }
   if (!config.ready_file.empty()) {
-    const Status ready = write_ready_file(config.ready_file, (*server)->endpoint());
+    const Status ready = write_ready_file(config.ready_file, (*server)->endpoint(),
+                                          http ? http->bound_address() : std::string());
     if (!ready.is_ok()) return fail(ready.message(), 1);
   }
   const Status ran = (*server)->run(g_stop);
   if (!ran.is_ok()) return fail(ran.to_string(), 1);
   // The loop only stops between messages: no transaction is open here.
+  // The endpoint goes first: its requests wait on the loop's inbox, which
+  // run() closed, so they end at once.
+  http.reset();
   server->reset();
   store->reset();
   spdlog::info("dancemoe-scheduler stopped; database closed cleanly");

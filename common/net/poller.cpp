@@ -9,6 +9,11 @@ size_t Poller::add(zmq::socket_t& socket) {
   return items_.size() - 1;
 }
 
+size_t Poller::add_fd(int fd) {
+  items_.push_back({nullptr, fd, ZMQ_POLLIN, 0});
+  return items_.size() - 1;
+}
+
 Result<bool> Poller::wait(std::chrono::milliseconds timeout) {
   for (zmq::pollitem_t& item : items_) item.revents = 0;
   try {

@@ -1,4 +1,5 @@
-// Poller: waits until one of several ZeroMQ sockets has a message to read.
+// Poller: waits until one of several ZeroMQ sockets has a message to read
+// (or a plain file descriptor is readable).
 // The one place outside zmq_transport.h that touches zmq_poll, so that the
 // rest of the code never catches zmq::error_t: a timeout and an interrupted
 // wait (EINTR) are expected outcomes -- wait() returns false and callers loop
@@ -23,6 +24,9 @@ class Poller {
   // Returns the socket's index for readable(). The socket must outlive the
   // next wait().
   size_t add(zmq::socket_t& socket);
+  // A file descriptor polled for reading beside the sockets (an eventfd
+  // another thread writes to wake the loop); its index for readable().
+  size_t add_fd(int fd);
   size_t size() const { return items_.size(); }
 
   // True when some socket is readable; false after `timeout` or an

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/http/listen_address.h"
 #include "scheduler/placement/policy.h"
 
 namespace dancemoe::scheduler {
@@ -16,7 +17,7 @@ namespace {
 
 using C = SchedulerConfig;
 
-const std::array<ConfigKey, 26> kKeys = {{
+const std::array<ConfigKey, 28> kKeys = {{
     {"model", "model directory (HuggingFace layout; only config.json and headers are read)",
      &C::model_dir},
     {"control", "ZeroMQ control endpoint nodes and the CLI connect to", &C::control},
@@ -58,6 +59,13 @@ const std::array<ConfigKey, 26> kKeys = {{
      "no CurveZMQ and no keys: anyone reaching the control port may do anything (warned every "
      "minute)",
      &C::insecure},
+    {"http",
+     "HOST:PORT of the dashboard and its JSON API and /metrics (port 0: any free port), or off",
+     &C::http},
+    {"http_token",
+     "bearer token the dashboard's API and /metrics require (needed to serve another address "
+     "than loopback)",
+     &C::http_token},
 }};
 
 std::string format_double(double v) {
@@ -248,6 +256,16 @@ Status SchedulerConfig::validate() const {
   if (max_message_bytes < (int64_t{64} << 10) || max_message_bytes > (int64_t{256} << 20)) {
     return invalid_argument("--max-message-bytes: expected 65536 to 268435456, got " +
                             std::to_string(max_message_bytes));
+  }
+  if (http != "off") {
+    Result<http::ListenAddress> address = http::parse_listen_address(http, "--http / http");
+    if (!address.is_ok()) return address.status();
+    if (!http::is_loopback_host(address->host) && http_token.empty()) {
+      return invalid_argument(
+          "--http / http: " + http +
+          " is reachable from other machines; set --http-token (the dashboard asks for it) or "
+          "serve a loopback address (127.0.0.1:PORT) and reach it over ssh -L");
+    }
   }
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
   bool level_ok = false;

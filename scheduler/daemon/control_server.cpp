@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/net/poller.h"
+
 namespace dancemoe::scheduler {
 
 Result<std::unique_ptr<ControlServer>> ControlServer::bind(const ControlServerOptions& options,
@@ -56,36 +58,71 @@ void ControlServer::flush() {
   }
 }
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+void ControlServer::handle(const net::ReceivedMessage& message) {
+  const auto start = std::chrono::steady_clock::now();
+  service_->handle(message);
+  flush();
+  if (metrics_) {
+    metrics_->observe(
+        message.envelope.is_ok() ? proto::body_name(message.envelope->body) : "undecodable",
+        seconds_since(start));
+  }
+}
+
+void ControlServer::tick() {
+  const auto start = std::chrono::steady_clock::now();
+  service_->tick();
+  flush();
+  if (metrics_) metrics_->observe("tick", seconds_since(start));
+}
+
 Status ControlServer::run(const std::atomic<bool>& stop) {
   SystemClock clock;
+  net::Poller poller;
+  const size_t socket_idx = poller.add(socket_);
+  const size_t inbox_idx = inbox_ ? poller.add_fd(inbox_->wake_fd()) : SIZE_MAX;
+  Status status;
   while (!stop.load()) {
     const int64_t wait_ms =
         std::clamp<int64_t>(service_->next_wakeup_ms() - clock.steady_ms(), 0, 100);
-    std::optional<net::ReceivedMessage> message =
-        net::receive_message(socket_, std::chrono::milliseconds(wait_ms), /*router=*/true, limits_);
-    if (message) {
-      service_->handle(*message);
-      flush();
+    Result<bool> ready = poller.wait(std::chrono::milliseconds(wait_ms));
+    if (!ready.is_ok()) {
+      status = ready.status();
+      break;
+    }
+    if (*ready && inbox_ && poller.readable(inbox_idx)) inbox_->run_waiting(*service_);
+    if (*ready && poller.readable(socket_idx)) {
       // Drain what is already queued before ticking, without waiting.
       for (int i = 0; i < 256 && !stop.load(); ++i) {
-        message = net::receive_message(socket_, std::chrono::milliseconds(0), true, limits_);
+        std::optional<net::ReceivedMessage> message =
+            net::receive_message(socket_, std::chrono::milliseconds(0), /*router=*/true, limits_);
         if (!message) break;
-        service_->handle(*message);
-        flush();
+        handle(*message);
       }
     }
-    service_->tick();
-    flush();
+    tick();
   }
-  return Status::ok();
+  if (inbox_) inbox_->close();
+  return status;
 }
 
-Status write_ready_file(const std::string& path, const std::string& endpoint) {
+Status write_ready_file(const std::string& path, const std::string& endpoint,
+                        const std::string& http) {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary);
     if (!out) return unavailable(path + ": cannot write the ready file");
-    out << nlohmann::json{{"control", endpoint}}.dump() << "\n";
+    nlohmann::json ready = {{"control", endpoint}};
+    if (!http.empty()) ready["http"] = http;
+    out << ready.dump() << "\n";
     if (!out) return unavailable(path + ": cannot write the ready file");
   }
   std::error_code ec;

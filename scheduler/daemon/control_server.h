@@ -5,6 +5,11 @@
 // deadline, hands each message to the service, sends what it produced,
 // and ticks the timed work.
 //
+// Other threads reach the service only through a ServiceInbox
+// (service_inbox.h): the loop polls its eventfd beside the socket and runs
+// the waiting jobs between messages. LoopMetrics, when given, times every
+// message and tick.
+//
 // A report is committed to SQLite before its Ack is sent; a stop request
 // (SIGTERM/SIGINT set the flag) is seen between messages, so a transaction
 // in progress always finishes and the database is closed cleanly.
@@ -26,7 +31,9 @@
 #include "common/base/status.h"
 #include "common/net/curve_keys.h"
 #include "common/net/zap_handler.h"
+#include "scheduler/daemon/loop_metrics.h"
 #include "scheduler/daemon/service.h"
+#include "scheduler/daemon/service_inbox.h"
 
 namespace dancemoe::scheduler {
 
@@ -47,22 +54,33 @@ class ControlServer {
   // so that a local client can use it.
   const std::string& endpoint() const { return endpoint_; }
 
+  // Both optional, set before run(); they must outlive it. run() closes the
+  // inbox when it returns.
+  void set_inbox(ServiceInbox* inbox) { inbox_ = inbox; }
+  void set_metrics(LoopMetrics* metrics) { metrics_ = metrics; }
+
   // Runs until `stop` becomes true.
   Status run(const std::atomic<bool>& stop);
 
  private:
   ControlServer() = default;
   void flush();
+  void handle(const net::ReceivedMessage& message);
+  void tick();
 
   zmq::context_t context_{1};
   std::unique_ptr<net::ZapHandler> zap_;  // before socket_: stops after it closes
   zmq::socket_t socket_;
   SchedulerService* service_ = nullptr;
+  ServiceInbox* inbox_ = nullptr;
+  LoopMetrics* metrics_ = nullptr;
   proto::DecodeLimits limits_;
   std::string endpoint_;
 };
 
-// Writes {"control": endpoint} to `path` atomically (temporary + rename).
-Status write_ready_file(const std::string& path, const std::string& endpoint);
+// Writes {"control": endpoint, "http": HOST:PORT (when serving)} to `path`
+// atomically (temporary + rename).
+Status write_ready_file(const std::string& path, const std::string& endpoint,
+                        const std::string& http = "");
 
 }  // namespace dancemoe::scheduler

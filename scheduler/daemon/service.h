@@ -88,6 +88,14 @@ class SchedulerService {
   // The members nodes are told (version 0 and empty when insecure).
   const proto::Members& members() const { return members_; }
 
+  // The read-only status queries -- "status", "nodes", "placement"
+  // {"layer"?}, "migrations" {"limit"?} -- for readers other than the
+  // control socket (the HTTP endpoint, through ServiceInbox, on this
+  // thread). Proposals and changes (propose, round, apply) are refused:
+  // they stay on the control port.
+  Result<nlohmann::ordered_json> read_only_query(const std::string& what,
+                                                 const nlohmann::json& args);
+
  private:
   // Messages.
   void reject(const std::string& routing_id, uint64_t sequence, const Status& status,

@@ -105,6 +105,16 @@ void SchedulerService::on_status(const std::string& routing_id, const proto::Env
        proto::StatusReply{reply->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
+Result<ordered_json> SchedulerService::read_only_query(const std::string& what,
+                                                       const nlohmann::json& args) {
+  if (what != "status" && what != "nodes" && what != "placement" && what != "migrations") {
+    return invalid_argument("'" + what +
+                            "' is not a read-only query (status, nodes, placement, migrations); "
+                            "proposals and changes go through the control port");
+  }
+  return status_query(what, args);
+}
+
 Result<ordered_json> SchedulerService::status_query(const std::string& what,
                                                     const nlohmann::json& args) {
   const StatusView view{options_,   model_,     *store_,   *clock_,    membership_,

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/placement/placement_json.h"
+#include "scheduler/daemon/planner.h"
 
 namespace dancemoe::scheduler {
 namespace {
@@ -158,11 +159,28 @@ Result<ordered_json> StatusQuery::status() const {
                         {"bytes", r.bytes},
                         {"ready", v_.migration->ready()},
                         {"waiting", v_.migration->waiting()},
-                        {"progress", v_.migration->progress()}};
+                        {"progress", v_.migration->progress()},
+                        {"participants", migration_participants_json()}};
   } else {
     out["migration"] = nullptr;
   }
   out["counters"] = v_.counters.to_json();
+  return out;
+}
+
+ordered_json StatusQuery::migration_participants_json() const {
+  // Nodes report Ready only once all their experts are loaded: a node's
+  // progress is 0 or 1, weighted here by the bytes it has to load.
+  const std::vector<NodePlacement>* from = v_.committed ? &v_.committed->nodes : nullptr;
+  ordered_json out = ordered_json::array();
+  for (const NodeMoves& m : diff_placements(from, v_.migration->placement().nodes, v_.model)) {
+    if (!v_.migration->is_participant(m.node_id)) continue;
+    out.push_back({{"id", m.node_id},
+                   {"ready", v_.migration->ready().count(m.node_id) > 0},
+                   {"added", m.added},
+                   {"removed", m.removed},
+                   {"load_bytes", m.load_bytes}});
+  }
   return out;
 }
 

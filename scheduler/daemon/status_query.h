@@ -57,6 +57,10 @@ class StatusQuery {
   nlohmann::ordered_json devices_json(const Member& member) const;
 
  private:
+  // Per participant of the migration in progress: ready, experts added and
+  // removed, bytes to load.
+  nlohmann::ordered_json migration_participants_json() const;
+
   const StatusView& v_;
 };
 

@@ -385,7 +385,7 @@ int main(int argc, char** argv) {
       std::vector<std::string>{options.scheduler, "--model", (dir / "model").string(), "--db",
                                db.string(), "--control", "tcp://127.0.0.1:*", "--ready-file",
                                ready.string(), "--log-level", "warn", "--interval", "86400",
-                               "--cold-start-settle", "86400"},
+                               "--cold-start-settle", "86400", "--http", "127.0.0.1:0"},
       dir / "scheduler.log");
   if (!bench::wait_for_file(ready, std::chrono::seconds(30))) {
     std::fprintf(stderr, "the scheduler did not become ready; log: %s\n",

@@ -104,6 +104,11 @@ void SchedulerProcess::start() {
     const std::vector<std::string> key_args = keys_->scheduler_args();
     argv.insert(argv.end(), key_args.begin(), key_args.end());
   }
+  // The dashboard on a free port, so that schedulers of parallel tests
+  // never compete for the default one.
+  if (std::find(args_.begin(), args_.end(), "--http") == args_.end()) {
+    argv.insert(argv.end(), {"--http", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), args_.begin(), args_.end());
   process_ = std::make_unique<ChildProcess>(argv, dir_ / "scheduler.log");
   const bool ok = wait_for_file(ready, std::chrono::seconds(30));
@@ -113,6 +118,7 @@ void SchedulerProcess::start() {
   nlohmann::json json;
   in >> json;
   endpoint_ = json["control"].get<std::string>();
+  http_ = json.value("http", std::string());
 }
 
 void SchedulerProcess::kill() {

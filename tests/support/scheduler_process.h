@@ -47,6 +47,8 @@ class SchedulerProcess {
   bool running() { return process_ && process_->running(); }
 
   const std::string& endpoint() const { return endpoint_; }
+  // HOST:PORT of its HTTP endpoint (dashboard, /api, /metrics); empty with --http off.
+  const std::string& http() const { return http_; }
   std::filesystem::path db_path() const { return dir_ / "scheduler.db"; }
   std::string log() const;
 
@@ -72,6 +74,7 @@ class SchedulerProcess {
   int port_;
   int starts_ = 0;
   std::string endpoint_;
+  std::string http_;
   std::unique_ptr<ChildProcess> process_;
   std::unique_ptr<ClusterKeys> keys_;  // null with --insecure
   std::set<std::string> admitted_;

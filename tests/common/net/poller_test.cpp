@@ -1,6 +1,7 @@
 #include "common/net/poller.h"
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "common/net/zmq_transport.h"
 
@@ -36,6 +37,29 @@ TEST_CASE("poller: a timeout is false, a waiting message marks only its socket r
   CHECK_FALSE(poller.readable(i));
   // A negative timeout does not block.
   CHECK(poller.wait(std::chrono::milliseconds(-5)).is_ok());
+}
+
+TEST_CASE("poller: a file descriptor beside a socket wakes the wait when it becomes readable") {
+  zmq::context_t context(1);
+  Result<zmq::socket_t> socket = make_socket(context, zmq::socket_type::pair);
+  REQUIRE(socket.is_ok());
+  REQUIRE(bind(*socket, "inproc://poller-fd").is_ok());
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  Poller poller;
+  const size_t s = poller.add(*socket);
+  const size_t f = poller.add_fd(fds[0]);
+  Result<bool> nothing = poller.wait(std::chrono::milliseconds(10));
+  REQUIRE(nothing.is_ok());
+  CHECK_FALSE(*nothing);
+  REQUIRE(::write(fds[1], "x", 1) == 1);
+  Result<bool> ready = poller.wait(std::chrono::milliseconds(1000));
+  REQUIRE(ready.is_ok());
+  CHECK(*ready);
+  CHECK(poller.readable(f));
+  CHECK_FALSE(poller.readable(s));
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
 
 TEST_CASE("transport: relay_message forwards a multipart message as it is") {
