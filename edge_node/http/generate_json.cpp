@@ -88,26 +88,43 @@ Result<GenerateRequest> parse_generate_request(std::string_view body) {
   return r;
 }
 
+json answer_stats_json(const GenerateResponse& r) {
+  const size_t n_decoded = r.tokens.empty() ? 0 : r.tokens.size() - 1;
+  const ServedCounts& c = r.served;
+  return {{"prompt_tokens", r.prompt_tokens},
+          {"completion_tokens", r.tokens.size()},
+          {"prefill_ms", r.prefill_ms},
+          {"decode_ms", r.decode_ms},
+          {"decode_tokens_per_s",
+           r.decode_ms > 0 ? static_cast<double>(n_decoded) * 1e3 / r.decode_ms : 0.0},
+          {"activations",
+           {{"total", c.activations},
+            {"local", c.local},
+            {"remote", c.remote},
+            {"offloaded", c.offloaded}}},
+          {"local_share", c.activations > 0 ? json(static_cast<double>(c.local) /
+                                                   static_cast<double>(c.activations))
+                                            : json(nullptr)},
+          {"remote_calls", c.remote_calls},
+          {"remote_failures", c.remote_failures}};
+}
+
 json generate_response_json(const GenerateResponse& r) {
+  const json stats = answer_stats_json(r);
   json out;
   out["text"] = r.text;
   out["tokens"] = r.tokens;
   out["prompt_tokens"] = r.prompt_tokens;
   out["finish_reason"] = r.finish_reason;
-  out["activations"] = {{"total", r.served.activations},
-                        {"local", r.served.local},
-                        {"remote", r.served.remote},
-                        {"offloaded", r.served.offloaded}};
+  out["activations"] = stats["activations"];
   out["steps"] = {{"total", r.served.steps}, {"local", r.served.local_steps}};
   out["remote_bytes"] = r.served.remote_bytes;
-  out["remote_calls"] = r.served.remote_calls;
-  out["remote_failures"] = r.served.remote_failures;
-  out["prefill_ms"] = r.prefill_ms;
-  out["decode_ms"] = r.decode_ms;
+  out["remote_calls"] = stats["remote_calls"];
+  out["remote_failures"] = stats["remote_failures"];
+  out["prefill_ms"] = stats["prefill_ms"];
+  out["decode_ms"] = stats["decode_ms"];
   out["step_ms"] = r.step_ms;
-  const size_t n_decoded = r.tokens.empty() ? 0 : r.tokens.size() - 1;
-  out["decode_tokens_per_s"] =
-      r.decode_ms > 0 ? static_cast<double>(n_decoded) * 1e3 / r.decode_ms : 0.0;
+  out["decode_tokens_per_s"] = stats["decode_tokens_per_s"];
   if (!r.logits.empty()) out["logits"] = r.logits;
   return out;
 }

@@ -25,4 +25,12 @@ namespace dancemoe::node {
 Result<GenerateRequest> parse_generate_request(std::string_view body);
 nlohmann::json generate_response_json(const GenerateResponse& response);
 
+// What one answer cost and where its experts ran, as /v1/generate reports it
+// and the chat page shows it (openai_response.h's stats chunk):
+//   {"prompt_tokens", "completion_tokens", "prefill_ms", "decode_ms",
+//    "decode_tokens_per_s", "activations": {"total", "local", "remote",
+//    "offloaded"}, "local_share", "remote_calls", "remote_failures"}
+// local_share is local / total activations (null when there were none).
+nlohmann::json answer_stats_json(const GenerateResponse& response);
+
 }  // namespace dancemoe::node

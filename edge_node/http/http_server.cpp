@@ -9,6 +9,8 @@
 #include "common/http/bearer_token.h"
 #include "common/http/http_listener.h"
 #include "common/http/http_reply.h"
+#include "common/http/static_assets.h"
+#include "edge_node/http/chat_page.h"
 #include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
@@ -93,6 +95,15 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
   });
   server.Get("/v1/stats", [&ctx](const httplib::Request&, httplib::Response& res) {
     json stats = ctx.backend.stats();
+    const ServedModel model = ctx.backend.served_model();
+    stats["model"] = {
+        {"name", model.name},
+        {"id", model.model_id},
+        {"context_tokens", model.context_tokens},
+        {"has_tokenizer", model.has_tokenizer},
+        {"chat_format", model.chat_format
+                            ? json(std::string(tokenizer::chat_format_name(*model.chat_format)))
+                            : json(nullptr)}};
     stats["http_queue"] = {{"waiting", ctx.queue.n_waiting()},
                            {"running", ctx.queue.running()},
                            {"rejected", ctx.queue.n_rejected()},
@@ -102,6 +113,7 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
   server.Post("/v1/generate", [&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_generate(ctx, req, res);
   });
+  http::serve_static_assets(server, chat_page_assets());
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 // HttpServer: the node's HTTP API (cpp-httplib), default 127.0.0.1:8080.
 //
+//   GET  /                    the chat page (chat_page.h; static, public: it
+//                             holds no data and asks for the API key when
+//                             /v1 needs one)
 //   GET  /health              200 {"status": "ok", "model"} when prompts can be
 //                             answered (model loaded; standalone, or attached
 //                             with a committed placement -- kept while the
 //                             scheduler is away, DESIGN.md §8); else 503
 //                             {"status": "unavailable", "reason"}
 //   GET  /metrics             Prometheus text (http_metrics.h + the backend's)
-//   GET  /v1/stats            the node's counters as JSON
+//   GET  /v1/stats            the node's counters as JSON, and "model": {"name",
+//                             "id", "context_tokens", "has_tokenizer",
+//                             "chat_format": "chatml" | "mistral_inst" | null}
 //   POST /v1/generate         generate_json.h (the node's own minimal API);
 //                             errors {"error": {"code", "message"}}
 //   GET  /v1/models[/ID]      OpenAI model list / one model

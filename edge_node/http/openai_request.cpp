@@ -140,12 +140,14 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
     if (!value.is_boolean()) return expected(key, "true or false", value);
     (key == "stream" ? r->stream : r->ignore_eos) = value.get<bool>();
   } else if (key == "stream_options") {
-    if (!value.is_object()) return expected(key, "an object {\"include_usage\": bool}", value);
+    if (!value.is_object()) {
+      return expected(key, "an object {\"include_usage\": bool, \"include_stats\": bool}", value);
+    }
     for (const auto& [k, v] : value.items()) {
-      if (k != "include_usage" || !v.is_boolean()) {
-        return expected("stream_options." + k, "include_usage: true or false", v);
+      if ((k != "include_usage" && k != "include_stats") || !v.is_boolean()) {
+        return expected("stream_options." + k, "include_usage or include_stats: true or false", v);
       }
-      r->include_usage = v.get<bool>();
+      (k == "include_usage" ? r->include_usage : r->include_stats) = v.get<bool>();
     }
   } else if (key == "user") {
     if (!value.is_string()) return expected(key, "a string", value);

@@ -13,7 +13,9 @@
 //   top_p        (0, 1];  top_k  integer >= 0 (an extension; 0: off)
 //   seed         integer (negative values are taken modulo 2^64)
 //   stop         string or list of at most 4 non-empty strings
-//   n            only 1;  stream  bool;  stream_options {"include_usage"}
+//   n            only 1;  stream  bool;  stream_options {"include_usage",
+//                "include_stats" (an extension: a last chunk with this answer's
+//                DanceMoE statistics, openai_response.h)}
 //   ignore_eos   bool (an extension, as vLLM's: generate exactly max_tokens)
 //   user, presence_penalty / frequency_penalty (0 only), logprobs (false /
 //   null only), echo (false only): accepted for client compatibility.
@@ -49,6 +51,7 @@ struct OpenAiRequest {
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool include_stats = false;  // stream_options.include_stats (DanceMoE's extension)
 };
 
 std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body, OpenAiKind kind);

@@ -79,6 +79,13 @@ json usage_chunk_json(const ResponseHeader& h, const Usage& usage) {
   return out;
 }
 
+json stats_chunk_json(const ResponseHeader& h, const json& stats) {
+  json out = head(h, true);
+  out["choices"] = json::array();
+  out["dancemoe"] = stats;
+  return out;
+}
+
 json models_json(const std::vector<std::string>& names, int64_t created_unix) {
   json data = json::array();
   for (const std::string& name : names) {

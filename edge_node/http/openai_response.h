@@ -13,6 +13,11 @@
 //                    {"reasoning_content"}); finish_reason null
 //                    until the last chunk; usage only in a final chunk with
 //                    no choices when stream_options.include_usage.
+//   stats chunk      DanceMoE's extension, last, only when asked for with
+//                    stream_options.include_stats: no choices, and
+//                    "dancemoe": the answer's statistics (generate_json.h's
+//                    answer_stats_json: tokens/s, local share of the
+//                    activations, remote calls).
 //   usage            {"prompt_tokens", "completion_tokens", "total_tokens"}
 //   models           {"object": "list", "data": [{"id", "object": "model",
 //                     "created", "owned_by": "dancemoe"}]}
@@ -59,6 +64,7 @@ nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
                           const std::string& finish_reason, bool first,
                           const std::string& reasoning = {});
 nlohmann::json usage_chunk_json(const ResponseHeader& header, const Usage& usage);
+nlohmann::json stats_chunk_json(const ResponseHeader& header, const nlohmann::json& stats);
 // Every name of the model, the main one first.
 nlohmann::json models_json(const std::vector<std::string>& names, int64_t created_unix);
 

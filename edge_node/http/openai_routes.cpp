@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "edge_node/http/connection_probe.h"
+#include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
 #include "edge_node/http/openai_request.h"
 #include "edge_node/http/openai_response.h"
@@ -37,6 +38,7 @@ struct Prepared {
   int64_t prompt_tokens = 0;
   bool stream = false;
   bool include_usage = false;
+  bool include_stats = false;
   std::string prompt_param;                   // "prompt" / "messages"
   std::optional<ReasoningMarkers> reasoning;  // chat with a model that thinks aloud
 };
@@ -116,6 +118,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   p.stream = r.stream;
   p.include_usage = r.include_usage;
   if (kind == OpenAiKind::kChat) p.reasoning = model.reasoning;
+  p.include_stats = r.include_stats;
   return p;
 }
 
@@ -178,6 +181,7 @@ struct StreamJob {
       sse.send(usage_chunk_json(p.header,
                                 {out->prompt_tokens, static_cast<int64_t>(out->tokens.size())}));
     }
+    if (p.include_stats) sse.send(stats_chunk_json(p.header, answer_stats_json(*out)));
     if (!sse.done()) {
       ctx->metrics.record_cancelled(p.endpoint);
       return false;

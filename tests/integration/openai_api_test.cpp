@@ -126,6 +126,57 @@ TEST_CASE("openai api: completion, chat, streamed chat and models in OpenAI's sh
             .status == 200);
 }
 
+TEST_CASE("openai api: include_stats ends a stream with the answer's DanceMoE statistics") {
+  OpenAiTestNode n;
+  const json request = {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                        {"max_tokens", 6},
+                        {"temperature", 0},
+                        {"ignore_eos", true},
+                        {"stream", true},
+                        {"stream_options", {{"include_usage", true}, {"include_stats", true}}}};
+  const auto s = n.post("/v1/chat/completions", request.dump());
+  REQUIRE(s.status == 200);
+  bool done = false;
+  const std::vector<json> events = sse_events(s.raw, &done);
+  CHECK(done);
+  REQUIRE(events.size() >= 3);
+  const json& last = events.back();
+  CHECK(last["object"] == "chat.completion.chunk");
+  CHECK(last["choices"].empty());
+  REQUIRE(last.contains("dancemoe"));
+  const json& stats = last["dancemoe"];
+  CHECK(stats["completion_tokens"] == 6);
+  CHECK(stats["decode_tokens_per_s"].get<double>() > 0);
+  // One node holding every expert: all activations computed here, no remote call.
+  CHECK(stats["activations"]["total"].get<int64_t>() > 0);
+  CHECK(stats["activations"]["local"] == stats["activations"]["total"]);
+  CHECK(stats["local_share"] == 1.0);
+  CHECK(stats["remote_calls"] == 0);
+  CHECK(events[events.size() - 2].contains("usage"));
+  // Without asking, no extension reaches an OpenAI client.
+  json plain = request;
+  plain["stream_options"] = {{"include_usage", true}};
+  CHECK(n.post("/v1/chat/completions", plain.dump()).raw.find("dancemoe") == std::string::npos);
+  json typo = request;
+  typo["stream_options"] = {{"include_statz", true}};
+  check_error(n.post("/v1/chat/completions", typo.dump()), 400, "stream_options.include_statz");
+}
+
+TEST_CASE("openai api: the chat page is served at / and /v1/stats names the chat format") {
+  OpenAiTestNode n({"--api-key", "k"});
+  const auto page = n.get("/");
+  REQUIRE(page.status == 200);  // public: the page holds no data
+  CHECK(page.raw.find("<title>DanceMoE chat</title>") != std::string::npos);
+  CHECK(n.get("/chat.js").raw.find("include_stats") != std::string::npos);
+  CHECK(n.get("/dancemoe.css").status == 200);
+  CHECK(n.get("/v1/stats").status == 401);
+  const auto stats = n.get("/v1/stats", "k");
+  REQUIRE(stats.status == 200);
+  CHECK(stats.body["model"]["name"] == n.model_name());
+  CHECK(stats.body["model"]["chat_format"] == "chatml");  // the synthetic tokenizer's
+  CHECK(stats.body["model"]["context_tokens"].get<int64_t>() > 0);
+}
+
 TEST_CASE("openai api: malformed JSON is a 400 invalid_request_error") {
   OpenAiTestNode n;
   check_error(n.post("/v1/completions", "{\"prompt\": \"unterminated"), 400, "", "invalid_json");
