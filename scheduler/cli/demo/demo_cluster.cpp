@@ -99,7 +99,9 @@ Status DemoCluster::start_scheduler() {
                                    "--nodes-keys",
                                    (keys_dir() / "nodes").string(),
                                    "--operator-keys",
-                                   (keys_dir() / "operators").string()};
+                                   (keys_dir() / "operators").string(),
+                                   "--http",
+                                   "127.0.0.1:0"};
   scheduler_ = std::make_unique<ChildProcess>(argv, work_dir_ / "scheduler.log");
   if (Status s = wait_ready_file(*scheduler_, ready, "the scheduler", std::chrono::seconds(30));
       !s.is_ok()) {
@@ -107,6 +109,7 @@ Status DemoCluster::start_scheduler() {
   }
   DMOE_ASSIGN_OR_RETURN(const json r, read_json_file(ready));
   scheduler_endpoint_ = r.value("control", std::string());
+  scheduler_http_ = r.value("http", std::string());
   return Status::ok();
 }
 
@@ -262,6 +265,24 @@ Result<json> DemoCluster::query(const std::string& what, const json& arguments) 
   options.client.scheduler_key = (keys_dir() / "scheduler.pub").string();
   options.timeout_s = 30;
   return query_scheduler(options, what, arguments);
+}
+
+std::vector<std::pair<std::string, std::string>> DemoCluster::chat_urls() const {
+  std::vector<std::pair<std::string, std::string>> urls;
+  for (const Node& n : nodes_) urls.emplace_back(n.id, "http://" + n.http + "/");
+  return urls;
+}
+
+Status DemoCluster::check_running() {
+  if (scheduler_ && !scheduler_->running()) {
+    return unavailable("the scheduler exited; its log ends with:\n" + log_tail(*scheduler_));
+  }
+  for (Node& n : nodes_) {
+    if (n.process && !n.process->running()) {
+      return unavailable("node " + n.id + " exited; its log ends with:\n" + log_tail(*n.process));
+    }
+  }
+  return Status::ok();
 }
 
 void DemoCluster::stop() {

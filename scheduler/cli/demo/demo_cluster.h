@@ -38,7 +38,8 @@ class DemoCluster {
   // Generates the scheduler's, the operator's and these nodes' keys.
   Status make_keys(const std::vector<std::string>& node_ids);
   // Starts the scheduler (manual placement rounds only, short heartbeat and
-  // report periods so the demo sees its statistics quickly).
+  // report periods so the demo sees its statistics quickly) with its
+  // dashboard on a free loopback port.
   Status start_scheduler();
   // Starts the nodes attached to the scheduler; each uses `threads` compute
   // threads.
@@ -62,8 +63,13 @@ class DemoCluster {
 
   // SIGTERM to every node, then the scheduler; SIGKILL after a grace period.
   void stop();
+  // unavailable naming the first process that exited (with its log's end).
+  Status check_running();
 
   const std::string& scheduler_endpoint() const { return scheduler_endpoint_; }
+  // "http://127.0.0.1:PORT/": the scheduler's dashboard and a node's chat page.
+  std::string dashboard_url() const { return "http://" + scheduler_http_ + "/"; }
+  std::vector<std::pair<std::string, std::string>> chat_urls() const;  // (node id, URL)
   const std::filesystem::path& work_dir() const { return work_dir_; }
 
  private:
@@ -84,6 +90,7 @@ class DemoCluster {
   std::filesystem::path work_dir_;
   std::unique_ptr<ChildProcess> scheduler_;
   std::string scheduler_endpoint_;
+  std::string scheduler_http_;  // HOST:PORT of the dashboard, from the ready file
   std::vector<Node> nodes_;
 };
 

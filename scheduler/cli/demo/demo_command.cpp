@@ -4,7 +4,10 @@
 // until they serve, sends prompts of three kinds (code, arithmetic, history)
 // to the three nodes, forces one placement round, and prints the placement
 // status before and after with each node's local-hit ratio -- then stops
-// everything it started.
+// everything it started, or with --keep keeps it all running (the
+// scheduler's dashboard and every node's chat page stay up) until Ctrl-C.
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -139,7 +142,11 @@ Status run_cluster(DemoCluster& cluster, const std::filesystem::path& model_dir,
   std::printf("keys for the scheduler, an operator and each node in %s (CurveZMQ on)\n",
               (cluster.work_dir() / "keys").c_str());
   DMOE_RETURN_IF_ERROR(cluster.start_scheduler());
+  std::printf("  dashboard: %s\n", cluster.dashboard_url().c_str());
   DMOE_RETURN_IF_ERROR(cluster.start_nodes(nodes, 1));
+  for (const auto& [id, url] : cluster.chat_urls()) {
+    std::printf("  node %s chat page: %s\n", id.c_str(), url.c_str());
+  }
   DMOE_RETURN_IF_ERROR(cluster.wait_until_serving(std::chrono::seconds(120)));
   std::printf("all nodes healthy and serving the cold-start placement\n\n");
 
@@ -183,6 +190,34 @@ Status run_cluster(DemoCluster& cluster, const std::filesystem::path& model_dir,
   return Status::ok();
 }
 
+// --keep: the cluster stays up until SIGINT or SIGTERM (or one of its
+// processes exits). The children run in their own process groups, so a
+// Ctrl-C reaches only the demo, which then stops them in order.
+Status keep_running(DemoCluster& cluster) {
+  std::printf("\n== the cluster stays up (--keep); Ctrl-C stops it\n");
+  std::printf("  dashboard: %s\n", cluster.dashboard_url().c_str());
+  for (const auto& [id, url] : cluster.chat_urls()) {
+    std::printf("  node %s chat page: %s\n", id.c_str(), url.c_str());
+  }
+  std::printf("  scheduler: %s (dancemoe status --scheduler %s)\n",
+              cluster.scheduler_endpoint().c_str(), cluster.scheduler_endpoint().c_str());
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  // Blocked only now: the children, started before, keep default handling.
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const timespec one_second = {1, 0};
+  while (true) {
+    const int signal = sigtimedwait(&stop_signals, nullptr, &one_second);
+    if (signal == SIGINT || signal == SIGTERM) {
+      std::printf("\nstopping (%s)\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+      return Status::ok();
+    }
+    DMOE_RETURN_IF_ERROR(cluster.check_running());
+  }
+}
+
 int run(const Options& o) {
   // Line by line even into a pipe, so a log of an interrupted demo is whole.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -212,6 +247,7 @@ int run(const Options& o) {
   {
     DemoCluster cluster(model_dir, work);
     status = run_cluster(cluster, model_dir, o);
+    if (status.is_ok() && o.keep) status = keep_running(cluster);
     cluster.stop();
   }
   std::printf("stopped the scheduler and the 3 nodes\n");
@@ -244,7 +280,9 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--prompts", o->prompts_per_node, "prompts per node and round (1 to 5)")
       ->check(CLI::Range(1, 5))
       ->capture_default_str();
-  cmd->add_flag("--keep", o->keep, "keep the temporary directory with the logs");
+  cmd->add_flag("--keep", o->keep,
+                "keep the cluster running after the demo (dashboard and chat pages stay up) "
+                "until Ctrl-C, and keep the directory with the logs");
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }
 

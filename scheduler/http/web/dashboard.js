@@ -8,15 +8,19 @@
 
 const FAST_MS = 2000; // status, nodes, migrations and decisions
 const SLOW_MS = 6000; // placement, heat and history
-const NODE_COLORS = ['#2f6fde', '#e8590c', '#2b8a3e', '#9c36b5', '#c2255c', '#0b7285',
-  '#5c940d', '#d9480f', '#364fc7', '#862e9c', '#087f5b', '#a61e4d'];
-const WINDOWS = [['15 min', 900], ['1 h', 3600], ['6 h', 21600], ['24 h', 86400], ['7 d', 604800]];
+// Node colours stay clear of the heat scale's oranges and reds.
+const NODE_COLORS = ['#2f6fde', '#9c36b5', '#2b8a3e', '#0b7285', '#c2255c', '#5c940d',
+  '#364fc7', '#862e9c', '#087f5b', '#a61e4d', '#1864ab', '#5f3dc4'];
+const WINDOWS = [['1 min', 60], ['5 min', 300], ['15 min', 900], ['1 h', 3600], ['6 h', 21600], ['24 h', 86400],
+  ['7 d', 604800]];
+// Decisions whose gate is bypassed (DESIGN.md 5.5): adopted whatever the costs.
+const GATE_BYPASSED = ['cold_start', 'coverage_repair', 'operator'];
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 const state = {
   token: sessionStorage.getItem('dancemoe-http-token') || '',
   view: 'all', // heatmap: 'all' or a node id
-  windowS: 3600,
+  windowS: 0, // 0 until the first status: then the smallest window covering the uptime
   status: null,
   nodes: null,
   placement: null,
@@ -142,7 +146,7 @@ function deviceLine(d) {
   const fill = el('span');
   fill.style.width = (100 * share).toFixed(1) + '%';
   return el('div', { class: 'device' }, [
-    el('span', { class: 'mono' }, d.name + (d.kind ? ' ' + d.kind : '')),
+    el('span', { class: 'mono' }, d.name + (d.kind && d.kind !== d.name ? ' (' + d.kind + ')' : '')),
     el('span', { class: 'bar' }, fill),
     el('span', { class: 'muted' }, d.experts + ' experts, ' + bytes(d.bytes_used) + ' / ' +
       bytes(d.budget_bytes)),
@@ -224,7 +228,7 @@ function renderHeatmap() {
   const layers = placement.layers;
   const nExperts = placement.experts_per_layer;
   const width = canvas.parentElement.clientWidth || 900;
-  const cell = Math.max(6, Math.min(28, Math.floor((width - 56) / Math.max(nExperts, 1))));
+  const cell = Math.max(6, Math.min(40, Math.floor((width - 56) / Math.max(nExperts, 1))));
   Object.assign(heatLayout, { cell, layers, experts: nExperts });
   canvas.width = heatLayout.left + cell * nExperts + 4;
   canvas.height = heatLayout.top + cell * layers.length + 4;
@@ -425,7 +429,7 @@ function renderCharts() {
   lineChart('latency-chart', xs,
     s.peers.map((p) => ({ name: p.id, color: colorOf(p.id),
       values: p.mean_latency_us.map((v) => (v === null ? null : v / 1000)) })),
-    { format: (v) => v.toFixed(v < 10 ? 1 : 0) + ' ms', markers });
+    { format: (v) => (v >= 10 ? v.toFixed(0) : v.toPrecision(2)) + ' ms', markers });
   legend('latency-legend', s.peers.map((p) => [colorOf(p.id), 'calls to ' + p.id]));
   lineChart('bytes-chart', xs, [
     { name: 'remote', color: '#2f6fde', values: s.bytes_moved.remote_call_bytes },
@@ -440,9 +444,10 @@ function renderCharts() {
 function renderDecisions() {
   const rows = (state.migrations ? state.migrations.decisions : []).map((d) => {
     const beats = d.cost_new_s + d.migration_s < d.cost_current_s;
-    const gate = d.outcome === 'error' || d.outcome === 'skipped' ? '-'
-      : seconds(d.cost_new_s) + ' + ' + seconds(d.migration_s) + (beats ? ' < ' : ' >= ') +
-        seconds(d.cost_current_s);
+    let gate = seconds(d.cost_new_s) + ' + ' + seconds(d.migration_s) + (beats ? ' < ' : ' >= ') +
+      seconds(d.cost_current_s);
+    if (d.outcome === 'error' || d.outcome === 'skipped') gate = '-';
+    else if (GATE_BYPASSED.includes(d.trigger)) gate = 'bypassed (' + d.trigger + ')';
     return el('tr', {}, [
       el('td', {}, clock(d.time_ms)),
       el('td', {}, d.trigger),
@@ -517,6 +522,14 @@ function showError(text) {
 }
 
 async function refresh(slow) {
+  if (slow && !state.windowS) {
+    // The smallest window that covers the scheduler's life so far.
+    const status = await api('/api/status').catch(() => null);
+    const up = status ? status.scheduler.uptime_s : 3600;
+    const fit = WINDOWS.find(([, s]) => s >= up) || WINDOWS[WINDOWS.length - 1];
+    state.windowS = fit[1];
+    renderWindows();
+  }
   const fast = [api('/api/status'), api('/api/nodes'), api('/api/migrations?limit=12')];
   const more = slow ? [
     api('/api/placement').catch((e) => { if (e.status === 404) return null; throw e; }),
@@ -524,7 +537,8 @@ async function refresh(slow) {
     api('/api/series?window_s=' + state.windowS + '&points=120'),
   ] : [];
   try {
-    const [status, nodes, migrations, placement, heat, series] = await Promise.all(fast.concat(more));
+    const [status, nodes, migrations, placement, heat, series] =
+      await Promise.all(fast.concat(more));
     Object.assign(state, { status, nodes, migrations });
     if (slow) Object.assign(state, { placement, heat, series, lastSlow: Date.now() });
     document.getElementById('token-form').classList.add('hidden');
