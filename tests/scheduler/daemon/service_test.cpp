@@ -123,10 +123,20 @@ TEST_CASE("service: cold start waits for joins to settle, places every expert, c
       for (const auto& x : d.experts) CHECK(x.layer != 1);
     }
   }
-  // Half ready: nothing committed yet.
+  // Half ready: nothing committed yet; status shows who is ready and what each loads.
   auto replies = h.send("a", proto::Ready{1});
   CHECK(find_body<proto::Commit>(replies) == nullptr);
   CHECK(h.service().committed_version() == 0);
+  auto preparing = h.query("status");
+  REQUIRE(preparing.is_ok());
+  const nlohmann::json& participants = (*preparing)["migration"]["participants"];
+  REQUIRE(participants.size() == 2);
+  CHECK(participants[0]["id"] == "a");
+  CHECK(participants[0]["ready"] == true);
+  CHECK(participants[1]["ready"] == false);
+  CHECK(participants[0]["added"].get<int64_t>() + participants[1]["added"].get<int64_t>() == 24);
+  CHECK(participants[1]["load_bytes"].get<uint64_t>() ==
+        participants[1]["added"].get<uint64_t>() * 1000);  // tiny_model: 1000 bytes per expert
   replies = h.send("b", proto::Ready{1});
   CHECK(find_body<proto::Commit>(replies, "r-a") != nullptr);
   CHECK(find_body<proto::Commit>(replies, "r-b") != nullptr);
