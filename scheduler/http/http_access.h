@@ -6,7 +6,10 @@
 // Today (no keys on main yet): with a token configured (--http-token),
 // "Authorization: Bearer TOKEN" is required; without one, anyone who can
 // connect may read, which the configuration allows only on a loopback
-// address (scheduler_config.cpp refuses another address without a token).
+// address (scheduler_config.cpp refuses another address without a token) --
+// and only requests addressed to a loopback name (the Host header: 127.x,
+// localhost, [::1]) are answered, so that a web page elsewhere cannot read
+// the API through a DNS name it rebinds to 127.0.0.1.
 //
 // Rights, as the control port will have them once node and operator keys
 // exist (issue 13): reading status needs a member's or an operator's key;
@@ -31,7 +34,8 @@ enum class HttpRight { kRead };
 
 struct AccessDecision {
   bool allowed = false;
-  std::string reason;  // why not, for the 401 body
+  int http_status = 401;  // when refused: 401 (no or wrong token) or 403 (Host)
+  std::string reason;     // why not, for the error body
 };
 
 class HttpAccess {

@@ -218,9 +218,11 @@ void install_handlers(httplib::Server& server, EndpointContext& ctx) {
     if (!data) return httplib::Server::HandlerResponse::Unhandled;
     const AccessDecision access = ctx.access.authorize(req, HttpRight::kRead);
     if (access.allowed) return httplib::Server::HandlerResponse::Unhandled;
-    http::send_json(res, 401,
-                    json{{"error", {{"code", "unauthenticated"}, {"message", access.reason}}}});
-    res.set_header("WWW-Authenticate", "Bearer");
+    http::send_json(res, access.http_status,
+                    json{{"error",
+                          {{"code", access.http_status == 401 ? "unauthenticated" : "forbidden"},
+                           {"message", access.reason}}}});
+    if (access.http_status == 401) res.set_header("WWW-Authenticate", "Bearer");
     return httplib::Server::HandlerResponse::Handled;
   });
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {

@@ -66,11 +66,12 @@ class EndpointFixture {
     std::string raw;
     httplib::Headers headers;
   };
-  Reply get(const std::string& path, const std::string& token = "") {
+  Reply get(const std::string& path, const std::string& token = "", const std::string& host = "") {
     REQUIRE(started_.is_ok());
     httplib::Client client("http://" + (*started_)->bound_address());
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    if (!host.empty()) headers.emplace("Host", host);
     auto res = client.Get(path.c_str(), headers);
     REQUIRE(res);
     return {res->status, json::parse(res->body, nullptr, false), res->body, res->headers};
@@ -207,6 +208,19 @@ TEST_CASE("http endpoint: the page is public, the data needs the token when one 
     CHECK(f.get(path, "wrong").status == 401);
     CHECK(f.get(path, "s3cret").status == 200);
   }
+}
+
+TEST_CASE("http endpoint: without a token only requests addressed to loopback names are answered") {
+  EndpointFixture f;
+  for (const char* host : {"127.0.0.1:8090", "localhost:8090", "[::1]:8090", "localhost"}) {
+    CHECK(f.get("/api/status", "", host).status == 200);
+  }
+  // A page elsewhere whose DNS name now points at 127.0.0.1 (rebinding).
+  const auto rebound = f.get("/api/status", "", "attacker.example:8090");
+  CHECK(rebound.status == 403);
+  CHECK(rebound.body["error"]["code"] == "forbidden");
+  CHECK(f.get("/metrics", "", "attacker.example").status == 403);
+  CHECK(f.get("/", "", "attacker.example").status == 200);  // the page holds no data
 }
 
 TEST_CASE("http endpoint: another address than loopback without a token is refused") {
