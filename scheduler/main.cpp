@@ -73,6 +73,10 @@ int serve(const SchedulerConfig& config) {
                  keys.node_keys().size(), keys.n_operator_keys(), own_key->public_key);
   }
 
+  // HTTP clients prove the same keys (scheduler/http/http_access.h).
+  std::optional<HttpKeys> http_keys;
+  if (own_key) http_keys = HttpKeys{*own_key, keys.allowlist(), keys.operator_keys()};
+
   SystemClock clock;
   SchedulerService service(service_options(config), *model, store->get(), &clock, std::move(keys));
   const Status started = service.start();
@@ -94,7 +98,8 @@ int serve(const SchedulerConfig& config) {
   if (config.http != "off") {
     HttpEndpointOptions http_options;
     http_options.address = config.http;
-    http_options.token = config.http_token;
+    http_options.keys = http_keys;
+    http_options.insecure_token = config.http_token;
     http_options.db_path = config.db;
     Result<std::unique_ptr<HttpEndpoint>> started_http =
         HttpEndpoint::start(http_options, {inbox->get(), &*model, &loop_metrics});
@@ -117,8 +122,11 @@ int serve(const SchedulerConfig& config) {
       model->model_id, model->moe_layers.size(), model->n_experts, (*server)->endpoint(), config.db,
       config.policy, config.interval_s);
   if (http) {
-    spdlog::info("dashboard on http://{}/ (API /api/..., metrics /metrics{})",
-                 http->bound_address(), config.http_token.empty() ? "" : "; bearer token required");
+    spdlog::info("dashboard on http://{}/ (API /api/..., metrics /metrics; {})",
+                 http->bound_address(),
+                 http_keys ? "key tokens: members read, operators act; local readers need none"
+                 : config.http_token.empty() ? "local readers only, no keys (--insecure)"
+                                             : "the --http-token grants everything (--insecure)");
   }
   if (!config.ready_file.empty()) {
     const Status ready = write_ready_file(config.ready_file, (*server)->endpoint(),

@@ -1,5 +1,8 @@
 #include "common/http/listen_address.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <stdexcept>
 
 namespace dancemoe::http {
@@ -26,7 +29,18 @@ Result<ListenAddress> parse_listen_address(const std::string& text, std::string_
 }
 
 bool is_loopback_host(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  if (host == "localhost") return true;
+  std::string text = host;
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    text = text.substr(1, text.size() - 2);
+  }
+  // Numeric only: "127.attacker.example" is a DNS name, not a loopback address.
+  in_addr v4{};
+  if (::inet_pton(AF_INET, text.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, text.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;  // ::ffff:127.x.y.z
 }
 
 }  // namespace dancemoe::http

@@ -20,8 +20,9 @@ struct ListenAddress {
 // invalid_argument naming `flag` and the text when it is not HOST:PORT.
 Result<ListenAddress> parse_listen_address(const std::string& text, std::string_view flag);
 
-// True for 127.x.y.z, ::1 and localhost: a server bound there is reachable
-// from this machine only.
+// True for the numeric addresses 127.x.y.z, ::1 (also [::1]) and
+// ::ffff:127.x.y.z, and for localhost: a server bound there is reachable
+// from this machine only. A DNS name is not, whatever it starts with.
 bool is_loopback_host(const std::string& host);
 
 }  // namespace dancemoe::http

@@ -63,8 +63,9 @@ const std::array<ConfigKey, 28> kKeys = {{
      "HOST:PORT of the dashboard and its JSON API and /metrics (port 0: any free port), or off",
      &C::http},
     {"http_token",
-     "bearer token the dashboard's API and /metrics require (needed to serve another address "
-     "than loopback)",
+     "--insecure only: a shared bearer token that grants every HTTP right (needed to serve "
+     "another address than loopback without keys); with keys, clients send key tokens "
+     "(dancemoe keys http-token)",
      &C::http_token},
 }};
 
@@ -260,11 +261,18 @@ Status SchedulerConfig::validate() const {
   if (http != "off") {
     Result<http::ListenAddress> address = http::parse_listen_address(http, "--http / http");
     if (!address.is_ok()) return address.status();
-    if (!http::is_loopback_host(address->host) && http_token.empty()) {
+    if (!insecure && !http_token.empty()) {
+      return invalid_argument(
+          "--http-token / http_token: only for an --insecure scheduler; with keys, each member "
+          "and operator reads (and operators act) with the key token of their own key "
+          "(dancemoe keys http-token), so no shared secret is needed");
+    }
+    if (insecure && !http::is_loopback_host(address->host) && http_token.empty()) {
       return invalid_argument(
           "--http / http: " + http +
-          " is reachable from other machines; set --http-token (the dashboard asks for it) or "
-          "serve a loopback address (127.0.0.1:PORT) and reach it over ssh -L");
+          " is reachable from other machines and --insecure leaves no keys to check; set "
+          "--http-token (the dashboard asks for it) or serve a loopback address "
+          "(127.0.0.1:PORT) and reach it over ssh -L");
     }
   }
   static const char* const kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};

@@ -49,9 +49,9 @@ struct SchedulerConfig {
   std::string operator_keys;  // directory of operator keys (NAME.pub)
   bool insecure = false;      // plain sockets, everyone may do everything
   // The dashboard and its JSON API (scheduler/http): HOST:PORT, or "off".
-  // Loopback by default; another address needs http_token.
+  // Loopback by default; rights as on the control port (http_access.h).
   std::string http = "127.0.0.1:8090";
-  std::string http_token;  // bearer token for /api/* and /metrics; empty: none
+  std::string http_token;  // --insecure only: a shared bearer token; empty: none
 
   // The horizon actually used.
   double effective_horizon_s() const { return horizon_s > 0 ? horizon_s : interval_s; }

@@ -60,6 +60,8 @@ class KeyRing {
   const std::map<std::string, std::string>& node_keys() const { return node_keys_; }
   std::optional<std::string> node_key_name(std::string_view key) const;
   size_t n_operator_keys() const { return operator_keys_.size(); }
+  // name -> key of the operator keys (fixed for the ring's life).
+  const std::map<std::string, std::string>& operator_keys() const { return operator_keys_; }
   std::shared_ptr<const net::KeyAllowlist> allowlist() const { return allowlist_; }
 
  private:

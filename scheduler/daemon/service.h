@@ -91,10 +91,16 @@ class SchedulerService {
   // The read-only status queries -- "status", "nodes", "placement"
   // {"layer"?}, "migrations" {"limit"?} -- for readers other than the
   // control socket (the HTTP endpoint, through ServiceInbox, on this
-  // thread). Proposals and changes (propose, round, apply) are refused:
-  // they stay on the control port.
+  // thread). Proposals and changes (propose, round, apply) are refused
+  // here.
   Result<nlohmann::ordered_json> read_only_query(const std::string& what,
                                                  const nlohmann::json& args);
+  // A change ("round", "apply", "admit", "revoke", "forget") for a caller
+  // that authenticated an operator key itself (the HTTP endpoint,
+  // scheduler/http/http_access.h); the control socket checks its sender's
+  // key in on_status. Anything else is invalid_argument.
+  Result<nlohmann::ordered_json> operator_query(const std::string& what,
+                                                const nlohmann::json& args);
 
  private:
   // Messages.

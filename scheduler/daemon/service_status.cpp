@@ -115,6 +115,14 @@ Result<ordered_json> SchedulerService::read_only_query(const std::string& what,
   return status_query(what, args);
 }
 
+Result<ordered_json> SchedulerService::operator_query(const std::string& what,
+                                                      const nlohmann::json& args) {
+  if (!changes_cluster(what)) {
+    return invalid_argument("'" + what + "' is not a change (round, apply, admit, revoke, forget)");
+  }
+  return status_query(what, args);
+}
+
 Result<ordered_json> SchedulerService::status_query(const std::string& what,
                                                     const nlohmann::json& args) {
   const StatusView view{options_,   model_,     *store_,   *clock_,    membership_,

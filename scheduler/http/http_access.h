@@ -1,28 +1,48 @@
-// HttpAccess: who may read the scheduler over HTTP -- the one check every
-// API route and /metrics passes before it runs (the page's static files
-// hold no data and are public, so a browser can load the page that asks
-// for a token).
+// HttpAccess: who may do what over the scheduler's HTTP endpoint -- the one
+// check every API route and /metrics passes before it runs (the page's
+// static files hold no data and are public, so that a browser can load the
+// page that asks for a token). docs/web.md ("Rights") is the user's side.
 //
-// Today (no keys on main yet): with a token configured (--http-token),
-// "Authorization: Bearer TOKEN" is required; without one, anyone who can
-// connect may read, which the configuration allows only on a loopback
-// address (scheduler_config.cpp refuses another address without a token) --
-// and only requests addressed to a loopback name (the Host header: 127.x,
-// localhost, [::1]) are answered, so that a web page elsewhere cannot read
-// the API through a DNS name it rebinds to 127.0.0.1.
+// The same members and operators as the control port (docs/security.md),
+// with the same rights:
 //
-// Rights, as the control port will have them once node and operator keys
-// exist (issue 13): reading status needs a member's or an operator's key;
-// changes need an operator's. The endpoint serves reads only -- placement
-// rounds, applies and admissions stay on the control port, where the CLI
-// signs them with its key -- so every route needs HttpRight::kRead. When
-// keys land, authorize() is the one function to fill: map the bearer token
-// to a key (e.g. a token file derived from an operator's key pair) and ask
-// the key ring whether its principal has the right. docs/web.md says what
-// remains. Immutable after construction; thread-safe.
+//   HttpRight::kRead     every GET of /api/* and /metrics: a member (node)
+//                        key or an operator key -- or no key at all for a
+//                        local reader (below)
+//   HttpRight::kOperate  what changes the cluster (POST /api/round): an
+//                        operator key, always, also from loopback
+//
+// A client proves a key with "Authorization: Bearer dmk1-..." -- the key
+// token of common/net/key_token.h (`dancemoe keys http-token`), made from
+// its secret key for this scheduler's public key. The key it names is then
+// classified per request against the live allowlist the control port's ZAP
+// handler uses (KeyRing::allowlist: a revoked node key stops working at
+// once) and the operator keys (fixed until restart, as on the control port).
+//
+// A local reader: a request without a token may read when it comes from a
+// loopback address *and* is addressed to a loopback name (Host: 127.x,
+// localhost, [::1]) -- anyone who can run a program on the scheduler's
+// machine could read its database anyway. Off loopback, reading needs a
+// key. The Host check stops a web page elsewhere from reading the API
+// through a DNS name it rebinds to 127.0.0.1; nothing acts without a token,
+// which a page elsewhere cannot add to a request (no CORS), so neither can
+// it make the browser act for it.
+//
+// --insecure (no keys): one shared --http-token, if configured, grants
+// every right, as the insecure control port grants everything to everyone;
+// without it HTTP only serves local readers.
+//
+// Immutable after construction (the allowlist is shared and thread-safe);
+// thread-safe.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
+
+#include "common/net/curve_keys.h"
+#include "common/net/zap_handler.h"
 
 namespace httplib {
 struct Request;
@@ -30,24 +50,39 @@ struct Request;
 
 namespace dancemoe::scheduler {
 
-enum class HttpRight { kRead };
+enum class HttpRight { kRead, kOperate };
+
+// What a keyed scheduler authenticates HTTP clients with.
+struct HttpKeys {
+  net::CurveKeyPair scheduler;                       // tokens are made for its public key
+  std::shared_ptr<const net::KeyAllowlist> members;  // node and operator keys, live
+  std::map<std::string, std::string> operators;      // name -> public key
+};
 
 struct AccessDecision {
   bool allowed = false;
-  int http_status = 401;  // when refused: 401 (no or wrong token) or 403 (Host)
+  int http_status = 401;  // when refused: 401 (no, bad or unknown token) or 403 (not allowed)
   std::string reason;     // why not, for the error body
+  std::string who;        // when allowed: "operator 'alice'", "node key 'ws1'", "local reader"
 };
 
 class HttpAccess {
  public:
-  // `token` empty: no token required (a loopback-only endpoint).
-  explicit HttpAccess(std::string token) : token_(std::move(token)) {}
+  // `keys`: a keyed scheduler. Without: --insecure, with `insecure_token`
+  // (may be empty).
+  HttpAccess(std::optional<HttpKeys> keys, std::string insecure_token)
+      : keys_(std::move(keys)), insecure_token_(std::move(insecure_token)) {}
 
   AccessDecision authorize(const httplib::Request& req, HttpRight right) const;
-  bool requires_token() const { return !token_.empty(); }
+
+  // Whether a request from another machine could be answered at all.
+  bool authenticates() const { return keys_.has_value() || !insecure_token_.empty(); }
 
  private:
-  std::string token_;
+  AccessDecision with_token(const std::string& token, HttpRight right) const;
+
+  std::optional<HttpKeys> keys_;
+  std::string insecure_token_;
 };
 
 }  // namespace dancemoe::scheduler

@@ -24,7 +24,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 struct EndpointContext {
   EndpointContext(const HttpEndpointOptions& o, const HttpEndpointParts& p)
-      : options(o), parts(p), access(o.token) {}
+      : options(o), parts(p), access(o.keys, o.insecure_token) {}
 
   HttpEndpointOptions options;
   HttpEndpointParts parts;
@@ -50,9 +50,9 @@ namespace {
 
 // The routes /metrics counts by name; anything else is "static" (a page
 // file) or "other", so the label set stays bounded.
-constexpr const char* kRoutes[] = {"/health",        "/metrics",       "/api/status",
-                                   "/api/nodes",     "/api/placement", "/api/migrations",
-                                   "/api/decisions", "/api/series",    "/api/heat"};
+constexpr const char* kRoutes[] = {
+    "/health",         "/metrics",       "/api/status", "/api/nodes", "/api/placement",
+    "/api/migrations", "/api/decisions", "/api/series", "/api/heat",  "/api/round"};
 
 std::string route_label(const std::string& path) {
   for (const char* r : kRoutes) {
@@ -209,6 +209,23 @@ void register_routes(httplib::Server& server, EndpointContext& ctx) {
   server.Get("/api/heat", [&ctx](const httplib::Request& req, httplib::Response& res) {
     answer(res, heat(ctx, req));
   });
+  server.Post("/api/round", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    json args = json::object();
+    if (!req.body.empty()) {
+      args = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+      if (args.is_discarded() || !args.is_object()) {
+        return send_error(res, invalid_argument("POST /api/round: expected a JSON object "
+                                                "({} or {\"policy\": NAME})"));
+      }
+    }
+    // Authorized before routing; asked again only to log who.
+    spdlog::info("HTTP: placement round asked by {} from {}",
+                 ctx.access.authorize(req, HttpRight::kOperate).who, req.remote_addr);
+    answer(res,
+           ctx.parts.inbox->call(
+               [args](SchedulerService& service) { return service.operator_query("round", args); },
+               ctx.options.loop_timeout));
+  });
   http::serve_static_assets(server, dashboard_assets());
 }
 
@@ -216,7 +233,10 @@ void install_handlers(httplib::Server& server, EndpointContext& ctx) {
   server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     const bool data = req.path.rfind("/api/", 0) == 0 || req.path == "/metrics";
     if (!data) return httplib::Server::HandlerResponse::Unhandled;
-    const AccessDecision access = ctx.access.authorize(req, HttpRight::kRead);
+    // Reading is a GET (or HEAD); any other method acts.
+    const HttpRight right =
+        req.method == "GET" || req.method == "HEAD" ? HttpRight::kRead : HttpRight::kOperate;
+    const AccessDecision access = ctx.access.authorize(req, right);
     if (access.allowed) return httplib::Server::HandlerResponse::Unhandled;
     http::send_json(res, access.http_status,
                     json{{"error",
@@ -263,12 +283,13 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const HttpEndpointOpti
   listen.address = options.address;
   listen.flag = "--http";
   listen.n_threads = options.n_threads;
-  listen.max_body_bytes = 64 << 10;  // every route is a GET
+  listen.max_body_bytes = 64 << 10;  // a round's arguments at most
   std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
   DMOE_ASSIGN_OR_RETURN(endpoint->listener_, http::HttpListener::bind(listen));
-  if (!endpoint->listener_->loopback() && options.token.empty()) {
+  if (!endpoint->listener_->loopback() && !options.keys && options.insecure_token.empty()) {
     return invalid_argument("--http " + options.address +
-                            " is reachable from other machines: set --http-token");
+                            " is reachable from other machines and this scheduler has no keys "
+                            "(--insecure): set --http-token");
   }
   endpoint->context_ = std::make_unique<EndpointContext>(options, parts);
   httplib::Server& server = endpoint->listener_->server();

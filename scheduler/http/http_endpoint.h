@@ -1,6 +1,6 @@
 // HttpEndpoint: the scheduler's HTTP side (issue 19) -- the dashboard page,
 // its JSON API and the scheduler's Prometheus metrics, on --http HOST:PORT
-// (loopback by default; see http_access.h for who may read).
+// (loopback by default; http_access.h says who may read and who may act).
 //
 //   GET /                      the dashboard (static files, dashboard_assets.h)
 //   GET /health                200 {"status": "ok"} while the service loop answers
@@ -15,8 +15,11 @@
 //                              committed placement (series_json.h)
 //   GET /metrics               Prometheus text (scheduler_metrics.h, loop_metrics.h,
 //                              and this endpoint's requests by route and status)
+//   POST /api/round            a placement round now, as `dancemoe placement round`
+//                              (body: {} or {"policy": NAME}); an operator's key
 // Errors are {"error": {"code", "message"}}; a bad parameter is a 400
-// naming it, a missing or wrong token a 401.
+// naming it, a missing, wrong or unknown token a 401, a right the key does
+// not have (or a Host that is not a loopback name, without a token) a 403.
 //
 // Where answers come from: state only the service loop may touch (status,
 // nodes, placement, migrations) through the ServiceInbox, waiting at most
@@ -31,6 +34,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/base/status.h"
@@ -39,12 +43,14 @@
 #include "scheduler/daemon/loop_metrics.h"
 #include "scheduler/daemon/model_info.h"
 #include "scheduler/daemon/service_inbox.h"
+#include "scheduler/http/http_access.h"
 
 namespace dancemoe::scheduler {
 
 struct HttpEndpointOptions {
   std::string address = "127.0.0.1:8090";  // HOST:PORT; port 0: any free port
-  std::string token;                       // bearer token; empty: none (loopback only)
+  std::optional<HttpKeys> keys;            // a keyed scheduler's (http_access.h)
+  std::string insecure_token;              // --insecure only: the shared --http-token
   std::string db_path;                     // the store's file
   std::chrono::milliseconds loop_timeout{5000};
   std::chrono::milliseconds heat_ttl{2000};

@@ -3,7 +3,9 @@
 // Chromium (Debian's package) driven by the playwright-core npm package (a
 // fixture of deploy/install-deps.sh) loads the scheduler's dashboard and
 // node a's chat page, checks what they render, streams an answer, stops one
-// and regenerates one (browser/browser_check.mjs), and saves screenshots in
+// and regenerates one, checks that a round from the dashboard is refused
+// without a key token and runs with the operator's (browser/browser_check.mjs),
+// and saves screenshots in
 // the build tree (tests/screenshots/). It skips (SKIPPED:) where Chromium
 // cannot start; a missing Chromium, Node.js or playwright-core fails under
 // CI (install-deps.sh installs them) and skips elsewhere.
@@ -51,14 +53,18 @@ std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
-// The URL printed after `label` in the demo's "stays up" block.
+// The URL printed after `label` in the demo's "stays up" block (with a
+// #token=... fragment when there is one).
 std::string url_after(const std::string& log, const std::string& label) {
   const size_t block = log.find("the cluster stays up");
   const size_t at = log.find(label, block);
   if (block == std::string::npos || at == std::string::npos) return "";
   std::smatch m;
-  const std::string rest = log.substr(at + label.size(), 200);
-  return std::regex_search(rest, m, std::regex(R"(http://[0-9.]+:[0-9]+/)")) ? m.str() : "";
+  const std::string rest = log.substr(at + label.size(), 400);
+  return std::regex_search(rest, m,
+                           std::regex(R"(http://[0-9.]+:[0-9]+/(#token=dmk1-[0-9a-f-]+)?)"))
+             ? m.str()
+             : "";
 }
 
 bool is_png(const std::filesystem::path& path) {
@@ -96,7 +102,12 @@ TEST_CASE("browser: the dashboard draws the cluster, the chat page streams, stop
   }
   const std::string dashboard = url_after(log, "dashboard:");
   const std::string chat = url_after(log, "node a chat page:");
+  const std::string operator_dashboard =
+      url_after(log, "dashboard as the operator (may run rounds):");
+  INFO("dashboard: " << dashboard << "\noperator: " << operator_dashboard << "\nlog: " << log);
   REQUIRE_FALSE(dashboard.empty());
+  CHECK(dashboard.find('#') == std::string::npos);  // the plain address holds no token
+  REQUIRE(operator_dashboard.rfind(dashboard + "#token=dmk1-", 0) == 0);
 
   const std::filesystem::path shots = build_dir() / "tests" / "screenshots";
   std::filesystem::create_directories(shots);
@@ -106,7 +117,7 @@ TEST_CASE("browser: the dashboard draws the cluster, the chat page streams, stop
       {"/usr/bin/env", "NODE_PATH=" + fixtures.string(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1",
        node_js.string(), (source_dir() / "tests/integration/browser/browser_check.mjs").string(),
        chromium.string(), (work.path() / "chromium-profile").string(), shots.string(), dashboard,
-       chat},
+       chat, operator_dashboard},
       std::chrono::seconds(300));
   INFO("browser_check stdout: " << r.out << "\nstderr: " << r.err);
   if (r.exit_code == 77) {
@@ -157,6 +168,16 @@ TEST_CASE("browser: the dashboard draws the cluster, the chat page streams, stop
   CHECK(c["after_regenerate"]["assistant"] == 1);
   CHECK(c["stop"].back() == "stopped");
   CHECK(c["send_enabled_after_stop"] == true);
+
+  // Rights (http_access.h): the keyed demo's dashboard reads without a token
+  // from loopback, but its round button is refused without the operator's
+  // key token, and runs with it; the token leaves the address bar.
+  const json& rights = out["rights"];
+  CHECK(rights["anonymous"].get<std::string>().find("operator") != std::string::npos);
+  CHECK(rights["token_form_shown"] == true);
+  CHECK(rights["address_after_load"] == dashboard);
+  CHECK(rights["operator"].get<std::string>().find("round ") == 0);
+  CHECK(rights["decisions_after"].get<int>() == rights["decisions_before"].get<int>() + 1);
 
   // Nothing came from anywhere but the pages' own servers, nothing failed.
   CHECK(out["foreign_requests"].empty());

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/net/curve_keys.h"
+#include "common/net/key_token.h"
 #include "scheduler/cli/cluster/scheduler_client.h"
 
 namespace dancemoe::cli {
@@ -60,8 +61,9 @@ std::string DemoCluster::log_tail(const ChildProcess& process) const {
 
 Status DemoCluster::make_keys(const std::vector<std::string>& node_ids) {
   const std::filesystem::path dir = keys_dir();
-  DMOE_RETURN_IF_ERROR(net::write_key_pair(dir, "scheduler").status());
+  DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair scheduler, net::write_key_pair(dir, "scheduler"));
   DMOE_ASSIGN_OR_RETURN(const net::CurveKeyPair op, net::write_key_pair(dir, "operator"));
+  DMOE_ASSIGN_OR_RETURN(operator_token_, net::make_key_token(op, scheduler.public_key));
   std::filesystem::create_directories(dir / "operators");
   std::filesystem::create_directories(dir / "nodes");
   DMOE_RETURN_IF_ERROR(net::write_public_key_file(dir / "operators", "operator", op.public_key));

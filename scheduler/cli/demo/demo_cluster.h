@@ -69,6 +69,11 @@ class DemoCluster {
   const std::string& scheduler_endpoint() const { return scheduler_endpoint_; }
   // "http://127.0.0.1:PORT/": the scheduler's dashboard and a node's chat page.
   std::string dashboard_url() const { return "http://" + scheduler_http_ + "/"; }
+  // The dashboard with the operator's key token in its fragment (the page
+  // keeps it for the tab and may then run rounds; docs/web.md).
+  std::string operator_dashboard_url() const {
+    return dashboard_url() + "#token=" + operator_token_;
+  }
   std::vector<std::pair<std::string, std::string>> chat_urls() const;  // (node id, URL)
   const std::filesystem::path& work_dir() const { return work_dir_; }
 
@@ -91,6 +96,7 @@ class DemoCluster {
   std::unique_ptr<ChildProcess> scheduler_;
   std::string scheduler_endpoint_;
   std::string scheduler_http_;  // HOST:PORT of the dashboard, from the ready file
+  std::string operator_token_;  // the operator key's HTTP token (make_keys)
   std::vector<Node> nodes_;
 };
 

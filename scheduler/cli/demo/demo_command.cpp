@@ -196,6 +196,8 @@ Status run_cluster(DemoCluster& cluster, const std::filesystem::path& model_dir,
 Status keep_running(DemoCluster& cluster) {
   std::printf("\n== the cluster stays up (--keep); Ctrl-C stops it\n");
   std::printf("  dashboard: %s\n", cluster.dashboard_url().c_str());
+  std::printf("  dashboard as the operator (may run rounds): %s\n",
+              cluster.operator_dashboard_url().c_str());
   for (const auto& [id, url] : cluster.chat_urls()) {
     std::printf("  node %s chat page: %s\n", id.c_str(), url.c_str());
   }

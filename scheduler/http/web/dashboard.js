@@ -35,18 +35,56 @@ const state = {
 
 class AuthError extends Error {}
 
-async function api(path) {
+// GET path, or POST `post` (an object) to it. 401: AuthError (no, wrong or
+// unknown key token); any other failure: Error with the server's message.
+async function api(path, post) {
   const headers = {};
   if (state.token) headers.Authorization = 'Bearer ' + state.token;
-  const res = await fetch(path, { headers, cache: 'no-store' });
-  if (res.status === 401) throw new AuthError('token needed');
+  const init = { headers, cache: 'no-store' };
+  if (post !== undefined) {
+    Object.assign(init, { method: 'POST', body: JSON.stringify(post) });
+    headers['Content-Type'] = 'application/json';
+  }
+  const res = await fetch(path, init);
   const body = await res.json().catch(() => null);
+  const message = (body && body.error && body.error.message) || 'HTTP ' + res.status;
+  if (res.status === 401) throw new AuthError(message);
   if (!res.ok) {
-    const err = new Error((body && body.error && body.error.message) || 'HTTP ' + res.status);
+    const err = new Error(message);
     err.status = res.status;
     throw err;
   }
   return body;
+}
+
+// A key token handed over in the address (dancemoe keys http-token --url):
+// kept for this tab, then taken out of the address bar and the history.
+function takeTokenFromAddress() {
+  const m = location.hash.match(/token=([^&]+)/);
+  if (!m) return;
+  state.token = decodeURIComponent(m[1]);
+  sessionStorage.setItem('dancemoe-http-token', state.token);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+
+// POST /api/round: needs an operator's key token (http_access.h).
+async function runRound() {
+  const button = document.getElementById('round');
+  const out = document.getElementById('round-result');
+  button.disabled = true;
+  out.textContent = 'running a round...';
+  try {
+    const d = await api('/api/round', {});
+    await refresh(true);
+    out.textContent = 'round ' + d.id + ': ' + d.outcome + (d.message ? ' (' + d.message + ')' : '');
+  } catch (e) {
+    out.textContent = 'refused: ' + e.message;
+    if (e instanceof AuthError || e.status === 403) {
+      document.getElementById('token-form').classList.remove('hidden');
+    }
+  } finally {
+    button.disabled = false;
+  }
 }
 
 // el('td', {class: 'num'}, 'text' | Node | [children])
@@ -558,7 +596,7 @@ async function refresh(slow) {
   } catch (e) {
     if (e instanceof AuthError) {
       document.getElementById('token-form').classList.remove('hidden');
-      showError(state.token ? 'The token was refused.' : '');
+      showError(state.token ? 'The token was refused: ' + e.message : '');
     } else {
       showError('Cannot reach the scheduler: ' + e.message);
     }
@@ -573,6 +611,8 @@ async function loop() {
 }
 
 document.addEventListener('DOMContentLoaded', () => {
+  takeTokenFromAddress();
+  document.getElementById('round').addEventListener('click', runRound);
   document.getElementById('token-form').addEventListener('submit', (event) => {
     event.preventDefault();
     state.token = document.getElementById('token').value.trim();

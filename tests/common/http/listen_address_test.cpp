@@ -22,10 +22,14 @@ TEST_CASE("listen address: HOST:PORT is parsed, anything else names the flag and
 }
 
 TEST_CASE("listen address: loopback hosts are told from reachable ones") {
-  for (const char* local : {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"}) {
+  for (const char* local :
+       {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"}) {
     CHECK(is_loopback_host(local));
   }
-  for (const char* open : {"0.0.0.0", "::", "192.168.1.4", "example.org", ""}) {
+  // A DNS name that starts like a loopback address is a name anyone can
+  // point anywhere (DNS rebinding), not a loopback address.
+  for (const char* open : {"0.0.0.0", "::", "192.168.1.4", "example.org", "", "127.evil.example",
+                           "127.0.0.1.evil.example", "::ffff:10.0.0.1"}) {
     CHECK_FALSE(is_loopback_host(open));
   }
 }

@@ -1,18 +1,21 @@
 // Loads the scheduler's dashboard and a node's chat page of a running demo
 // cluster in headless Chromium (Debian's, driven by the playwright-core npm
 // package; no browser is ever downloaded), checks what they render, uses the
-// chat (a streamed answer, stop, regenerate) and saves screenshots. Prints
+// chat (a streamed answer, stop, regenerate), checks that running a round
+// from the dashboard needs the operator's key token (refused without it,
+// done with the demo's operator address) and saves screenshots. Prints
 // one JSON object of findings that browser_test.cpp checks; exits 77 after
 // printing "SKIPPED: ..." when Chromium cannot start.
 //
 // usage: NODE_PATH=tests/fixtures/npm node browser_check.mjs CHROMIUM PROFILE_DIR SHOTS_DIR
-//            DASHBOARD_URL CHAT_URL
+//            DASHBOARD_URL CHAT_URL OPERATOR_DASHBOARD_URL
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
 
-const [executablePath, profileDir, shotsDir, dashboardUrl, chatUrl] = process.argv.slice(2);
+const [executablePath, profileDir, shotsDir, dashboardUrl, chatUrl, operatorUrl] =
+  process.argv.slice(2);
 const out = { console_errors: [], foreign_requests: [] };
 
 let context;
@@ -142,6 +145,33 @@ try {
     if (state === 'stopped') break;
   }
   out.chat.send_enabled_after_stop = await chat.isEnabled('#send');
+
+  // ---- rights: a round from the dashboard needs an operator's key token ----
+  const errorsBefore = out.console_errors.length;
+  const rows = (page) => page.evaluate(() => document.querySelectorAll('#decisions tbody tr').length);
+  out.rights = { decisions_before: await rows(dash) };
+  await dash.click('#round');
+  await dash.waitForFunction(
+    () => document.getElementById('round-result').textContent.startsWith('refused'), null,
+    { timeout: 15_000 });
+  out.rights.anonymous = await dash.textContent('#round-result');
+  out.rights.token_form_shown = await dash.isVisible('#token-form');
+  const op = await context.newPage();
+  watch(op, new URL(operatorUrl).origin);
+  await op.goto(operatorUrl);
+  await op.waitForFunction(() => Number(document.body.dataset.refreshes || 0) >= 1, null,
+    { timeout: 30_000 });
+  out.rights.address_after_load = op.url(); // the token is taken out of it
+  await op.click('#round');
+  await op.waitForFunction(
+    () => /^round \d+: /.test(document.getElementById('round-result').textContent), null,
+    { timeout: 30_000 });
+  out.rights.operator = await op.textContent('#round-result');
+  out.rights.decisions_after = await rows(op);
+  // The browser logs the refused request (401) as an error: expected here.
+  const added = out.console_errors.splice(errorsBefore);
+  out.rights.console_errors = added;
+  out.console_errors.push(...added.filter((m) => !/status of 401/.test(m)));
 } catch (e) {
   out.failure = String(e.stack || e);
 }

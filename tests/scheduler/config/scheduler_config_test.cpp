@@ -140,4 +140,28 @@ TEST_CASE("scheduler config: keys are required unless --insecure, and not both")
   CHECK(config.insecure);
 }
 
+TEST_CASE("scheduler config: --http off loopback needs keys or, --insecure, a shared token") {
+  SchedulerConfig keyed;
+  keyed.model_dir = "m";
+  keyed.secret_key = "s.key";
+  keyed.nodes_keys = "nodes";
+  keyed.operator_keys = "operators";
+  keyed.http = "0.0.0.0:8090";
+  CHECK(keyed.validate().is_ok());  // every request from elsewhere needs a key token
+  keyed.http_token = "s3cret";
+  const std::string shared = keyed.validate().message();
+  CHECK(shared.find("--http-token / http_token: only for an --insecure scheduler") == 0);
+  CHECK(shared.find("dancemoe keys http-token") != std::string::npos);
+
+  SchedulerConfig insecure;
+  insecure.model_dir = "m";
+  insecure.insecure = true;
+  insecure.http = "0.0.0.0:8090";
+  CHECK(insecure.validate().message().find("set --http-token") != std::string::npos);
+  insecure.http_token = "s3cret";
+  CHECK(insecure.validate().is_ok());
+  insecure.http = "127.0.0.1:bad";
+  CHECK(insecure.validate().message().find("--http / http") == 0);
+}
+
 }  // namespace dancemoe::scheduler

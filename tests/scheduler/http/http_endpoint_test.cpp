@@ -6,8 +6,10 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <functional>
 #include <thread>
 
+#include "common/net/key_token.h"
 #include "scheduler/daemon/control_server.h"
 #include "tests/scheduler/daemon/service_harness.h"
 
@@ -20,8 +22,7 @@ using nlohmann::json;
 // report from each, its loop on a thread, and the endpoint in front of it.
 class EndpointFixture {
  public:
-  explicit EndpointFixture(const std::string& token = "",
-                           const std::string& address = "127.0.0.1:0") {
+  explicit EndpointFixture(std::function<void(HttpEndpointOptions&)> configure = nullptr) {
     h_.register_node("a", 16000);
     h_.register_node("b", 16000);
     auto out = h_.heartbeat_and_advance({"a", "b"}, 2100);
@@ -47,9 +48,9 @@ class EndpointFixture {
     control_->set_metrics(&metrics_);
     loop_ = std::thread([this] { (void)control_->run(stop_); });
     HttpEndpointOptions options;
-    options.address = address;
-    options.token = token;
+    options.address = "127.0.0.1:0";
     options.db_path = h_.path();
+    if (configure) configure(options);
     started_ = HttpEndpoint::start(options, {inbox_.get(), &h_.model(), &metrics_, &h_.clock()});
   }
   ~EndpointFixture() {
@@ -76,6 +77,15 @@ class EndpointFixture {
     REQUIRE(res);
     return {res->status, json::parse(res->body, nullptr, false), res->body, res->headers};
   }
+  Reply post(const std::string& path, const std::string& body, const std::string& token = "") {
+    REQUIRE(started_.is_ok());
+    httplib::Client client("http://" + (*started_)->bound_address());
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = client.Post(path.c_str(), headers, body, "application/json");
+    REQUIRE(res);
+    return {res->status, json::parse(res->body, nullptr, false), res->body, res->headers};
+  }
 
  private:
   Harness h_;
@@ -85,6 +95,23 @@ class EndpointFixture {
   std::atomic<bool> stop_{false};
   std::thread loop_;
   Result<std::unique_ptr<HttpEndpoint>> started_ = internal_error("not started");
+};
+
+// A keyed scheduler's HTTP keys: its own pair, operator "alice", node key
+// "ws1" admitted; `stranger` has a key nobody admitted. The allowlist is the
+// one a KeyRing publishes (the control port's ZAP handler reads the same).
+struct Keys {
+  net::CurveKeyPair scheduler = *net::generate_key_pair();
+  net::CurveKeyPair alice = *net::generate_key_pair();
+  net::CurveKeyPair ws1 = *net::generate_key_pair();
+  net::CurveKeyPair stranger = *net::generate_key_pair();
+  std::shared_ptr<net::KeyAllowlist> members = std::make_shared<net::KeyAllowlist>();
+
+  Keys() { members->replace({alice.public_key, ws1.public_key}); }
+  HttpKeys http() const { return {scheduler, members, {{"alice", alice.public_key}}}; }
+  std::string token(const net::CurveKeyPair& who) const {
+    return *net::make_key_token(who, scheduler.public_key);
+  }
 };
 
 }  // namespace
@@ -193,8 +220,8 @@ TEST_CASE("http endpoint: /metrics has rounds, gate, ingest, database size and l
         std::string::npos);
 }
 
-TEST_CASE("http endpoint: the page is public, the data needs the token when one is set") {
-  EndpointFixture f("s3cret");
+TEST_CASE("http endpoint: --insecure with --http-token: the page is public, the data needs it") {
+  EndpointFixture f([](HttpEndpointOptions& o) { o.insecure_token = "s3cret"; });
   const auto page = f.get("/");
   CHECK(page.status == 200);
   CHECK(page.raw.find("<title>DanceMoE scheduler</title>") != std::string::npos);
@@ -202,12 +229,64 @@ TEST_CASE("http endpoint: the page is public, the data needs the token when one 
   CHECK(js.status == 200);
   CHECK(page.headers.find("Content-Security-Policy") != page.headers.end());
   for (const char* path : {"/api/status", "/metrics", "/api/series", "/api/heat"}) {
-    const auto denied = f.get(path);
-    CHECK(denied.status == 401);
-    CHECK(denied.body["error"]["code"] == "unauthenticated");
     CHECK(f.get(path, "wrong").status == 401);
     CHECK(f.get(path, "s3cret").status == 200);
+    CHECK(f.get(path, "s3cret", "elsewhere.example").status == 200);
   }
+  // The shared token grants every right, as --insecure grants everything.
+  CHECK(f.post("/api/round", "{}").status == 401);
+  CHECK(f.post("/api/round", "{}", "wrong").status == 401);
+  CHECK(f.post("/api/round", "{}", "s3cret").status == 200);
+}
+
+TEST_CASE("http endpoint: with keys, members read and only operators act") {
+  Keys k;
+  EndpointFixture f([&k](HttpEndpointOptions& o) { o.keys = k.http(); });
+  REQUIRE(f.started().is_ok());
+  const std::string alice = k.token(k.alice);
+  const std::string ws1 = k.token(k.ws1);
+
+  // A local reader needs no key; a rebound DNS name without one is refused.
+  CHECK(f.get("/api/status").status == 200);
+  CHECK(f.get("/api/status", "", "attacker.example").status == 403);
+
+  // Reads: a member's and an operator's key, under any Host name.
+  for (const char* path : {"/api/status", "/api/nodes", "/metrics", "/api/heat"}) {
+    CHECK(f.get(path, ws1, "scheduler.lab.example").status == 200);
+    CHECK(f.get(path, alice, "scheduler.lab.example").status == 200);
+    // A key nobody admitted, a token made for another scheduler, an altered one.
+    const auto stranger = f.get(path, k.token(k.stranger));
+    CHECK(stranger.status == 401);
+    CHECK(stranger.body["error"]["message"].get<std::string>().find("not a member") !=
+          std::string::npos);
+    CHECK(f.get(path, *net::make_key_token(k.alice, k.stranger.public_key)).status == 401);
+    CHECK(f.get(path, alice.substr(0, alice.size() - 1) + "0").status == 401);
+  }
+
+  // Acting: an operator only; a node's key is known but not allowed.
+  const auto anonymous = f.post("/api/round", "{}");
+  CHECK(anonymous.status == 401);
+  CHECK(anonymous.body["error"]["message"].get<std::string>().find("operator") !=
+        std::string::npos);
+  const auto node = f.post("/api/round", "{}", ws1);
+  CHECK(node.status == 403);
+  CHECK(node.body["error"]["code"] == "forbidden");
+  CHECK(f.post("/api/round", "{}", k.token(k.stranger)).status == 401);
+  CHECK(f.get("/api/decisions").body["decisions"].size() == 1);  // nothing ran
+
+  const auto round = f.post("/api/round", "{}", alice);
+  REQUIRE(round.status == 200);
+  CHECK(round.body["trigger"] == "on_demand");
+  const auto decisions = f.get("/api/decisions");
+  REQUIRE(decisions.body["decisions"].size() == 2);
+  CHECK(decisions.body["decisions"][0]["trigger"] == "on_demand");
+  CHECK(f.post("/api/round", "[1]", alice).status == 400);
+  CHECK(f.post("/api/round", R"({"policy": "nope"})", alice).status == 400);
+
+  // A revoked node key (KeyRing::revoke replaces the allowlist) reads no more.
+  k.members->replace({k.alice.public_key});
+  CHECK(f.get("/api/status", ws1).status == 401);
+  CHECK(f.get("/api/status", alice).status == 200);
 }
 
 TEST_CASE("http endpoint: without a token only requests addressed to loopback names are answered") {
@@ -220,13 +299,21 @@ TEST_CASE("http endpoint: without a token only requests addressed to loopback na
   CHECK(rebound.status == 403);
   CHECK(rebound.body["error"]["code"] == "forbidden");
   CHECK(f.get("/metrics", "", "attacker.example").status == 403);
+  // A name that merely starts like a loopback address is a DNS name.
+  CHECK(f.get("/api/status", "", "127.0.0.1.attacker.example").status == 403);
   CHECK(f.get("/", "", "attacker.example").status == 200);  // the page holds no data
 }
 
-TEST_CASE("http endpoint: another address than loopback without a token is refused") {
-  EndpointFixture f("", "0.0.0.0:0");
-  REQUIRE_FALSE(f.started().is_ok());
-  CHECK(f.started().status().message().find("--http-token") != std::string::npos);
+TEST_CASE("http endpoint: another address than loopback needs keys or, --insecure, a token") {
+  EndpointFixture open([](HttpEndpointOptions& o) { o.address = "0.0.0.0:0"; });
+  REQUIRE_FALSE(open.started().is_ok());
+  CHECK(open.started().status().message().find("--http-token") != std::string::npos);
+  Keys k;
+  EndpointFixture keyed([&k](HttpEndpointOptions& o) {
+    o.address = "0.0.0.0:0";
+    o.keys = k.http();
+  });
+  CHECK(keyed.started().is_ok());
 }
 
 }  // namespace dancemoe::scheduler::test
