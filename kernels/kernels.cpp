@@ -17,6 +17,8 @@ const CpuKernels* cpu_kernels_for(CpuLevel level) {
       return avx2_table();
     case CpuLevel::kAvx512:
       return avx512_table();
+    case CpuLevel::kAvx512Vnni:
+      return avx512vnni_table();
     case CpuLevel::kAvx512Bf16:
       return avx512bf16_table();
   }

@@ -12,7 +12,10 @@
 //   uint16_t IEEE half. f32 -> bf16 rounds to nearest even; NaN stays NaN.
 // - Each op has a scalar reference in cpu/scalar/<op>.cpp that reads like the
 //   math; the SIMD versions implement the same signature and are checked
-//   against it by tests/kernels/parity_test.cpp.
+//   against it by tests/kernels/parity_test.cpp (quant_parity_test.cpp for
+//   the quantized formats).
+// - Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) are blocks exactly as
+//   GGUF stores them (kernels/quant_format.h); they are computed in place.
 //
 // This folder is a leaf: it includes nothing else of the project.
 #pragma once
@@ -23,10 +26,23 @@
 
 namespace dancemoe::kernels {
 
-enum class WeightType : uint8_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+// Element types of weight matrices: the float formats and the GGUF block
+// formats (layouts in kernels/quant_format.h, blocks in cpu/quant_blocks.h).
+enum class WeightType : uint8_t {
+  kF32 = 0,
+  kF16 = 1,
+  kBF16 = 2,
+  kQ8_0 = 3,  // 32 values: f16 scale + 32 x int8
+  kQ4_0 = 4,  // 32 values: f16 scale + 32 x 4 bits, offset 8
+  kQ4_K = 5,  // 256 values: 8 sub-blocks of 32 with 6-bit scales and mins, 4 bits each
+  kQ5_K = 6,  // as Q4_K with a fifth bit per value
+  kQ6_K = 7,  // 256 values: 16 sub-blocks of 16 with 8-bit scales, 6 bits each
+};
 
 // A weight matrix W: [rows, cols] row-major, as HuggingFace Linear stores it
-// ([out_features, in_features]). `data` points at rows * cols elements of `type`.
+// ([out_features, in_features]). `data` points at rows * cols elements of `type`;
+// for a block format each row is cols / block_values blocks
+// (weight_row_bytes(type, cols) bytes) and cols is a multiple of the block.
 struct WeightView {
   const void* data = nullptr;
   WeightType type = WeightType::kBF16;
@@ -74,8 +90,20 @@ struct CpuKernels {
   CpuLevel level = CpuLevel::kScalar;
 
   // y = x W^T with f32 activations x: [n_tokens, w.cols]. Exact with respect
-  // to the weights (each weight is widened to f32), f32 accumulation.
+  // to the weights (each weight is widened to f32), f32 accumulation. Block
+  // formats are dequantized row by row: the slow, exact path (f32 precision).
   void (*matmul_f32)(const MatmulArgs& args, const float* x);
+
+  // y = x W^T for a block-format w, with x quantized by quantize_x for that
+  // format (x_q: [n_tokens, quantized_x_row_bytes(w.type, w.cols)]). Integer
+  // products within a block, f32 across blocks. Every level gives the same
+  // integer block sums; only the f32 summation order differs.
+  void (*matmul_quant)(const MatmulArgs& args, const void* x_q);
+
+  // Quantizes activation rows for matmul_quant with weights of `type`:
+  //   x: [n_tokens, cols] f32  ->  out: [n_tokens, quantized_x_row_bytes(type, cols)]
+  // (layout in kernels/quant_format.h). Bit-identical at every level.
+  void (*quantize_x)(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
 
   // y = x W^T with activations already rounded to bf16 (f32_to_bf16), for
   // w.type == kBF16 only. Uses the bf16 dot-product instructions where the

@@ -33,6 +33,8 @@ std::string_view cpu_level_name(CpuLevel level) {
       return "avx2";
     case CpuLevel::kAvx512:
       return "avx512";
+    case CpuLevel::kAvx512Vnni:
+      return "avx512vnni";
     case CpuLevel::kAvx512Bf16:
       return "avx512bf16";
   }
@@ -40,8 +42,8 @@ std::string_view cpu_level_name(CpuLevel level) {
 }
 
 bool parse_cpu_level(std::string_view text, CpuLevel* level) {
-  for (CpuLevel candidate :
-       {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+  for (CpuLevel candidate : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
+                             CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
     if (text == cpu_level_name(candidate)) {
       *level = candidate;
       return true;
@@ -68,10 +70,14 @@ CpuLevel probe_cpu_level() {
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (!avx512) return CpuLevel::kAvx2;
+  // AVX512_VNNI: CPUID.(7,0):ECX bit 11. Every CPU with AVX512_BF16 has it;
+  // the BF16 level requires it anyway so that the levels stay ordered.
+  const bool vnni = __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11)) != 0;
+  if (!vnni) return CpuLevel::kAvx512;
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0) {
     return CpuLevel::kAvx512Bf16;
   }
-  return CpuLevel::kAvx512;
+  return CpuLevel::kAvx512Vnni;
 #else
   return CpuLevel::kScalar;
 #endif

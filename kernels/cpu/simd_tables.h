@@ -11,6 +11,7 @@ namespace dancemoe::kernels {
 
 const CpuKernels* avx2_table();
 const CpuKernels* avx512_table();
+const CpuKernels* avx512vnni_table();
 const CpuKernels* avx512bf16_table();
 
 // Reads n_bytes from data (64-byte aligned, n_bytes a multiple of 256) with

@@ -7,6 +7,7 @@ namespace dancemoe::kernels {
 
 const CpuKernels* avx2_table() { return nullptr; }
 const CpuKernels* avx512_table() { return nullptr; }
+const CpuKernels* avx512vnni_table() { return nullptr; }
 const CpuKernels* avx512bf16_table() { return nullptr; }
 StreamReadFn avx2_stream_read() { return nullptr; }
 StreamReadFn avx512_stream_read() { return nullptr; }

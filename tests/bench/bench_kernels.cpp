@@ -33,11 +33,12 @@
 #include "kernels/cpu/memory_bandwidth.h"
 #include "kernels/cpu/numeric.h"
 #include "kernels/kernels.h"
+#include "tests/bench/interleaved_timer.h"
 
 namespace dancemoe::kernels {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using bench::Variant;
 
 struct Options {
   double seconds = 0.4;    // timed per variant, over all its batches
@@ -45,6 +46,10 @@ struct Options {
   bool scalar = true;
   std::string only;  // "", "gemv", "gemm" or "ops": run one section
 };
+
+void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
+  bench::time_interleaved(variants, opts.seconds);
+}
 
 struct Shape {
   const char* name;
@@ -100,43 +105,6 @@ class WeightPool {
   int64_t n_copies_ = 0;
   std::unique_ptr<char, FreeDeleter> data_;
 };
-
-// One timed thing; call(i) processes pool copy i.
-struct Variant {
-  std::string label;
-  std::function<void(int64_t)> call;
-  double best_seconds = 0.0;  // per call, fastest batch
-};
-
-// Rounds continue while any variant has fewer than 3 batches or less than
-// opts.seconds of timed calls; a variant that has both sits the rest out, so
-// slow ones (scalar) do not hold the fast ones to a handful of samples.
-void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
-  int64_t index = 0;
-  for (Variant& v : *variants) v.call(index++);  // warm-up
-  std::vector<double> timed(variants->size(), 0.0);
-  std::vector<int> batches(variants->size(), 0);
-  for (bool more = true; more;) {
-    more = false;
-    for (size_t i = 0; i < variants->size(); ++i) {
-      if (batches[i] >= 3 && timed[i] >= opts.seconds) continue;
-      more = true;
-      Variant& v = (*variants)[i];
-      const Clock::time_point start = Clock::now();
-      int64_t n_calls = 0;
-      double elapsed = 0.0;
-      while (elapsed < 0.001) {
-        v.call(index++);
-        ++n_calls;
-        elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      }
-      timed[i] += elapsed;
-      ++batches[i];
-      const double per_call = elapsed / static_cast<double>(n_calls);
-      if (v.best_seconds == 0.0 || per_call < v.best_seconds) v.best_seconds = per_call;
-    }
-  }
-}
 
 enum class Op { kMatmulF32, kMatmulBf16 };
 const char* op_name(Op op) { return op == Op::kMatmulF32 ? "matmul_f32" : "matmul_bf16"; }
@@ -220,8 +188,8 @@ class TwoThreadGemv {
 
 std::vector<const CpuKernels*> levels(const Options& opts) {
   std::vector<const CpuKernels*> out;
-  for (CpuLevel level :
-       {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
+                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
     if (level == CpuLevel::kScalar && !opts.scalar) continue;
     if (const CpuKernels* k = cpu_kernels_for(level)) out.push_back(k);
   }

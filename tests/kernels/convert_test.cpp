@@ -29,8 +29,8 @@ uint32_t to_bits(float f) {
 
 std::vector<const CpuKernels*> all_levels() {
   std::vector<const CpuKernels*> levels;
-  for (CpuLevel level :
-       {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
+                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
     if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
   }
   return levels;

@@ -23,7 +23,8 @@ namespace {
 
 std::vector<const CpuKernels*> simd_levels() {
   std::vector<const CpuKernels*> levels;
-  for (CpuLevel level : {CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+  for (CpuLevel level :
+       {CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
     if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
   }
   return levels;

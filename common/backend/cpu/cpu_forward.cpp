@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/quant_format.h"
+#include "kernels/quantize.h"
+
 namespace dancemoe::backend {
 namespace {
 
@@ -96,10 +99,10 @@ Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
 
   // Embedding rows, widened to f32.
   const kernels::WeightView& embed = weights_.embed();
-  const size_t elem = embed.type == kernels::WeightType::kF32 ? 4 : 2;
+  const int64_t row_bytes = kernels::weight_row_bytes(embed.type, hidden);
   for (int64_t t = 0; t < n; ++t) {
     const auto* row = static_cast<const uint8_t*>(embed.data) +
-                      static_cast<size_t>(tokens[static_cast<size_t>(t)]) * hidden * elem;
+                      static_cast<int64_t>(tokens[static_cast<size_t>(t)]) * row_bytes;
     float* dst = h_.data() + t * hidden;
     switch (embed.type) {
       case kernels::WeightType::kF32:
@@ -110,6 +113,9 @@ Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
         break;
       case kernels::WeightType::kF16:
         k.f16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
+        break;
+      default:  // block formats
+        kernels::dequantize_values(embed.type, row, hidden, dst);
         break;
     }
   }

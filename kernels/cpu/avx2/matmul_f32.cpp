@@ -1,8 +1,10 @@
 // y[t, r] = sum_c x[t, c] W[r, c] with f32 activations and f32 / f16 / bf16
-// weights widened to f32 in registers; f32 FMA accumulation. See
+// weights widened to f32 in registers; f32 FMA accumulation. Block formats
+// take the dequantizing path (matmul_dequantized.h). See
 // matmul_tile.h for the blocking.
 #include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx2/matmul_tile.h"
+#include "kernels/cpu/matmul_dequantized.h"
 
 namespace dancemoe::kernels::avx2 {
 
@@ -16,6 +18,9 @@ void matmul_f32(const MatmulArgs& args, const float* x) {
       return;
     case WeightType::kF32:
       matmul_blocked<F32Source, F32Source>(args, x);
+      return;
+    default:  // block formats
+      matmul_dequantized(args, x, avx2::dot);
       return;
   }
 }

@@ -12,6 +12,8 @@ const CpuKernels* avx2_table() {
     k.level = CpuLevel::kAvx2;
     k.matmul_f32 = avx2::matmul_f32;
     k.matmul_bf16 = avx2::matmul_bf16;
+    k.matmul_quant = avx2::matmul_quant;
+    k.quantize_x = avx2::quantize_x;
     k.rmsnorm = avx2::rmsnorm;
     k.rope = avx2::rope;
     k.softmax = avx2::softmax;

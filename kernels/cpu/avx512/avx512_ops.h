@@ -1,5 +1,6 @@
 // The AVX-512 (F/BW/VL/DQ) implementation of the ops in kernels.h, one op per
-// file in this folder, plus the AVX-512 BF16 matmul (*_bf16dp.cpp). Same
+// file in this folder, plus the AVX-512 VNNI quantized matmul (*_vnni.cpp)
+// and the AVX-512 BF16 matmul (*_bf16dp.cpp). Same
 // signatures and contracts as the scalar reference (cpu/scalar/scalar_ops.h).
 // These functions execute AVX-512 instructions: call them only through the
 // table, which kernels.cpp hands out after checking the CPU.
@@ -26,6 +27,15 @@ void f32_to_bf16(const float* in, int64_t n, uint16_t* out);
 uint64_t stream_read(const void* data, int64_t n_bytes);
 
 }  // namespace dancemoe::kernels::avx512
+
+namespace dancemoe::kernels::avx512vnni {
+
+// The quantized matmul with vpdpbusd (needs the avx512vnni level), and the
+// activation quantizer compiled alongside it.
+void matmul_quant(const MatmulArgs& args, const void* x_q);
+void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
+
+}  // namespace dancemoe::kernels::avx512vnni
 
 namespace dancemoe::kernels::avx512bf16 {
 

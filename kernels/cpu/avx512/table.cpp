@@ -1,6 +1,7 @@
-// The avx512 and avx512bf16 kernel tables. Compiled WITHOUT the AVX-512 flags
+// The avx512, avx512vnni and avx512bf16 kernel tables. Compiled WITHOUT the AVX-512 flags
 // (kernels/CMakeLists.txt): it only takes the ops' addresses, so whatever the
 // compiler emits here is safe on any x86-64 CPU.
+#include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx512/avx512_ops.h"
 #include "kernels/cpu/simd_tables.h"
 
@@ -12,6 +13,10 @@ CpuKernels make_avx512_table() {
   k.level = CpuLevel::kAvx512;
   k.matmul_f32 = avx512::matmul_f32;
   k.matmul_bf16 = avx512::matmul_bf16;
+  // Without VNNI the AVX2 quantized kernels are as fast as 512-bit
+  // vpmaddubsw ones would be on Zen 4 (double-pumped); see quant_simd.h.
+  k.matmul_quant = avx2::matmul_quant;
+  k.quantize_x = avx2::quantize_x;
   k.rmsnorm = avx512::rmsnorm;
   k.rope = avx512::rope;
   k.softmax = avx512::softmax;
@@ -25,6 +30,14 @@ CpuKernels make_avx512_table() {
   return k;
 }
 
+CpuKernels make_avx512vnni_table() {
+  CpuKernels k = make_avx512_table();
+  k.level = CpuLevel::kAvx512Vnni;
+  k.matmul_quant = avx512vnni::matmul_quant;
+  k.quantize_x = avx512vnni::quantize_x;
+  return k;
+}
+
 }  // namespace
 
 const CpuKernels* avx512_table() {
@@ -32,9 +45,14 @@ const CpuKernels* avx512_table() {
   return &kTable;
 }
 
+const CpuKernels* avx512vnni_table() {
+  static const CpuKernels kTable = make_avx512vnni_table();
+  return &kTable;
+}
+
 const CpuKernels* avx512bf16_table() {
   static const CpuKernels kTable = [] {
-    CpuKernels k = make_avx512_table();
+    CpuKernels k = make_avx512vnni_table();
     k.level = CpuLevel::kAvx512Bf16;
     // The only op that gains from the BF16 instructions; matmul_f32 keeps f32
     // activations and so cannot round them to bf16.

@@ -1,6 +1,8 @@
 // y[t, r] = sum_c x[t, c] * W[r, c]      x: [n_tokens, cols], W: [rows, cols]
 // for r in [row_begin, row_end). Weights are widened to f32 one at a time;
-// accumulation is f32 in column order.
+// accumulation is f32 in column order. Block formats: each row dequantized
+// exactly, then dotted (matmul_dequantized.h).
+#include "kernels/cpu/matmul_dequantized.h"
 #include "kernels/cpu/numeric.h"
 #include "kernels/cpu/scalar/scalar_ops.h"
 
@@ -16,14 +18,18 @@ float weight_at(const WeightView& w, int64_t r, int64_t c) {
       return f16_to_float(static_cast<const uint16_t*>(w.data)[idx]);
     case WeightType::kBF16:
       return bf16_to_float(static_cast<const uint16_t*>(w.data)[idx]);
+    default:  // block formats go through matmul_dequantized
+      return 0.0f;
   }
-  return 0.0f;
 }
 
 }  // namespace
 
 void matmul_f32(const MatmulArgs& args, const float* x) {
   const WeightView& w = args.w;
+  if (w.type != WeightType::kF32 && w.type != WeightType::kF16 && w.type != WeightType::kBF16) {
+    return matmul_dequantized(args, x, dot);
+  }
   for (int64_t t = 0; t < args.n_tokens; ++t) {
     const float* xt = x + t * w.cols;
     float* yt = args.y + t * args.y_stride;

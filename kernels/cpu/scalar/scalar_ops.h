@@ -8,6 +8,8 @@ namespace dancemoe::kernels::scalar {
 
 void matmul_f32(const MatmulArgs& args, const float* x);
 void matmul_bf16(const MatmulArgs& args, const uint16_t* x_bf16);
+void matmul_quant(const MatmulArgs& args, const void* x_q);
+void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void softmax(float* x, int64_t n);

@@ -8,6 +8,8 @@ const CpuKernels& table() {
     k.level = CpuLevel::kScalar;
     k.matmul_f32 = matmul_f32;
     k.matmul_bf16 = matmul_bf16;
+    k.matmul_quant = matmul_quant;
+    k.quantize_x = quantize_x;
     k.rmsnorm = rmsnorm;
     k.rope = rope;
     k.softmax = softmax;

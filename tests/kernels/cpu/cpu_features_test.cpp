@@ -10,8 +10,8 @@
 namespace dancemoe::kernels {
 
 TEST_CASE("cpu features: level names round-trip") {
-  for (CpuLevel level :
-       {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Bf16}) {
+  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
+                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
     CpuLevel parsed;
     REQUIRE(parse_cpu_level(cpu_level_name(level), &parsed));
     CHECK(parsed == level);

@@ -1,0 +1,52 @@
+// The model description of a GGUF file, both ways: llama.cpp's metadata
+// keys (`general.architecture`, `<arch>.block_count`, ...) and tensor names
+// (`blk.N.attn_q.weight`, the merged expert tensors `blk.N.ffn_gate_exps`)
+// <-> the runtime's ModelConfig and tensor roles.
+//
+// Supported: "qwen3moe" (Qwen3MoeForCausalLM) and "llama" with experts
+// (MixtralForCausalLM) as llama.cpp's converter writes them. The metadata is
+// turned into the config.json text HuggingFace would have, and parsed by the
+// same code as a model directory's config.json (so every check there applies
+// to GGUF files too). Layers without a router (`ffn_gate_inp`) are dense MLP
+// layers; a file without `output.weight` ties the LM head to the embedding.
+//
+// llama.cpp stores the q and k projections of "llama" models with the rows
+// of each head interleaved (it rotates adjacent pairs; HF rotates halves):
+// llama_qk_row() maps a HuggingFace row to its GGUF row.
+//
+// Errors name the file and the key or tensor. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/base/status.h"
+#include "common/model/gguf/gguf_file.h"
+#include "common/model/gguf/gguf_writer.h"
+#include "common/model/model_config.h"
+
+namespace dancemoe::gguf {
+
+// config.json text for the file's metadata and tensors.
+Result<std::string> config_json_from_gguf(const File& file, std::string_view file_name);
+
+// "qwen3moe" or "llama" for a supported config.
+std::string_view gguf_architecture(const ModelConfig& config);
+
+// Writes general.architecture and the <arch>.* keys of `config`.
+void config_to_gguf(const ModelConfig& config, GgufWriter* writer);
+
+// The GGUF tensor holding a role. Expert roles name the merged 3-D tensor
+// (dims [cols, rows, n_experts], expert e its e-th slab).
+std::string gguf_tensor_name(TensorRole role, int64_t layer);
+// The older llama.cpp naming of one expert's matrix ("blk.N.ffn_gate.E.weight").
+std::string gguf_single_expert_name(TensorRole role, int64_t layer, int64_t expert);
+
+// True when the architecture stores q/k rows interleaved (llama).
+bool gguf_interleaves_qk(const ModelConfig& config);
+// HF row r of a q (n_heads_of_matrix = n_heads) or k (n_kv_heads) matrix ->
+// its GGUF row.
+int64_t llama_qk_row(int64_t hf_row, int64_t head_dim);
+
+}  // namespace dancemoe::gguf

@@ -1,0 +1,24 @@
+#include "kernels/cpu/matmul_dequantized.h"
+
+#include <vector>
+
+#include "kernels/quant_format.h"
+#include "kernels/quantize.h"
+
+namespace dancemoe::kernels {
+
+void matmul_dequantized(const MatmulArgs& args, const float* x, DotFn dot) {
+  const WeightView& w = args.w;
+  const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(w.cols));
+  for (int64_t r = args.row_begin; r < args.row_end; ++r) {
+    dequantize_values(w.type, static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols,
+                      row.data());
+    for (int64_t t = 0; t < args.n_tokens; ++t) {
+      args.y[t * args.y_stride + r] = dot(row.data(), x + t * w.cols, w.cols);
+    }
+  }
+}
+
+}  // namespace dancemoe::kernels

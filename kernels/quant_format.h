@@ -1,0 +1,61 @@
+// Sizes and names of the weight formats (kernels.h, WeightType), and the
+// layout of quantized activations that matmul_quant reads.
+//
+// Block formats store each row of a matrix as cols / block_values blocks,
+// exactly as GGUF (ggml) lays them out; the blocks are defined in
+// cpu/quant_blocks.h and docs/quantization.md. Float formats are "blocks" of
+// one value.
+//
+// Quantized activations (what quantize_x writes, one row per token) come in
+// two groupings, chosen by the weight format:
+//   - 32 values per scale for Q8_0 and Q4_0 (the weight block is 32 too);
+//   - 256 values per scale for the K formats (one scale per super-block, so
+//     the integer sums of a whole super-block can be added before any float).
+// A row of `cols` values (cols a multiple of the grouping) is, in order:
+//   int8_t  q[cols]             q = round-to-nearest-even(x / d), |q| <= 127
+//   float   d[cols / group]     d = max|x| / 127 over the group (0 for all-zero)
+//   int16_t sums[cols / 16]     sum of q over each run of 16 values
+// padded to a multiple of 64 bytes. x ~= d * q. The sums let kernels fold a
+// weight format's offset or minimum (Q4_0's -8, Q6_K's -32, the K mins) into
+// one multiply per run instead of one per value.
+//
+// Pure functions; thread-safe. This header is part of the leaf `kernels`.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "kernels/kernels.h"
+
+namespace dancemoe::kernels {
+
+inline constexpr int kWeightTypeCount = 8;
+
+// True for the block formats (Q8_0 ... Q6_K).
+bool is_block_format(WeightType type);
+// Values per block: 32 (Q8_0, Q4_0), 256 (K formats), 1 (float types).
+int64_t weight_block_values(WeightType type);
+// Bytes per block: 34, 18, 144, 176, 210; 4 / 2 / 2 for f32 / f16 / bf16.
+int64_t weight_block_bytes(WeightType type);
+// Bytes of one row of `cols` values; cols must be a multiple of the block.
+int64_t weight_row_bytes(WeightType type, int64_t cols);
+// Lower-case names as ggml prints them: "f32", "f16", "bf16", "q8_0",
+// "q4_0", "q4_K", "q5_K", "q6_K".
+std::string_view weight_type_name(WeightType type);
+// Parses those names, case-insensitively ("Q4_K" and "q4_k" too).
+bool parse_weight_type(std::string_view text, WeightType* type);
+
+// Values per activation scale for weights of a block format: 32 or 256.
+int64_t quantized_x_group(WeightType type);
+// Bytes of one quantized activation row (see the layout above).
+int64_t quantized_x_row_bytes(WeightType type, int64_t cols);
+
+// One quantized activation row, split into its three arrays.
+struct QuantizedXRow {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int16_t* sums = nullptr;
+};
+QuantizedXRow quantized_x_row(WeightType type, const void* x_q, int64_t cols, int64_t token);
+
+}  // namespace dancemoe::kernels

@@ -1,0 +1,292 @@
+// Quantized kernel benchmark: for every weight format (Q8_0, Q4_0, Q4_K,
+// Q5_K, Q6_K, and bf16 for reference) and every CPU level this machine has,
+//   - decode GEMV (1 token) from DRAM: GB/s of weight bytes read, against a
+//     streaming read of the same pool timed interleaved with it ("of read"),
+//     on one thread and on two (rows split, as the thread pool does);
+//   - prefill GEMM (32 and 128 tokens, weights L2-resident per call):
+//     GMAC/s (rows x cols x tokens per second), one thread;
+//   - activation quantization: microseconds for 128 x 1024 values.
+// Shapes are the medium preset's (hidden 1024, expert 512).
+//
+// usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]
+// Build in Release (-DCMAKE_BUILD_TYPE=Release).
+#include <algorithm>
+#include <barrier>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "kernels/cpu/memory_bandwidth.h"
+#include "kernels/kernels.h"
+#include "kernels/quant_format.h"
+#include "kernels/quantize.h"
+#include "tests/bench/interleaved_timer.h"
+
+namespace dancemoe::kernels {
+namespace {
+
+using bench::Variant;
+
+struct Options {
+  double seconds = 0.3;
+  int64_t pool_mib = 512;
+  bool scalar = true;
+};
+
+struct Shape {
+  const char* name;
+  int64_t rows, cols;
+};
+const Shape kShapes[] = {{"attn q 1024x1024", 1024, 1024},
+                         {"expert gate 512x1024", 512, 1024},
+                         {"expert down 1024x512", 1024, 512},
+                         {"lm_head 32000x1024", 32000, 1024}};
+const WeightType kTypes[] = {WeightType::kBF16, WeightType::kQ8_0, WeightType::kQ4_0,
+                             WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K};
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+// Copies of one quantized matrix filling about pool_bytes (huge pages).
+class Pool {
+ public:
+  Pool(const Shape& s, WeightType type, int64_t pool_bytes) : shape_(s), type_(type) {
+    const int64_t matrix = s.rows * weight_row_bytes(type, s.cols);
+    stride_ = (matrix + 255) / 256 * 256;
+    n_copies_ = std::max<int64_t>(1, pool_bytes / stride_);
+    const int64_t huge = int64_t{2} << 20;
+    const int64_t total = (stride_ * n_copies_ + huge - 1) / huge * huge;
+    data_.reset(static_cast<uint8_t*>(std::aligned_alloc(huge, static_cast<size_t>(total))));
+#if defined(MADV_HUGEPAGE)
+    madvise(data_.get(), static_cast<size_t>(total), MADV_HUGEPAGE);
+#endif
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    std::vector<float> w(static_cast<size_t>(s.rows * s.cols));
+    for (float& v : w) v = dist(rng);
+    quantize_rows(type, w.data(), s.rows, s.cols, data_.get());
+    for (int64_t c = 1; c < n_copies_; ++c) {
+      std::memcpy(data_.get() + c * stride_, data_.get(), static_cast<size_t>(matrix));
+    }
+    bytes_ = matrix;
+  }
+  WeightView copy(int64_t i) const {
+    return WeightView{data_.get() + (i % n_copies_) * stride_, type_, shape_.rows, shape_.cols};
+  }
+  int64_t matrix_bytes() const { return bytes_; }
+
+ private:
+  Shape shape_;
+  WeightType type_;
+  int64_t stride_ = 0, n_copies_ = 0, bytes_ = 0;
+  std::unique_ptr<uint8_t, FreeDeleter> data_;
+};
+
+// Activations of n tokens, f32, bf16 and quantized for `type`.
+struct Act {
+  Act(const CpuKernels& k, WeightType type, const Shape& s, int64_t n) : n_tokens(n) {
+    x.resize(static_cast<size_t>(n * s.cols));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+    x_bf16.resize(x.size());
+    k.f32_to_bf16(x.data(), static_cast<int64_t>(x.size()), x_bf16.data());
+    if (is_block_format(type)) {
+      xq.resize(static_cast<size_t>(n * quantized_x_row_bytes(type, s.cols)));
+      k.quantize_x(type, x.data(), n, s.cols, xq.data());
+    }
+    y.resize(static_cast<size_t>(n * s.rows));
+  }
+  int64_t n_tokens;
+  std::vector<float> x;
+  std::vector<uint16_t> x_bf16;
+  std::vector<uint8_t> xq;
+  std::vector<float> y;
+};
+
+void matmul(const CpuKernels& k, const WeightView& w, Act* a, int64_t r0, int64_t r1) {
+  MatmulArgs args{w, a->n_tokens, a->y.data(), w.rows, r0, r1};
+  if (is_block_format(w.type)) {
+    k.matmul_quant(args, a->xq.data());
+  } else {
+    k.matmul_bf16(args, a->x_bf16.data());
+  }
+}
+
+std::vector<const CpuKernels*> levels(const Options& opts) {
+  std::vector<const CpuKernels*> out;
+  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
+                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
+    if (level == CpuLevel::kScalar && !opts.scalar) continue;
+    if (const CpuKernels* k = cpu_kernels_for(level)) out.push_back(k);
+  }
+  return out;
+}
+
+std::string level(const CpuKernels& k) { return std::string(cpu_level_name(k.level)); }
+
+// Two threads each take half the rows of a call; barriers start and end it.
+class TwoThreads {
+ public:
+  explicit TwoThreads(std::function<void(int64_t, int)> work)
+      : work_(std::move(work)), sync_(2), worker_([this] {
+          while (true) {
+            sync_.arrive_and_wait();
+            if (stop_) return;
+            work_(index_, 1);
+            sync_.arrive_and_wait();
+          }
+        }) {}
+  ~TwoThreads() {
+    stop_ = true;
+    sync_.arrive_and_wait();
+    worker_.join();
+  }
+  void call(int64_t i) {
+    index_ = i;
+    sync_.arrive_and_wait();
+    work_(i, 0);
+    sync_.arrive_and_wait();
+  }
+
+ private:
+  std::function<void(int64_t, int)> work_;
+  std::barrier<> sync_;
+  bool stop_ = false;
+  int64_t index_ = 0;
+  std::thread worker_;
+};
+
+void run_gemv(const Options& opts, double bw1, double bw2) {
+  std::printf("GEMV, 1 token, weights from DRAM: GB/s of weight bytes (rows x row bytes)\n");
+  std::printf("%-22s %-5s %-11s %8s %8s %9s\n", "shape", "type", "level", "GB/s", "of read",
+              "tok-eq/s");
+  const CpuKernels& best = cpu_kernels();
+  for (const Shape& s : kShapes) {
+    for (WeightType type : kTypes) {
+      const Pool pool(s, type, opts.pool_mib << 20);
+      std::vector<Variant> variants;
+      variants.push_back({"read", [&](int64_t i) {
+                            const WeightView w = pool.copy(i);
+                            (void)read_once(w.data, pool.matrix_bytes() / 256 * 256);
+                          }});
+      std::vector<std::unique_ptr<Act>> acts;
+      for (const CpuKernels* k : levels(opts)) {
+        if (!is_block_format(type) && k->level == CpuLevel::kScalar) continue;
+        acts.push_back(std::make_unique<Act>(*k, type, s, 1));
+        Act* a = acts.back().get();
+        variants.push_back(
+            {level(*k), [&pool, k, a, &s](int64_t i) { matmul(*k, pool.copy(i), a, 0, s.rows); }});
+      }
+      acts.push_back(std::make_unique<Act>(best, type, s, 1));
+      Act* a2 = acts.back().get();
+      TwoThreads two([&pool, &best, a2, &s](int64_t i, int part) {
+        const int64_t mid = s.rows / 2 / 16 * 16;
+        matmul(best, pool.copy(i), a2, part == 0 ? 0 : mid, part == 0 ? mid : s.rows);
+      });
+      variants.push_back({"2 threads", [&two](int64_t i) { two.call(i); }});
+      bench::time_interleaved(&variants, opts.seconds);
+      const double bytes = static_cast<double>(pool.matrix_bytes());
+      const double read = bytes / variants[0].best_seconds;
+      for (size_t i = 1; i < variants.size(); ++i) {
+        const double rate = bytes / variants[i].best_seconds;
+        const bool two_threads = i + 1 == variants.size();
+        std::printf("%-22s %-5s %-11s %8.2f %7.0f%% %9.0f\n", s.name,
+                    std::string(weight_type_name(type)).c_str(), variants[i].label.c_str(),
+                    rate / 1e9, 100.0 * rate / (two_threads ? bw2 : read),
+                    1.0 / variants[i].best_seconds);
+      }
+    }
+  }
+  std::printf(
+      "  'of read': 1 thread vs the streaming read of the same pool; 2 threads vs the\n"
+      "  2-thread streaming bandwidth (%.1f GB/s; 1 thread %.1f GB/s)\n",
+      bw2 / 1e9, bw1 / 1e9);
+}
+
+void run_gemm(const Options& opts) {
+  std::printf("\nGEMM, 1 thread: GMAC/s (rows x cols x tokens / s)\n");
+  std::printf("%-22s %6s %-5s %-11s %8s\n", "shape", "tokens", "type", "level", "GMAC/s");
+  for (const Shape& s : {kShapes[0], kShapes[1], kShapes[2]}) {
+    for (int64_t n : {32, 128}) {
+      for (WeightType type : kTypes) {
+        const Pool pool(s, type, int64_t{64} << 20);
+        std::vector<Variant> variants;
+        std::vector<std::unique_ptr<Act>> acts;
+        for (const CpuKernels* k : levels(opts)) {
+          if (k->level == CpuLevel::kScalar) continue;
+          acts.push_back(std::make_unique<Act>(*k, type, s, n));
+          Act* a = acts.back().get();
+          variants.push_back({level(*k), [&pool, k, a, &s](int64_t i) {
+                                matmul(*k, pool.copy(i), a, 0, s.rows);
+                              }});
+        }
+        bench::time_interleaved(&variants, opts.seconds);
+        for (const Variant& v : variants) {
+          std::printf("%-22s %6lld %-5s %-11s %8.1f\n", s.name, static_cast<long long>(n),
+                      std::string(weight_type_name(type)).c_str(), v.label.c_str(),
+                      static_cast<double>(s.rows * s.cols * n) / v.best_seconds / 1e9);
+        }
+      }
+    }
+  }
+}
+
+void run_quantize_x(const Options& opts) {
+  std::printf("\nquantize_x, 128 x 1024 values: microseconds\n");
+  const int64_t n = 128, cols = 1024;
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  for (WeightType type : {WeightType::kQ8_0, WeightType::kQ4_K}) {
+    std::vector<uint8_t> out(static_cast<size_t>(n * quantized_x_row_bytes(type, cols)));
+    std::vector<Variant> variants;
+    for (const CpuKernels* k : levels(opts)) {
+      variants.push_back(
+          {level(*k), [&, k](int64_t) { k->quantize_x(type, x.data(), n, cols, out.data()); }});
+    }
+    bench::time_interleaved(&variants, opts.seconds);
+    for (const Variant& v : variants) {
+      std::printf("%-5s %-11s %8.1f\n", std::string(weight_type_name(type)).c_str(),
+                  v.label.c_str(), v.best_seconds * 1e6);
+    }
+  }
+}
+
+int run(int argc, char** argv) {
+  Options opts;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--seconds" && i + 1 < argc) {
+      opts.seconds = std::atof(argv[++i]);
+    } else if (arg == "--pool-mib" && i + 1 < argc) {
+      opts.pool_mib = std::atoll(argv[++i]);
+    } else if (arg == "--no-scalar") {
+      opts.scalar = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]\n");
+      return 2;
+    }
+  }
+  std::printf("CPU level detected: %s\n", std::string(cpu_level_name(detect_cpu_level())).c_str());
+  const double bw1 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 1, 1.0);
+  const double bw2 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 2, 1.0);
+  run_gemv(opts, bw1, bw2);
+  run_gemm(opts);
+  run_quantize_x(opts);
+  return 0;
+}
+
+}  // namespace
+}  // namespace dancemoe::kernels
+
+int main(int argc, char** argv) { return dancemoe::kernels::run(argc, argv); }
