@@ -105,6 +105,10 @@ struct CpuKernels {
   // (layout in kernels/quant_format.h). Bit-identical at every level.
   void (*quantize_x)(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
 
+  // Dequantizes n_values (whole blocks, from a block boundary) of `type` to
+  // f32, bit-identical to kernels/quantize.h's dequantize_values at every level.
+  void (*dequantize)(WeightType type, const void* src, int64_t n_values, float* dst);
+
   // y = x W^T with activations already rounded to bf16 (f32_to_bf16), for
   // w.type == kBF16 only. Uses the bf16 dot-product instructions where the
   // CPU has them; f32 accumulation.
@@ -135,6 +139,26 @@ struct CpuKernels {
   void (*f16_to_f32)(const uint16_t* in, int64_t n, float* out);
   void (*f32_to_bf16)(const float* in, int64_t n, uint16_t* out);
 };
+
+// The activations of a block-format matmul in the forms its two paths read.
+struct QuantizedInput {
+  const void* q = nullptr;         // quantize_x(w.type, ...) of x; always
+  const float* f32 = nullptr;      // x itself, [n_tokens, w.cols]; always
+  const uint16_t* bf16 = nullptr;  // x rounded to bf16, or null (f32 compute)
+};
+
+// y = x W^T for a block-format W, composed from a level's ops:
+//   - fewer than kQuantGemmMinTokens tokens (decode): matmul_quant on x.q;
+//   - more, where a float GEMM outruns the integer kernels (AVX-512 BF16
+//     with x.bf16 from kQuantGemmMinTokens tokens; AVX-512 with f32 x from
+//     4x that): W is dequantized in L2-sized chunks of rows (dequantize,
+//     f32_to_bf16) and multiplied with the level's matmul_bf16 or
+//     matmul_f32 -- the weights are unpacked once per chunk instead of once
+//     per 4 tokens. Both paths accumulate in f32; they differ by the rounding
+//     of x (int8 vs bf16/f32) and, on the bf16 path, of W to bf16.
+// Single-threaded and reentrant, like every op (per-thread scratch).
+inline constexpr int64_t kQuantGemmMinTokens = 16;
+void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const QuantizedInput& x);
 
 // The table for the active level (active_cpu_level()).
 const CpuKernels& cpu_kernels();

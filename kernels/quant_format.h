@@ -19,6 +19,12 @@
 // weight format's offset or minimum (Q4_0's -8, Q6_K's -32, the K mins) into
 // one multiply per run instead of one per value.
 //
+// For Q4_K and Q5_K weights, q stores each group of 128 values in the order
+// [0..31, 64..95, 32..63, 96..127] (d and sums keep the natural order): a
+// 64-byte load of those weights' nibbles yields sub-blocks (0, 2) in the
+// low nibbles and (1, 3) in the high ones, which then meet their activations
+// in one 64-byte load too. q_offset() gives a value's position.
+//
 // Pure functions; thread-safe. This header is part of the leaf `kernels`.
 #pragma once
 
@@ -57,5 +63,18 @@ struct QuantizedXRow {
   const int16_t* sums = nullptr;
 };
 QuantizedXRow quantized_x_row(WeightType type, const void* x_q, int64_t cols, int64_t token);
+
+// True when quantized activations for `type` use the interleaved order above.
+// `static inline` for the reason in cpu/numeric.h (SIMD TUs include this).
+static inline bool interleaves_x(WeightType type) {
+  return type == WeightType::kQ4_K || type == WeightType::kQ5_K;
+}
+// Where value i of a row sits in q (interleaved: within its group of 128,
+// runs of 32 in the order 0, 2, 1, 3).
+static inline int64_t q_offset(WeightType type, int64_t i) {
+  if (!interleaves_x(type)) return i;
+  const int64_t run = (i >> 5) & 3;
+  return (i & ~int64_t{127}) | (((run & 1) << 1 | run >> 1) << 5) | (i & 31);
+}
 
 }  // namespace dancemoe::kernels

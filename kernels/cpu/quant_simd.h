@@ -6,9 +6,12 @@
 //   struct Isa {
 //     // acc + the sums of 4 adjacent u8 x s8 products per int32 lane
 //     static __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8);
+//     // acc + the sums of 2 adjacent int16 x int16 products per int32 lane
+//     static __m256i madd_add(__m256i acc, __m256i a16, __m256i b16);
 //   };
 //
-// (vpmaddubsw + vpmaddwd on AVX2, vpdpbusd with VNNI). Everything else is
+// (vpmaddubsw + vpmaddwd and vpmaddwd + vpaddd on AVX2; vpdpbusd and
+// vpdpwssd with VNNI). Everything else is
 // AVX2 + FMA + F16C. 256-bit vectors match one Q8_0 / Q4_0 block and one
 // Q4_K chunk; on Zen 4 they also run at the same rate per byte as 512-bit ones.
 //
@@ -47,20 +50,17 @@ constexpr int64_t kRowChunk = 16;
 
 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
-inline float hsum(__m256 a) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+inline float hsum128(__m128 s) {
   const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+inline float hsum(__m256 a) {
+  return hsum128(_mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1)));
+}
+
 // A vector whose int32 lanes add up to v (lane 0 = v, others 0).
 inline __m256i lane0(int v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)); }
-
-// int16 lanes [a x 8, b x 8]: the scales of two runs of 16 bytes after vpmaddubsw.
-inline __m256i scale_pair(int a, int b) {
-  return _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(b)),
-                          _mm_set1_epi16(static_cast<int16_t>(a)));
-}
 
 // The T token rows of one call, decoded once.
 template <int T>
@@ -115,31 +115,41 @@ void row_q4_0(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
 }
 
-// The 8 scales and mins of a Q4_K / Q5_K super-block.
-inline void k_scales(const uint8_t* scales, int* sc, __m256i* mins16) {
-  uint8_t m[8];
-  for (int j = 0; j < 8; ++j) {
-    uint8_t s;
-    k_scale_min(scales, j, &s, &m[j]);
-    sc[j] = s;
-  }
-  // [m0, m0, m1, m1, ..., m7, m7] as int16: vpmaddwd with the activation's 16
-  // run sums gives m_j (sum_{2j} + sum_{2j+1}) per int32 lane.
-  int64_t packed;
-  std::memcpy(&packed, m, 8);
-  const __m128i m16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(packed));
-  *mins16 = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
+// The 8 six-bit scales and mins of a Q4_K / Q5_K super-block as bytes
+// [sc0..sc7, m0..m7], unpacked with word operations (the layout of
+// quant_blocks.h, k_scale_min, four bytes at a time).
+inline __m128i k_scales_mins(const uint8_t* scales) {
+  uint32_t u[4];
+  std::memcpy(u, scales, 12);
+  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);  // m4..m7
+  const uint32_t mins03 = u[1] & low6;                        // m0..m3
+  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);         // sc4..sc7
+  u[2] = mins03;
+  u[0] &= low6;  // sc0..sc3
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+}
+
+// vpshufb masks: int16 lane value = int16 j of each 128-bit half (j < 8).
+inline __m256i broadcast_int16(__m256i both_halves, int j) {
+  const __m256i mask = _mm256_set1_epi16(static_cast<int16_t>((2 * j) | ((2 * j + 1) << 8)));
+  return _mm256_shuffle_epi8(both_halves, mask);
 }
 
 // ---- Q4_K / Q5_K (kFifthBit): per chunk c of 32 bytes, low nibbles are
 // sub-block 2c, high nibbles 2c + 1; each run of 32 products is scaled by its
-// 6-bit scale in vpmaddwd. Mins: m_j x run sums, scaled by dmin.
+// 6-bit scale in Isa::madd_add. Mins: m_j x the activation's sums over
+// sub-block j (pairs of run sums), scaled by dmin.
 template <class Isa, int T, bool kFifthBit>
 void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
   __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  __m128 acc_min[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    acc_min[t] = _mm_setzero_ps();
+  }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i bit = _mm256_set1_epi8(0x01);
   const int64_t n_blocks = cols / kQKK;
@@ -149,14 +159,17 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
     std::memcpy(dbits, blk, 4);
     const float d = _cvtsh_ss(dbits[0]);
     const float dmin = _cvtsh_ss(dbits[1]);
-    int sc[8];
-    __m256i mins16;
-    k_scales(blk + 4, sc, &mins16);
+    const __m128i sm = k_scales_mins(blk + 4);
+    const __m128i sc16 = _mm_cvtepu8_epi16(sm);                       // sc0..sc7
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));  // m0..m7
+    const __m256i sc_both = _mm256_broadcastsi128_si256(sc16);
     const uint8_t* qs = blk + kQsOffset;
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = load256(blk + 16);
-    __m256i isum[T];
-    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+    // Two accumulators per token (low / high nibbles) halve the chain of
+    // dependent multiply-adds, which otherwise bounds the decode speed.
+    __m256i isum[T], isum_hi[T];
+    for (int t = 0; t < T; ++t) isum[t] = isum_hi[t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load256(qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, m4);
@@ -168,28 +181,35 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
         hi = _mm256_or_si256(
             hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), bit), 4));
       }
-      const __m256i s_lo = _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c]));
-      const __m256i s_hi = _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c + 1]));
+      const __m256i s_lo = broadcast_int16(sc_both, 2 * c);
+      const __m256i s_hi = broadcast_int16(sc_both, 2 * c + 1);
+      // Sub-blocks 2c and 2c + 1 in the interleaved activation order.
+      const int64_t x_lo = q_offset(WeightType::kQ4_K, 64 * c);
+      const int64_t x_hi = q_offset(WeightType::kQ4_K, 64 * c + 32);
       for (int t = 0; t < T; ++t) {
-        const int8_t* x = tok.x[t].q + b * kQKK + 64 * c;
-        const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, load256(x)), s_lo);
-        const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, load256(x + 32)), s_hi);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(p_lo, p_hi));
+        const int8_t* x = tok.x[t].q + b * kQKK;
+        isum[t] = Isa::madd_add(isum[t], _mm256_maddubs_epi16(lo, load256(x + x_lo)), s_lo);
+        isum_hi[t] = Isa::madd_add(isum_hi[t], _mm256_maddubs_epi16(hi, load256(x + x_hi)), s_hi);
       }
     }
     for (int t = 0; t < T; ++t) {
       const float dx = tok.x[t].d[b];
-      const __m256i msum = _mm256_madd_epi16(load256(tok.x[t].sums + 16 * b), mins16);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * dx), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_set1_ps(dmin * dx), acc[t]);
+      // Sums over each sub-block: pairs of the 16 run sums.
+      const __m256i runs = load256(tok.x[t].sums + 16 * b);
+      const __m128i sub =
+          _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
+      const __m128i msum = _mm_madd_epi16(sub, mins16);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum_hi[t])),
+                               _mm256_set1_ps(d * dx), acc[t]);
+      acc_min[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(dmin * dx), acc_min[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]) - hsum128(acc_min[t]);
 }
 
 // ---- Q6_K: per half of 128 values, four groups of 32 (levels 0..63) whose
 // two runs of 16 have their own int8 scales; the -32 offset is folded in as
-// 32 sum_k sc_k sum_k(x).
+// -32 sum_k sc_k sum_k(x), one more Isa::madd_add per super-block.
 template <class Isa, int T>
 void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   __m256 acc[T];
@@ -205,14 +225,18 @@ void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
     const float d = _cvtsh_ss(dbits);
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));
-    __m256i isum[T];
+    const __m256i minus32_sc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    // Two accumulators per token (even / odd groups): shorter dependency chains.
+    __m256i isum[T], isum_odd[T];
     for (int t = 0; t < T; ++t) {
-      // -32 sum_k sc_k sum_k(x), as lanes that add up to it.
-      isum[t] = _mm256_sub_epi32(
-          _mm256_setzero_si256(),
-          _mm256_slli_epi32(_mm256_madd_epi16(sc16, load256(tok.x[t].sums + 16 * b)), 5));
+      isum[t] = Isa::madd_add(_mm256_setzero_si256(), minus32_sc, load256(tok.x[t].sums + 16 * b));
+      isum_odd[t] = _mm256_setzero_si256();
     }
     for (int h = 0; h < 2; ++h) {
+      // Both 128-bit halves hold this half's 8 scales, so vpshufb can pick
+      // (run 2s, run 2s + 1) for group s.
+      const __m256i sc_both = _mm256_broadcastsi128_si256(
+          h == 0 ? _mm256_castsi256_si128(sc16) : _mm256_extracti128_si256(sc16, 1));
       const __m256i ql0 = load256(blk->ql + 64 * h);
       const __m256i ql1 = load256(blk->ql + 64 * h + 32);
       const __m256i qh = load256(blk->qh + 32 * h);
@@ -227,22 +251,282 @@ void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
                           _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
       };
       for (int s = 0; s < 4; ++s) {
-        const int k = 8 * h + 2 * s;
-        const __m256i scale = scale_pair(blk->scales[k], blk->scales[k + 1]);
+        // int16 lanes 0-7: run 2s's scale, lanes 8-15: run 2s + 1's.
+        const __m256i scale = _mm256_shuffle_epi8(
+            sc_both,
+            _mm256_setr_epi8(4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1,
+                             4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1,
+                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3,
+                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3,
+                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3));
         for (int t = 0; t < T; ++t) {
           const int8_t* x = tok.x[t].q + b * kQKK + 128 * h + 32 * s;
-          isum[t] = _mm256_add_epi32(
-              isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(q[s], load256(x)), scale));
+          __m256i& sum = (s & 1) ? isum_odd[t] : isum[t];
+          sum = Isa::madd_add(sum, _mm256_maddubs_epi16(q[s], load256(x)), scale);
         }
       }
     }
     for (int t = 0; t < T; ++t) {
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_set1_ps(d * tok.x[t].d[b]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum_odd[t])),
+                               _mm256_set1_ps(d * tok.x[t].d[b]), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
 }
+
+#if defined(DMOE_QUANT_SIMD_ZMM)
+// ---- 512-bit versions of the K-format rows for the AVX-512 levels (the
+// including TU also defines DMOE_QUANT_SIMD_ZMM and Isa::madd_add512). A
+// 64-byte load covers two Q4_K chunks (sub-blocks 4p..4p+3: low nibbles
+// (4p, 4p+2), high nibbles (4p+1, 4p+3)) whose activations are contiguous in
+// the interleaved order, or one Q6_K half's 64 low-bit bytes; each
+// instruction does twice the work of its 256-bit twin, halving the
+// instruction count that bounds the decode speed.
+
+inline __m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+
+// int16 lanes [a x 16, b x 16] of an 8-scale table.
+inline __m512i scale_halves(__m512i table, int a, int b) {
+  const __m512i idx = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(a)),
+                                         _mm256_set1_epi16(static_cast<int16_t>(b)), 1);
+  return _mm512_permutexvar_epi16(idx, table);
+}
+
+template <class Isa, int T, bool kFifthBit>
+void row_k_4_5_zmm(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
+  constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
+  __m512 acc[T];
+  __m128 acc_min[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    acc_min[t] = _mm_setzero_ps();
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i bit = _mm512_set1_epi8(0x01);
+  const int64_t n_blocks = cols / kQKK;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* blk = w + b * kBlockBytes;
+    uint16_t dbits[2];
+    std::memcpy(dbits, blk, 4);
+    const float d = _cvtsh_ss(dbits[0]);
+    const float dmin = _cvtsh_ss(dbits[1]);
+    const __m128i sm = k_scales_mins(blk + 4);
+    const __m512i sc_table = _mm512_castsi128_si512(_mm_cvtepu8_epi16(sm));  // sc0..sc7
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const uint8_t* qs = blk + kQsOffset;
+    __m512i qh = _mm512_setzero_si512();
+    if constexpr (kFifthBit) qh = _mm512_broadcast_i64x4(load256(blk + 16));
+    __m512i isum_lo[T], isum_hi[T];
+    for (int t = 0; t < T; ++t) isum_lo[t] = isum_hi[t] = _mm512_setzero_si512();
+    for (int p = 0; p < 2; ++p) {
+      const __m512i q = load512(qs + 64 * p);
+      __m512i lo = _mm512_and_si512(q, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), m4);
+      if constexpr (kFifthBit) {
+        // Sub-block j's fifth bits are bit j of qh[0..31].
+        const __m512i shift_lo =
+            _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(4 * p)),
+                               _mm256_set1_epi16(static_cast<int16_t>(4 * p + 2)), 1);
+        const __m512i shift_hi = _mm512_add_epi16(shift_lo, _mm512_set1_epi16(1));
+        lo = _mm512_or_si512(
+            lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_lo), bit), 4));
+        hi = _mm512_or_si512(
+            hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift_hi), bit), 4));
+      }
+      const __m512i s_lo = scale_halves(sc_table, 4 * p, 4 * p + 2);
+      const __m512i s_hi = scale_halves(sc_table, 4 * p + 1, 4 * p + 3);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = tok.x[t].q + b * kQKK + 128 * p;  // interleaved: (4p, 4p+2), (4p+1, 4p+3)
+        isum_lo[t] = Isa::madd_add512(isum_lo[t], _mm512_maddubs_epi16(lo, load512(x)), s_lo);
+        isum_hi[t] = Isa::madd_add512(isum_hi[t], _mm512_maddubs_epi16(hi, load512(x + 64)), s_hi);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const float dx = tok.x[t].d[b];
+      const __m256i runs = load256(tok.x[t].sums + 16 * b);
+      const __m128i sub =
+          _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
+      const __m128i msum = _mm_madd_epi16(sub, mins16);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum_lo[t], isum_hi[t])),
+                               _mm512_set1_ps(d * dx), acc[t]);
+      acc_min[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(dmin * dx), acc_min[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]) - hsum128(acc_min[t]);
+}
+
+template <class Isa, int T>
+void row_q6_k_zmm(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
+  __m512 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  // qh bit pairs -> bits 4-5: value run s of a half takes bits 2s..2s+1.
+  const __m512i shl_lo = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+  const __m512i shr_hi = _mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1);
+  const int64_t n_blocks = cols / kQKK;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const auto* blk =
+        reinterpret_cast<const BlockQ6_K*>(w + b * static_cast<int64_t>(sizeof(BlockQ6_K)));
+    uint16_t dbits;
+    std::memcpy(&dbits, &blk->d, 2);
+    const float d = _cvtsh_ss(dbits);
+    const __m256i sc16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));
+    const __m512i sc_table = _mm512_castsi256_si512(sc16);
+    const __m256i minus32_sc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
+    __m512i isum_lo[T], isum_hi[T];
+    for (int t = 0; t < T; ++t) {
+      isum_lo[t] = _mm512_castsi256_si512(
+          Isa::madd_add(_mm256_setzero_si256(), minus32_sc, load256(tok.x[t].sums + 16 * b)));
+      isum_lo[t] = _mm512_inserti64x4(isum_lo[t], _mm256_setzero_si256(), 1);
+      isum_hi[t] = _mm512_setzero_si512();
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = load512(blk->ql + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(load256(blk->qh + 32 * h));
+      const __m512i q_lo = _mm512_or_si512(_mm512_and_si512(ql, m4),
+                                           _mm512_and_si512(_mm512_sllv_epi16(qh, shl_lo), m30));
+      const __m512i q_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4),
+                                           _mm512_and_si512(_mm512_srlv_epi16(qh, shr_hi), m30));
+      // int16 lanes by 8: runs 8h + 0..3 (low) and 8h + 4..7 (high).
+      const int r = 8 * h;
+      const __m512i s_lo = _mm512_permutexvar_epi16(
+          _mm512_set_epi16(r + 3, r + 3, r + 3, r + 3, r + 3, r + 3, r + 3, r + 3, r + 2, r + 2,
+                           r + 2, r + 2, r + 2, r + 2, r + 2, r + 2, r + 1, r + 1, r + 1, r + 1,
+                           r + 1, r + 1, r + 1, r + 1, r, r, r, r, r, r, r, r),
+          sc_table);
+      const __m512i s_hi = _mm512_permutexvar_epi16(
+          _mm512_set_epi16(r + 7, r + 7, r + 7, r + 7, r + 7, r + 7, r + 7, r + 7, r + 6, r + 6,
+                           r + 6, r + 6, r + 6, r + 6, r + 6, r + 6, r + 5, r + 5, r + 5, r + 5,
+                           r + 5, r + 5, r + 5, r + 5, r + 4, r + 4, r + 4, r + 4, r + 4, r + 4,
+                           r + 4, r + 4),
+          sc_table);
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = tok.x[t].q + b * kQKK + 128 * h;
+        isum_lo[t] = Isa::madd_add512(isum_lo[t], _mm512_maddubs_epi16(q_lo, load512(x)), s_lo);
+        isum_hi[t] =
+            Isa::madd_add512(isum_hi[t], _mm512_maddubs_epi16(q_hi, load512(x + 64)), s_hi);
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum_lo[t], isum_hi[t])),
+                               _mm512_set1_ps(d * tok.x[t].d[b]), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = _mm512_reduce_add_ps(acc[t]);
+}
+
+// ---- Dequantization to f32, bit-identical to kernels/quantize.h: the same
+// f32 products in the same order (separate multiply and subtract, never a
+// fused multiply-add).
+
+// 32 levels (u8 or s8 in a 256-bit vector) times scale, minus offset.
+template <bool kSigned>
+inline void store_group(__m256i levels, float scale, float offset, float* dst) {
+  const __m512 vs = _mm512_set1_ps(scale);
+  const __m512 vo = _mm512_set1_ps(offset);
+  const __m128i parts[2] = {_mm256_castsi256_si128(levels), _mm256_extracti128_si256(levels, 1)};
+  for (int h = 0; h < 2; ++h) {
+    const __m512i wide = kSigned ? _mm512_cvtepi8_epi32(parts[h]) : _mm512_cvtepu8_epi32(parts[h]);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(wide), vs);
+    if (offset != 0.0f) v = _mm512_sub_ps(v, vo);
+    _mm512_storeu_ps(dst + 16 * h, v);
+  }
+}
+
+inline void dequantize_impl(WeightType type, const void* src, int64_t n_values, float* dst) {
+  const auto* bytes = static_cast<const uint8_t*>(src);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  switch (type) {
+    case WeightType::kQ8_0:
+      for (int64_t b = 0; b < n_values / kQK; ++b) {
+        const uint8_t* blk = bytes + b * 34;
+        store_group<true>(load256(blk + 2), load_f16(blk), 0.0f, dst + b * kQK);
+      }
+      return;
+    case WeightType::kQ4_0:
+      // Scalar order: float(q - 8) * d, so shift the levels before widening.
+      for (int64_t b = 0; b < n_values / kQK; ++b) {
+        const uint8_t* blk = bytes + b * 18;
+        const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+        const __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(qs, 4), qs), m4);
+        store_group<true>(_mm256_sub_epi8(q, _mm256_set1_epi8(8)), load_f16(blk), 0.0f,
+                          dst + b * kQK);
+      }
+      return;
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K: {
+      const bool q5 = type == WeightType::kQ5_K;
+      const int64_t block_bytes = q5 ? 176 : 144;
+      for (int64_t b = 0; b < n_values / kQKK; ++b) {
+        const uint8_t* blk = bytes + b * block_bytes;
+        const float d = load_f16(blk);
+        const float dmin = load_f16(blk + 2);
+        const __m256i qh = q5 ? load256(blk + 16) : _mm256_setzero_si256();
+        for (int c = 0; c < 4; ++c) {
+          const __m256i q = load256(blk + (q5 ? 48 : 16) + 32 * c);
+          for (int half = 0; half < 2; ++half) {
+            const int j = 2 * c + half;
+            __m256i levels =
+                half == 0 ? _mm256_and_si256(q, m4) : _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (q5) {
+              levels = _mm256_or_si256(
+                  levels, _mm256_slli_epi16(
+                              _mm256_and_si256(_mm256_srli_epi16(qh, j), _mm256_set1_epi8(1)), 4));
+            }
+            uint8_t sc, m;
+            k_scale_min(blk + 4, j, &sc, &m);
+            store_group<false>(levels, d * static_cast<float>(sc), dmin * static_cast<float>(m),
+                               dst + b * kQKK + 32 * j);
+          }
+        }
+      }
+      return;
+    }
+    case WeightType::kQ6_K: {
+      const __m256i m30 = _mm256_set1_epi8(0x30);
+      for (int64_t b = 0; b < n_values / kQKK; ++b) {
+        const auto* blk = reinterpret_cast<const BlockQ6_K*>(bytes + b * 210);
+        const float d = load_f16(&blk->d);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i ql0 = load256(blk->ql + 64 * h);
+          const __m256i ql1 = load256(blk->ql + 64 * h + 32);
+          const __m256i qh = load256(blk->qh + 32 * h);
+          const __m256i q[4] = {
+              _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                              _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
+              _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                              _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                              _mm256_and_si256(qh, m30)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                              _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
+          };
+          for (int s = 0; s < 4; ++s) {
+            // Two runs of 16 with their own scales: (d * sc) * (q - 32).
+            const __m256i levels = _mm256_sub_epi8(q[s], _mm256_set1_epi8(32));
+            const int k = 8 * h + 2 * s;
+            float* out = dst + b * kQKK + 128 * h + 32 * s;
+            for (int r = 0; r < 2; ++r) {
+              const __m128i part =
+                  r == 0 ? _mm256_castsi256_si128(levels) : _mm256_extracti128_si256(levels, 1);
+              const __m512 v =
+                  _mm512_mul_ps(_mm512_set1_ps(d * static_cast<float>(blk->scales[k + r])),
+                                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(part)));
+              _mm512_storeu_ps(out + 16 * r, v);
+            }
+          }
+        }
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+#endif  // DMOE_QUANT_SIMD_ZMM
 
 template <class Isa, int T>
 void row_dot(WeightType type, const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
@@ -251,12 +535,21 @@ void row_dot(WeightType type, const uint8_t* w, int64_t cols, const Tokens<T>& t
       return row_q8_0<Isa, T>(w, cols, tok, out);
     case WeightType::kQ4_0:
       return row_q4_0<Isa, T>(w, cols, tok, out);
+#if defined(DMOE_QUANT_SIMD_ZMM)
+    case WeightType::kQ4_K:
+      return row_k_4_5_zmm<Isa, T, false>(w, cols, tok, out);
+    case WeightType::kQ5_K:
+      return row_k_4_5_zmm<Isa, T, true>(w, cols, tok, out);
+    case WeightType::kQ6_K:
+      return row_q6_k_zmm<Isa, T>(w, cols, tok, out);
+#else
     case WeightType::kQ4_K:
       return row_k_4_5<Isa, T, false>(w, cols, tok, out);
     case WeightType::kQ5_K:
       return row_k_4_5<Isa, T, true>(w, cols, tok, out);
     case WeightType::kQ6_K:
       return row_q6_k<Isa, T>(w, cols, tok, out);
+#endif
     default:
       return;
   }
@@ -333,6 +626,7 @@ inline void quantize_x_impl(WeightType type, const float* x, int64_t n_tokens, i
       const float id = a > 0.0f ? 127.0f / a : 0.0f;
       d[g] = a / 127.0f;
       const __m256 vid = _mm256_set1_ps(id);
+      alignas(32) int8_t levels[256];
       for (int64_t i = 0; i < group; i += 32) {
         __m256i v[4];
         for (int k = 0; k < 4; ++k) {
@@ -343,20 +637,25 @@ inline void quantize_x_impl(WeightType type, const float* x, int64_t n_tokens, i
         const __m256i p16a = _mm256_packs_epi32(v[0], v[1]);
         const __m256i p16b = _mm256_packs_epi32(v[2], v[3]);
         const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-        const __m256i ordered =
-            _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + g * group + i), ordered);
+        _mm256_store_si256(
+            reinterpret_cast<__m256i*>(levels + i),
+            _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
       }
-    }
-    // Run sums of 16: widen 16 levels to int16 and add horizontally.
-    for (int64_t s = 0; s < cols / 16; ++s) {
-      const __m256i v =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * s)));
-      const __m256i s32 = _mm256_madd_epi16(v, _mm256_set1_epi16(1));
-      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-      sums[s] = static_cast<int16_t>(_mm_cvtsi128_si32(s4));
+      // Run sums of 16 (value order): widen to int16 and add horizontally.
+      for (int64_t r = 0; r < group / 16; ++r) {
+        const __m256i w16 =
+            _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(levels + 16 * r)));
+        const __m256i s32 = _mm256_madd_epi16(w16, _mm256_set1_epi16(1));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+        sums[g * group / 16 + r] = static_cast<int16_t>(_mm_cvtsi128_si32(s4));
+      }
+      // Store in the layout's order (runs of 32 interleaved for Q4_K / Q5_K).
+      for (int64_t i = 0; i < group; i += 32) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + q_offset(type, g * group + i)),
+                            _mm256_load_si256(reinterpret_cast<const __m256i*>(levels + i)));
+      }
     }
     const int64_t used = cols + cols / group * 4 + cols / 16 * 2;
     std::memset(row + used, 0, static_cast<size_t>(row_bytes - used));

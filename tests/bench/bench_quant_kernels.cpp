@@ -9,6 +9,7 @@
 // Shapes are the medium preset's (hidden 1024, expert 512).
 //
 // usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]
+//                            [--only gemv|gemm|quantize_x] [--type q4_K|...]
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
 #include <algorithm>
 #include <barrier>
@@ -41,7 +42,13 @@ struct Options {
   double seconds = 0.3;
   int64_t pool_mib = 512;
   bool scalar = true;
+  std::string only;  // "", "gemv", "gemm" or "quantize_x"
+  std::string type;  // "": every type
 };
+
+bool wanted(const Options& opts, WeightType type) {
+  return opts.type.empty() || opts.type == weight_type_name(type);
+}
 
 struct Shape {
   const char* name;
@@ -113,13 +120,20 @@ struct Act {
   std::vector<float> y;
 };
 
+// Block formats go through matmul_quantized (bf16 activations), as the
+// runtime calls them: the integer kernel at decode, dequantize + GEMM at prefill.
 void matmul(const CpuKernels& k, const WeightView& w, Act* a, int64_t r0, int64_t r1) {
   MatmulArgs args{w, a->n_tokens, a->y.data(), w.rows, r0, r1};
   if (is_block_format(w.type)) {
-    k.matmul_quant(args, a->xq.data());
+    matmul_quantized(k, args, QuantizedInput{a->xq.data(), a->x.data(), a->x_bf16.data()});
   } else {
     k.matmul_bf16(args, a->x_bf16.data());
   }
+}
+
+void matmul_int8(const CpuKernels& k, const WeightView& w, Act* a) {
+  MatmulArgs args{w, a->n_tokens, a->y.data(), w.rows, 0, w.rows};
+  k.matmul_quant(args, a->xq.data());
 }
 
 std::vector<const CpuKernels*> levels(const Options& opts) {
@@ -173,6 +187,7 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
   const CpuKernels& best = cpu_kernels();
   for (const Shape& s : kShapes) {
     for (WeightType type : kTypes) {
+      if (!wanted(opts, type)) continue;
       const Pool pool(s, type, opts.pool_mib << 20);
       std::vector<Variant> variants;
       variants.push_back({"read", [&](int64_t i) {
@@ -215,10 +230,14 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
 
 void run_gemm(const Options& opts) {
   std::printf("\nGEMM, 1 thread: GMAC/s (rows x cols x tokens / s)\n");
-  std::printf("%-22s %6s %-5s %-11s %8s\n", "shape", "tokens", "type", "level", "GMAC/s");
+  std::printf(
+      "  block formats: matmul_quantized (dequantize + GEMM from 16 tokens on AVX-512);\n"
+      "  'int8': the integer kernel alone, for comparison\n");
+  std::printf("%-22s %6s %-5s %-16s %8s\n", "shape", "tokens", "type", "level", "GMAC/s");
   for (const Shape& s : {kShapes[0], kShapes[1], kShapes[2]}) {
     for (int64_t n : {32, 128}) {
       for (WeightType type : kTypes) {
+        if (!wanted(opts, type)) continue;
         const Pool pool(s, type, int64_t{64} << 20);
         std::vector<Variant> variants;
         std::vector<std::unique_ptr<Act>> acts;
@@ -229,10 +248,14 @@ void run_gemm(const Options& opts) {
           variants.push_back({level(*k), [&pool, k, a, &s](int64_t i) {
                                 matmul(*k, pool.copy(i), a, 0, s.rows);
                               }});
+          if (is_block_format(type) && k->level >= CpuLevel::kAvx512) {
+            variants.push_back({level(*k) + " int8",
+                                [&pool, k, a](int64_t i) { matmul_int8(*k, pool.copy(i), a); }});
+          }
         }
         bench::time_interleaved(&variants, opts.seconds);
         for (const Variant& v : variants) {
-          std::printf("%-22s %6lld %-5s %-11s %8.1f\n", s.name, static_cast<long long>(n),
+          std::printf("%-22s %6lld %-5s %-16s %8.1f\n", s.name, static_cast<long long>(n),
                       std::string(weight_type_name(type)).c_str(), v.label.c_str(),
                       static_cast<double>(s.rows * s.cols * n) / v.best_seconds / 1e9);
         }
@@ -271,18 +294,23 @@ int run(int argc, char** argv) {
       opts.pool_mib = std::atoll(argv[++i]);
     } else if (arg == "--no-scalar") {
       opts.scalar = false;
+    } else if (arg == "--only" && i + 1 < argc) {
+      opts.only = argv[++i];
+    } else if (arg == "--type" && i + 1 < argc) {
+      opts.type = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]\n");
+                   "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
+                   "[--only gemv|gemm|quantize_x] [--type q4_K|...]\n");
       return 2;
     }
   }
   std::printf("CPU level detected: %s\n", std::string(cpu_level_name(detect_cpu_level())).c_str());
   const double bw1 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 1, 1.0);
   const double bw2 = measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, 2, 1.0);
-  run_gemv(opts, bw1, bw2);
-  run_gemm(opts);
-  run_quantize_x(opts);
+  if (opts.only.empty() || opts.only == "gemv") run_gemv(opts, bw1, bw2);
+  if (opts.only.empty() || opts.only == "gemm") run_gemm(opts);
+  if (opts.only.empty() || opts.only == "quantize_x") run_quantize_x(opts);
   return 0;
 }
 

@@ -8,13 +8,15 @@
 namespace dancemoe::gguf {
 namespace {
 
-using Json = nlohmann::ordered_json;
+// std::map-backed: vocabularies have 10^5 entries (ordered_json inserts in linear time).
+using Json = nlohmann::json;
 
 // token_type values (llama.cpp's llama_token_type).
 constexpr int64_t kTypeNormal = 1;
 constexpr int64_t kTypeUnknown = 2;
 constexpr int64_t kTypeControl = 3;
 constexpr int64_t kTypeUserDefined = 4;
+constexpr int64_t kTypeUnused = 5;
 constexpr int64_t kTypeByte = 6;
 
 // Pre-tokenizer regexes of the byte-level BPE families, by llama.cpp's
@@ -210,6 +212,7 @@ Result<TokenizerTexts> tokenizer_from_gguf(const File& file, std::string_view fi
   std::unordered_map<std::string, int64_t> vocab_ids;
   for (size_t id = 0; id < n; ++id) {
     const int64_t type = type_of(id);
+    if (type == kTypeUnused) continue;
     const bool is_added =
         type == kTypeControl || type == kTypeUserDefined || (spm && type == kTypeUnknown);
     // Sentencepiece vocabularies keep their control tokens in the model
@@ -319,7 +322,7 @@ Result<TokenizerTexts> tokenizer_from_gguf(const File& file, std::string_view fi
 }
 
 Status tokenizer_to_gguf(std::string_view tokenizer_json, std::string_view tokenizer_config_json,
-                         std::string_view source_name, GgufWriter* writer) {
+                         std::string_view source_name, int64_t vocab_size, GgufWriter* writer) {
   const std::string src(source_name);
   Json tok, config = Json::object();
   try {
@@ -367,6 +370,10 @@ Status tokenizer_to_gguf(std::string_view tokenizer_json, std::string_view token
     tokens.push_back(entry.first);
     types.push_back(static_cast<int32_t>(entry.second));
     ids.emplace(entry.first, id);
+  }
+  for (int64_t id = n; id < vocab_size; ++id) {
+    tokens.push_back("[PAD" + std::to_string(id) + "]");
+    types.push_back(static_cast<int32_t>(kTypeUnused));
   }
   std::vector<std::string> merges;
   for (const Json& m : model.value("merges", Json::array())) {

@@ -12,7 +12,7 @@
 //            sentencepiece converter does (every split of a piece into two
 //            pieces of the vocabulary, ordered by the piece's score).
 // token_type 3 (control) become special added tokens, 4 (user defined)
-// non-special added tokens; bos/eos/unknown ids, add_bos_token,
+// non-special added tokens, 5 (unused padding) are left out; bos/eos/unknown ids, add_bos_token,
 // add_space_prefix and the chat template carry over.
 //
 // Errors name the file and the key (a missing or mistyped key, an array
@@ -38,8 +38,11 @@ struct TokenizerTexts {
 Result<TokenizerTexts> tokenizer_from_gguf(const File& file, std::string_view file_name);
 
 // Writes the tokenizer.ggml.* keys for a tokenizer.json of either kind above.
-// invalid_argument when its pipeline is not one GGUF can describe.
+// Ids the tokenizer leaves unused below `vocab_size` (models pad their
+// embedding) become "[PADn]" tokens of type unused, as llama.cpp's converter
+// writes them: llama.cpp wants one token per embedding row. invalid_argument
+// when the pipeline is not one GGUF can describe.
 Status tokenizer_to_gguf(std::string_view tokenizer_json, std::string_view tokenizer_config_json,
-                         std::string_view source_name, GgufWriter* writer);
+                         std::string_view source_name, int64_t vocab_size, GgufWriter* writer);
 
 }  // namespace dancemoe::gguf

@@ -16,6 +16,9 @@ struct Avx2Dot {
     return _mm256_add_epi32(acc,
                             _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
   }
+  static __m256i madd_add(__m256i acc, __m256i a16, __m256i b16) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
+  }
 };
 
 }  // namespace

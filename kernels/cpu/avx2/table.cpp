@@ -3,6 +3,7 @@
 // compiler emits here is safe on any x86-64 CPU.
 #include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/simd_tables.h"
+#include "kernels/quantize.h"
 
 namespace dancemoe::kernels {
 
@@ -14,6 +15,9 @@ const CpuKernels* avx2_table() {
     k.matmul_bf16 = avx2::matmul_bf16;
     k.matmul_quant = avx2::matmul_quant;
     k.quantize_x = avx2::quantize_x;
+    // The AVX2 level keeps the integer kernels at every batch size
+    // (matmul_quantized), so the reference dequantizer is enough.
+    k.dequantize = dequantize_values;
     k.rmsnorm = avx2::rmsnorm;
     k.rope = avx2::rope;
     k.softmax = avx2::softmax;

@@ -14,6 +14,9 @@ namespace dancemoe::kernels::avx512 {
 
 void matmul_f32(const MatmulArgs& args, const float* x);
 void matmul_bf16(const MatmulArgs& args, const uint16_t* x_bf16);
+void matmul_quant(const MatmulArgs& args, const void* x_q);
+void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
+void dequantize(WeightType type, const void* src, int64_t n_values, float* dst);
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void softmax(float* x, int64_t n);
@@ -34,6 +37,7 @@ namespace dancemoe::kernels::avx512vnni {
 // activation quantizer compiled alongside it.
 void matmul_quant(const MatmulArgs& args, const void* x_q);
 void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols, void* out);
+void dequantize(WeightType type, const void* src, int64_t n_values, float* dst);
 
 }  // namespace dancemoe::kernels::avx512vnni
 

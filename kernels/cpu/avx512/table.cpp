@@ -1,7 +1,6 @@
 // The avx512, avx512vnni and avx512bf16 kernel tables. Compiled WITHOUT the AVX-512 flags
 // (kernels/CMakeLists.txt): it only takes the ops' addresses, so whatever the
 // compiler emits here is safe on any x86-64 CPU.
-#include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx512/avx512_ops.h"
 #include "kernels/cpu/simd_tables.h"
 
@@ -13,10 +12,9 @@ CpuKernels make_avx512_table() {
   k.level = CpuLevel::kAvx512;
   k.matmul_f32 = avx512::matmul_f32;
   k.matmul_bf16 = avx512::matmul_bf16;
-  // Without VNNI the AVX2 quantized kernels are as fast as 512-bit
-  // vpmaddubsw ones would be on Zen 4 (double-pumped); see quant_simd.h.
-  k.matmul_quant = avx2::matmul_quant;
-  k.quantize_x = avx2::quantize_x;
+  k.matmul_quant = avx512::matmul_quant;
+  k.quantize_x = avx512::quantize_x;
+  k.dequantize = avx512::dequantize;
   k.rmsnorm = avx512::rmsnorm;
   k.rope = avx512::rope;
   k.softmax = avx512::softmax;
@@ -35,6 +33,7 @@ CpuKernels make_avx512vnni_table() {
   k.level = CpuLevel::kAvx512Vnni;
   k.matmul_quant = avx512vnni::matmul_quant;
   k.quantize_x = avx512vnni::quantize_x;
+  k.dequantize = avx512vnni::dequantize;
   return k;
 }
 

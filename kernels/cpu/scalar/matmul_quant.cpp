@@ -58,10 +58,11 @@ float dot_k_4_5(const uint8_t* scales, const void* d_ptr, const void* dmin_ptr, 
     k_scale_min(scales, j, &sc, &m);
     const int c = j / 2;
     int sum = 0;
+    const int8_t* xj = q + q_offset(WeightType::kQ4_K, 32 * j);  // interleaved (quant_format.h)
     for (int k = 0; k < 32; ++k) {
       int level = (j & 1) ? (qs[32 * c + k] >> 4) : (qs[32 * c + k] & 0xF);
       if (qh != nullptr) level |= ((qh[k] >> j) & 1) << 4;
-      sum += level * q[32 * j + k];
+      sum += level * xj[k];
     }
     main_sum += sc * sum;
     min_sum += m * sum32(x, 16 * b + 2 * j);

@@ -1,6 +1,7 @@
 // Quantized activations (layout in kernels/quant_format.h): per group of 32
 // or 256 values d = max|x| / 127 and q = round-to-nearest-even(x * (127 /
-// max|x|)), plus the sum of q over each run of 16. The SIMD levels compute
+// max|x|)), plus the sum of q over each run of 16; for Q4_K / Q5_K q is
+// stored in the interleaved order of quant_format.h. The SIMD levels compute
 // the same products and roundings, so their output is bit-identical.
 #include <cmath>
 #include <cstring>
@@ -25,12 +26,13 @@ void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
       const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
       d[g] = amax / 127.0f;
       for (int64_t i = 0; i < group; ++i) {
-        q[g * group + i] = static_cast<int8_t>(std::nearbyint(xt[g * group + i] * id));
+        q[q_offset(type, g * group + i)] =
+            static_cast<int8_t>(std::nearbyint(xt[g * group + i] * id));
       }
     }
-    for (int64_t s = 0; s < cols / 16; ++s) {
+    for (int64_t s = 0; s < cols / 16; ++s) {  // runs of 16 in value order
       int sum = 0;
-      for (int i = 0; i < 16; ++i) sum += q[s * 16 + i];
+      for (int64_t i = 0; i < 16; ++i) sum += q[q_offset(type, s * 16 + i)];
       sums[s] = static_cast<int16_t>(sum);
     }
     const int64_t used = cols + cols / group * 4 + cols / 16 * 2;

@@ -1,4 +1,5 @@
 #include "kernels/cpu/scalar/scalar_ops.h"
+#include "kernels/quantize.h"
 
 namespace dancemoe::kernels::scalar {
 
@@ -10,6 +11,7 @@ const CpuKernels& table() {
     k.matmul_bf16 = matmul_bf16;
     k.matmul_quant = matmul_quant;
     k.quantize_x = quantize_x;
+    k.dequantize = dequantize_values;
     k.rmsnorm = rmsnorm;
     k.rope = rope;
     k.softmax = softmax;

@@ -21,10 +21,12 @@ namespace {
 
 using tokenizer::Tokenizer;
 
-File written(const std::string& tokenizer_json, const std::string& config_json,
+// The GGUF keys of a tokenizer, with the token list padded to `vocab_size`
+// ("[PADn]" tokens, as for a model whose embedding has spare rows).
+File written(const std::string& tokenizer_json, const std::string& config_json, int64_t vocab_size,
              bool drop_merges = false) {
   GgufWriter w;
-  const Status s = tokenizer_to_gguf(tokenizer_json, config_json, "tokenizer.json", &w);
+  const Status s = tokenizer_to_gguf(tokenizer_json, config_json, "tokenizer.json", vocab_size, &w);
   REQUIRE_MESSAGE(s.is_ok(), s.to_string());
   Result<File> f = parse_gguf(w.header_bytes(), "tok.gguf");
   REQUIRE_MESSAGE(f.is_ok(), f.status().to_string());
@@ -71,12 +73,15 @@ void check_npm_fixture(const char* package, const char* kind) {
   REQUIRE(json.is_ok());
   REQUIRE(config.is_ok());
   const auto original = tokenizer::testing::load_or_fail(*json, *config);
-  const File f = written(*json, *config);
+  const File f = written(*json, *config, original->vocab_size() + 11);
   CHECK(f.find("tokenizer.ggml.model")->text == kind);
+  CHECK(f.find("tokenizer.ggml.tokens")->array_size ==
+        static_cast<uint64_t>(original->vocab_size() + 11));
   check_same_ids(*original, *from_gguf(f));
   if (std::string_view(kind) == "llama") {
     INFO("merges derived from the scores");
-    check_same_ids(*original, *from_gguf(written(*json, *config, /*drop_merges=*/true)));
+    check_same_ids(*original, *from_gguf(written(*json, *config, original->vocab_size(),
+                                                 /*drop_merges=*/true)));
   }
 }
 
@@ -93,7 +98,7 @@ TEST_CASE("gguf tokenizer: the synthetic tokenizer round-trips") {
   REQUIRE(files.is_ok());
   const auto original =
       tokenizer::testing::load_or_fail(files->tokenizer_json, files->tokenizer_config_json);
-  const File f = written(files->tokenizer_json, files->tokenizer_config_json);
+  const File f = written(files->tokenizer_json, files->tokenizer_config_json, 1024);
   CHECK(f.find("tokenizer.ggml.pre")->text == "qwen2");
   const auto back = from_gguf(f);
   check_same_ids(*original, *back);

@@ -1,0 +1,205 @@
+#include "common/model/gguf/gguf_quantize.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "common/base/file_util.h"
+#include "common/model/gguf/gguf_config.h"
+#include "common/model/gguf/gguf_tokenizer.h"
+#include "common/model/gguf/gguf_writer.h"
+#include "common/runtime/thread_pool.h"
+#include "kernels/quant_format.h"
+#include "kernels/quantize.h"
+
+namespace dancemoe::gguf {
+namespace {
+
+using kernels::WeightType;
+
+// One tensor of the output file.
+struct Entry {
+  TensorRole role;
+  int64_t layer;
+  bool experts;  // all experts of the layer, merged
+  kernels::WeightType type;
+  int64_t rows = 0;  // per matrix (1 for vectors)
+  int64_t cols = 0;
+};
+
+bool is_vector(TensorRole role) {
+  switch (role) {
+    case TensorRole::kFinalNorm:
+    case TensorRole::kInputNorm:
+    case TensorRole::kPostAttentionNorm:
+    case TensorRole::kQBias:
+    case TensorRole::kKBias:
+    case TensorRole::kVBias:
+    case TensorRole::kQNorm:
+    case TensorRole::kKNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The tensors in llama.cpp's order.
+std::vector<Entry> plan(const ModelConfig& c, Mixture mixture) {
+  std::vector<Entry> out;
+  auto add = [&](TensorRole role, int64_t layer, bool experts = false) {
+    Entry e{role, layer, experts, WeightType::kF32};
+    const std::vector<int64_t> shape = c.expected_shape(role);
+    e.rows = shape.size() == 2 ? shape[0] : 1;
+    e.cols = shape.back();
+    e.type = recipe_type(mixture, c, role, layer, e.cols);
+    out.push_back(e);
+  };
+  add(TensorRole::kEmbed, 0);
+  add(TensorRole::kFinalNorm, 0);
+  if (!c.tie_word_embeddings) add(TensorRole::kLmHead, 0);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    add(TensorRole::kInputNorm, l);
+    add(TensorRole::kQ, l);
+    add(TensorRole::kK, l);
+    add(TensorRole::kV, l);
+    add(TensorRole::kO, l);
+    if (c.attention_bias) {
+      add(TensorRole::kQBias, l);
+      add(TensorRole::kKBias, l);
+      add(TensorRole::kVBias, l);
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      add(TensorRole::kQNorm, l);
+      add(TensorRole::kKNorm, l);
+    }
+    add(TensorRole::kPostAttentionNorm, l);
+    if (c.layer_is_moe[static_cast<size_t>(l)]) {
+      add(TensorRole::kRouter, l);
+      add(TensorRole::kExpertGate, l, true);
+      add(TensorRole::kExpertUp, l, true);
+      add(TensorRole::kExpertDown, l, true);
+    } else {
+      add(TensorRole::kDenseGate, l);
+      add(TensorRole::kDenseUp, l);
+      add(TensorRole::kDenseDown, l);
+    }
+  }
+  return out;
+}
+
+// The tensor's values as f32, row-major [rows, cols].
+Status read_f32(const Checkpoint& ckpt, const TensorLocation& loc, std::vector<uint8_t>* staging,
+                float* out) {
+  staging->resize(loc.n_bytes);
+  DMOE_RETURN_IF_ERROR(ckpt.read_tensor(loc, staging->data()));
+  const int64_t n = static_cast<int64_t>(loc.n_bytes / dtype_size_bytes(loc.dtype));
+  kernels::dequantize_values(to_weight_type(loc.dtype), staging->data(), n, out);
+  return Status::ok();
+}
+
+class Converter {
+ public:
+  Converter(const Checkpoint& ckpt, ThreadPool& pool) : ckpt_(ckpt), pool_(pool) {}
+
+  // The bytes of one output tensor.
+  Status fill(const Entry& e, std::vector<uint8_t>* bytes) {
+    const ModelConfig& c = ckpt_.config();
+    source_bytes_ = 0;
+    const int64_t n_mats = e.experts ? c.n_experts : 1;
+    const int64_t row_bytes = kernels::weight_row_bytes(e.type, e.cols);
+    bytes->resize(static_cast<size_t>(n_mats * e.rows * row_bytes));
+    values_.resize(static_cast<size_t>(e.rows * e.cols));
+    for (int64_t m = 0; m < n_mats; ++m) {
+      const TensorLocation& loc = ckpt_.tensor(e.role, e.layer, m);
+      DMOE_RETURN_IF_ERROR(read_f32(ckpt_, loc, &staging_, values_.data()));
+      source_bytes_ += loc.n_bytes;
+      if (gguf_interleaves_qk(c) && (e.role == TensorRole::kQ || e.role == TensorRole::kK)) {
+        interleave_rows(c.head_dim, e.rows, e.cols);
+      }
+      uint8_t* dst = bytes->data() + m * e.rows * row_bytes;
+      // Rows in chunks across the pool; each chunk writes its own rows.
+      const int64_t n_chunks = std::min<int64_t>(e.rows, 4 * pool_.size());
+      pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+        const int64_t r0 = e.rows * chunk / n_chunks;
+        const int64_t r1 = e.rows * (chunk + 1) / n_chunks;
+        kernels::quantize_rows(e.type, values_.data() + r0 * e.cols, r1 - r0, e.cols,
+                               dst + r0 * row_bytes);
+      });
+    }
+    return Status::ok();
+  }
+  // Checkpoint bytes the last fill() read.
+  uint64_t source_bytes() const { return source_bytes_; }
+
+ private:
+  // llama.cpp's q/k layout: row (head, half j, i) moves to (head, i, j).
+  void interleave_rows(int64_t head_dim, int64_t rows, int64_t cols) {
+    reordered_.resize(values_.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::copy_n(values_.data() + r * cols, cols,
+                  reordered_.data() + llama_qk_row(r, head_dim) * cols);
+    }
+    values_.swap(reordered_);
+  }
+
+  const Checkpoint& ckpt_;
+  ThreadPool& pool_;
+  std::vector<uint8_t> staging_;
+  std::vector<float> values_;
+  std::vector<float> reordered_;
+  uint64_t source_bytes_ = 0;
+};
+
+Status add_tokenizer(const Checkpoint& ckpt, GgufWriter* w) {
+  const std::optional<std::filesystem::path> path = ckpt.tokenizer_path();
+  if (!path) return Status::ok();
+  DMOE_ASSIGN_OR_RETURN(std::string json, read_file(*path));
+  std::string config;
+  const std::filesystem::path config_path = path->parent_path() / "tokenizer_config.json";
+  if (std::filesystem::exists(config_path)) {
+    DMOE_ASSIGN_OR_RETURN(config, read_file(config_path));
+  }
+  return tokenizer_to_gguf(json, config, path->string(), ckpt.config().vocab_size, w);
+}
+
+}  // namespace
+
+Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::filesystem::path& out,
+                                         const QuantizeOptions& options) {
+  const ModelConfig& c = ckpt.config();
+  const std::vector<Entry> entries = plan(c, options.mixture);
+  GgufWriter w;
+  config_to_gguf(c, &w);
+  w.set_string("general.name", ckpt.dir().filename().string());
+  w.set_u32("general.file_type", mixture_file_type(options.mixture));
+  bool any_quantized = false;
+  QuantizeSummary summary;
+  for (const Entry& e : entries) {
+    std::vector<int64_t> dims = {e.cols};
+    if (e.rows > 1 || !is_vector(e.role)) dims.push_back(e.rows);
+    if (e.experts) dims.push_back(c.n_experts);
+    w.add_tensor(gguf_tensor_name(e.role, e.layer), dims, ggml_type_id(e.type));
+    any_quantized = any_quantized || kernels::is_block_format(e.type);
+    ++summary.n_by_type[static_cast<int>(e.type)];
+  }
+  if (any_quantized) w.set_u32("general.quantization_version", 2);
+  DMOE_RETURN_IF_ERROR(add_tokenizer(ckpt, &w));
+
+  ThreadPool pool(std::max(1, options.n_threads));
+  Converter converter(ckpt, pool);
+  const uint64_t total = ckpt.total_bytes();
+  uint64_t done = 0;
+  const Status written = w.write(out, [&](size_t i, std::vector<uint8_t>* bytes) {
+    DMOE_RETURN_IF_ERROR(converter.fill(entries[i], bytes));
+    done += converter.source_bytes();
+    if (options.progress) options.progress(std::min(done, total), total);
+    return Status::ok();
+  });
+  DMOE_RETURN_IF_ERROR(written);
+  summary.file_bytes = std::filesystem::file_size(out);
+  summary.source_bytes = ckpt.total_bytes();
+  summary.n_tensors = static_cast<int64_t>(entries.size());
+  return summary;
+}
+
+}  // namespace dancemoe::gguf

@@ -1,0 +1,59 @@
+// matmul_quantized (kernels.h): the choice between the integer kernel and
+// dequantize + float GEMM, and the chunked dequantization. Compiled for
+// baseline x86-64: it only calls the level's ops through the table.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/quant_format.h"
+
+namespace dancemoe::kernels {
+namespace {
+
+// Rows per chunk: about 64 KiB of bf16 weights (the bf16 GEMM's L2 chunk),
+// a multiple of its 4-row tile.
+int64_t chunk_rows(int64_t cols) {
+  const int64_t rows = (int64_t{64} << 10) / (2 * std::max<int64_t>(cols, 1)) / 4 * 4;
+  return std::max<int64_t>(rows, 4);
+}
+
+}  // namespace
+
+void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const QuantizedInput& x) {
+  // Measured (tests/bench/bench_quant_kernels.cpp, Zen 4): the bf16 GEMM
+  // beats the integer kernels from about 16 tokens, the f32 GEMM (AVX-512
+  // without BF16) only from about 64.
+  const bool bf16_gemm =
+      x.bf16 != nullptr && k.level >= CpuLevel::kAvx512Bf16 && args.n_tokens >= kQuantGemmMinTokens;
+  const bool f32_gemm = k.level >= CpuLevel::kAvx512 && args.n_tokens >= 4 * kQuantGemmMinTokens;
+  if (!bf16_gemm && !f32_gemm) {
+    k.matmul_quant(args, x.q);
+    return;
+  }
+  const WeightView& w = args.w;
+  const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
+  const int64_t step = chunk_rows(w.cols);
+  thread_local std::vector<float> f32;
+  thread_local std::vector<uint16_t> bf16;
+  f32.resize(static_cast<size_t>(step * w.cols));
+  if (bf16_gemm) bf16.resize(f32.size());
+  for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += step) {
+    const int64_t n = std::min(step, args.row_end - r0);
+    k.dequantize(w.type, static_cast<const uint8_t*>(w.data) + r0 * row_bytes, n * w.cols,
+                 f32.data());
+    MatmulArgs chunk = args;
+    chunk.y = args.y + r0;
+    chunk.row_begin = 0;
+    chunk.row_end = n;
+    if (bf16_gemm) {
+      k.f32_to_bf16(f32.data(), n * w.cols, bf16.data());
+      chunk.w = WeightView{bf16.data(), WeightType::kBF16, n, w.cols};
+      k.matmul_bf16(chunk, x.bf16);
+    } else {
+      chunk.w = WeightView{f32.data(), WeightType::kF32, n, w.cols};
+      k.matmul_f32(chunk, x.f32);
+    }
+  }
+}
+
+}  // namespace dancemoe::kernels
