@@ -175,16 +175,25 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
     c["num_experts_per_tok"] = n_used;
     c["intermediate_size"] = expert_ff;
   }
-  for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
+  // End-of-sequence ids: eos, then end-of-turn (a chat model's second stop
+  // token, which llama.cpp also stops on).
+  Json eos = Json::array();
+  for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                             "tokenizer.ggml.eot_token_id"}) {
     const Value* v = file.find(id_key);
     if (v == nullptr) continue;
     if (!v->is_integer() || v->integer_overflows || v->integer < 0 || v->integer >= vocab) {
       return invalid_argument(fname + ": metadata '" + id_key + "': expected a token id below " +
                               std::to_string(vocab));
     }
-    c[std::string_view(id_key) == "tokenizer.ggml.bos_token_id" ? "bos_token_id" : "eos_token_id"] =
-        v->integer;
+    if (std::string_view(id_key) == "tokenizer.ggml.bos_token_id") {
+      c["bos_token_id"] = v->integer;
+    } else if (eos.empty() || eos[0].get<int64_t>() != v->integer) {
+      eos.push_back(v->integer);
+    }
   }
+  if (eos.size() == 1) c["eos_token_id"] = eos[0];
+  if (eos.size() > 1) c["eos_token_id"] = eos;
   return c.dump(2);
 }
 
@@ -196,9 +205,9 @@ void config_to_gguf(const ModelConfig& c, GgufWriter* w) {
   const std::string arch(gguf_architecture(c));
   auto key = [&](const char* suffix) { return arch + "." + suffix; };
   w->set_string("general.architecture", arch);
-  w->set_u32(key("context_length").c_str(), static_cast<uint32_t>(c.max_position_embeddings));
-  w->set_u32(key("embedding_length").c_str(), static_cast<uint32_t>(c.hidden_size));
-  w->set_u32(key("block_count").c_str(), static_cast<uint32_t>(c.n_layers));
+  w->set_u32(key("context_length"), static_cast<uint32_t>(c.max_position_embeddings));
+  w->set_u32(key("embedding_length"), static_cast<uint32_t>(c.hidden_size));
+  w->set_u32(key("block_count"), static_cast<uint32_t>(c.n_layers));
   const int64_t ff = c.model_type == "mixtral"       ? c.moe_intermediate_size
                      : c.dense_intermediate_size > 0 ? c.dense_intermediate_size
                                                      : c.moe_intermediate_size;
@@ -215,6 +224,18 @@ void config_to_gguf(const ModelConfig& c, GgufWriter* w) {
   w->set_u32(key("expert_used_count"), static_cast<uint32_t>(c.n_experts_per_token));
   w->set_u32(key("vocab_size"), static_cast<uint32_t>(c.vocab_size));
   if (c.model_type != "mixtral") w->set_bool(key("expert_weights_norm"), c.norm_topk_prob);
+  // The stop tokens generation uses (config.json / generation_config.json):
+  // the first as eos, a second as end-of-turn (written after the tokenizer's
+  // keys, so they win).
+  if (!c.eos_token_ids.empty()) {
+    w->set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  }
+  if (c.eos_token_ids.size() > 1) {
+    w->set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(c.eos_token_ids[1]));
+  }
+  if (c.bos_token_id) {
+    w->set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  }
 }
 
 std::string gguf_tensor_name(TensorRole role, int64_t layer) {

@@ -34,7 +34,9 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
 // "qwen3moe" or "llama" for a supported config.
 std::string_view gguf_architecture(const ModelConfig& config);
 
-// Writes general.architecture and the <arch>.* keys of `config`.
+// Writes general.architecture, the <arch>.* keys of `config` and its stop
+// tokens (tokenizer.ggml.eos_token_id, a second one as eot_token_id, and
+// bos_token_id). Call after tokenizer_to_gguf so that these win.
 void config_to_gguf(const ModelConfig& config, GgufWriter* writer);
 
 // The GGUF tensor holding a role. Expert roles name the merged 3-D tensor

@@ -169,7 +169,7 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
   const ModelConfig& c = ckpt.config();
   const std::vector<Entry> entries = plan(c, options.mixture);
   GgufWriter w;
-  config_to_gguf(c, &w);
+  w.set_string("general.architecture", std::string(gguf_architecture(c)));
   w.set_string("general.name", ckpt.dir().filename().string());
   w.set_u32("general.file_type", mixture_file_type(options.mixture));
   bool any_quantized = false;
@@ -184,6 +184,7 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
   }
   if (any_quantized) w.set_u32("general.quantization_version", 2);
   DMOE_RETURN_IF_ERROR(add_tokenizer(ckpt, &w));
+  config_to_gguf(c, &w);
 
   ThreadPool pool(std::max(1, options.n_threads));
   Converter converter(ckpt, pool);

@@ -40,10 +40,6 @@ ModelConfig parse(const char* json) {
 // The metadata and the tensor infos llama.cpp's converter would write.
 File to_file(const ModelConfig& c, GgufWriter& w) {
   config_to_gguf(c, &w);
-  if (c.eos_token_ids.size() == 1)
-    w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
-  if (c.bos_token_id)
-    w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
   w.add_tensor("token_embd.weight", {c.hidden_size, c.vocab_size}, 0);
   if (!c.tie_word_embeddings) w.add_tensor("output.weight", {c.hidden_size, c.vocab_size}, 0);
   for (int64_t l = 0; l < c.n_layers; ++l) {
