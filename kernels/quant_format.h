@@ -64,6 +64,17 @@ struct QuantizedXRow {
 };
 QuantizedXRow quantized_x_row(WeightType type, const void* x_q, int64_t cols, int64_t token);
 
+// The distinct layouts of quantized activations: 32-value groups (Q8_0,
+// Q4_0), 256-value groups interleaved (Q4_K, Q5_K), 256-value groups in
+// value order (Q6_K). Weights of types with the same layout can share one
+// quantize_x of their input.
+inline constexpr int kQuantizedXLayouts = 3;
+static inline int quantized_x_layout(WeightType type) {
+  return weight_block_values(type) == 32                          ? 0
+         : type == WeightType::kQ4_K || type == WeightType::kQ5_K ? 1
+                                                                  : 2;
+}
+
 // True when quantized activations for `type` use the interleaved order above.
 // `static inline` for the reason in cpu/numeric.h (SIMD TUs include this).
 static inline bool interleaves_x(WeightType type) {

@@ -7,6 +7,7 @@
 #include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/backend/cpu/cpu_forward.h"
 #include "common/base/byte_size.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe {
 namespace {
@@ -65,6 +66,7 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(std::unique_ptr<Checkpo
   request.host_reserved_bytes = options.host_reserved_bytes;
   request.kv_cache_tokens = options.kv_cache_tokens;
   DMOE_ASSIGN_OR_RETURN(rt->devices_, resolve_runtime_devices(*rt->checkpoint_, request));
+  DMOE_RETURN_IF_ERROR(rt->make_store(options));
   std::vector<ExpertRef> keys;
   std::vector<int32_t> devices;
   DMOE_RETURN_IF_ERROR(rt->choose_initial_experts(options, &keys, &devices));
@@ -78,6 +80,27 @@ int ModelRuntime::device_index(const std::string& name) const {
     if (devices_[d].name == name) return static_cast<int>(d);
   }
   return -1;
+}
+
+// The expert store (empty yet): it knows the experts' sizes in the format
+// they will be held in.
+Status ModelRuntime::make_store(const RuntimeOptions& options) {
+  if (options.expert_type) {
+    const ModelConfig& c = checkpoint_->config();
+    const int64_t block = kernels::weight_block_values(*options.expert_type);
+    if (c.hidden_size % block != 0 && c.moe_intermediate_size % block != 0) {
+      return invalid_argument(
+          "--expert-type " + std::string(kernels::weight_type_name(*options.expert_type)) +
+          ": its blocks of " + std::to_string(block) + " values fit neither hidden_size (" +
+          std::to_string(c.hidden_size) + ") nor moe_intermediate_size (" +
+          std::to_string(c.moe_intermediate_size) + ") of this model");
+    }
+  }
+  std::vector<int> numa_nodes;
+  for (const RuntimeDevice& d : devices_) numa_nodes.push_back(d.numa_node);
+  store_ = std::make_unique<ExpertStore>(
+      *checkpoint_, numa_nodes, ExpertFormat{options.expert_type, options.copy_mapped_weights});
+  return Status::ok();
 }
 
 // Step 3: which experts are loaded at open, and onto which device.
@@ -115,7 +138,7 @@ Status ModelRuntime::choose_initial_experts(const RuntimeOptions& options,
   for (const RuntimeDevice& d : devices_) left.push_back(d.expert_budget_bytes);
   uint64_t wanted = 0;
   for (ExpertRef key : *keys) {
-    const uint64_t bytes = checkpoint_->expert_bytes(key.layer, key.expert);
+    const uint64_t bytes = store_->expert_bytes(key);
     wanted += bytes;
     int32_t chosen = -1;
     for (int32_t d = 0; d < n_devices && chosen < 0; ++d) {
@@ -140,7 +163,7 @@ Status ModelRuntime::choose_initial_experts(const RuntimeOptions& options,
       uint64_t budget = 0;
       for (const RuntimeDevice& d : devices_) budget += d.expert_budget_bytes;
       uint64_t all = 0;
-      for (ExpertRef k : *keys) all += checkpoint_->expert_bytes(k.layer, k.expert);
+      for (ExpertRef k : *keys) all += store_->expert_bytes(k);
       return resource_exhausted("the experts to load need " + format_bytes(all) +
                                 " but the expert budgets of --devices " + device_options_.text() +
                                 " total " + format_bytes(budget) +
@@ -156,9 +179,6 @@ Status ModelRuntime::choose_initial_experts(const RuntimeOptions& options,
 // Step 4: weights into host memory.
 Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vector<ExpertRef>& keys,
                                   const std::vector<int32_t>& devices) {
-  std::vector<int> numa_nodes;
-  for (const RuntimeDevice& d : devices_) numa_nodes.push_back(d.numa_node);
-  store_ = std::make_unique<ExpertStore>(*checkpoint_, numa_nodes);
   uint64_t expert_total = 0;
   for (ExpertRef key : keys) {
     DMOE_RETURN_IF_ERROR(store_->check_key(key));
@@ -171,7 +191,8 @@ Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vect
     dense_progress = [&](uint64_t done, uint64_t) { options.progress(done, total); };
     expert_progress = [&](uint64_t done, uint64_t) { options.progress(dense_total + done, total); };
   }
-  DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*checkpoint_, dense_progress));
+  DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*checkpoint_, dense_progress,
+                                                               options.copy_mapped_weights));
   dense_.emplace(std::move(dense));
   return store_->load_many(keys, devices, expert_progress);
 }

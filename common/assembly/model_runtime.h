@@ -72,6 +72,14 @@ struct RuntimeOptions {
   // Reserve each GPU's whole expert budget at open so experts can arrive
   // later (a node's migrations); false: room for the initial experts only.
   bool reserve_gpu_expert_budget = false;
+  // --expert-type: hold the experts in this format, converting them at load
+  // (a bf16 checkpoint's experts quantized to q4_K, say); nullopt: as stored.
+  std::optional<kernels::WeightType> expert_type;
+  // A GGUF's weights are used in place in its memory mapping (no copy, no
+  // load time, resident memory = the file's pages). true copies them into
+  // anonymous huge-page memory instead (--copy-weights): faster streaming
+  // on some virtual machines, at the price of a load copy.
+  bool copy_mapped_weights = false;
   // Builds the MoE executor from the assembled parts (the node's
   // distributed executor); null: a LocalMoeExecutor.
   std::function<Result<std::unique_ptr<MoeExecutor>>(ModelRuntime&)> make_executor;
@@ -115,6 +123,7 @@ class ModelRuntime {
   struct Gpus;  // the GPU backend's state (model_runtime.cpp)
   ModelRuntime() = default;
 
+  Status make_store(const RuntimeOptions& options);
   Status choose_initial_experts(const RuntimeOptions& options, std::vector<ExpertRef>* keys,
                                 std::vector<int32_t>* devices) const;
   Status load_weights(const RuntimeOptions& options, const std::vector<ExpertRef>& keys,

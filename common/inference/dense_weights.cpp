@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/cpu/numeric.h"
+#include "kernels/quantize.h"
 
 namespace dancemoe {
 namespace {
@@ -10,26 +10,6 @@ namespace {
 constexpr uint64_t kAlign = 64;
 
 uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-// `n` values of `dtype` at `src` as f32 at `dst`.
-void widen_to_f32(DType dtype, const uint8_t* src, size_t n, float* dst) {
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t half;
-    switch (dtype) {
-      case DType::kF32:
-        std::memcpy(&dst[i], src + 4 * i, 4);
-        break;
-      case DType::kBF16:
-        std::memcpy(&half, src + 2 * i, 2);
-        dst[i] = kernels::bf16_to_float(half);
-        break;
-      case DType::kF16:
-        std::memcpy(&half, src + 2 * i, 2);
-        dst[i] = kernels::f16_to_float(half);
-        break;
-    }
-  }
-}
 
 }  // namespace
 
@@ -40,6 +20,7 @@ struct DenseWeights::LoadPlan {
     const TensorLocation* loc;
     kernels::WeightView* view;
     uint64_t offset;
+    bool in_place;
   };
   struct Vector {
     const TensorLocation* loc;
@@ -51,10 +32,13 @@ struct DenseWeights::LoadPlan {
   uint64_t matrix_bytes = 0;
   uint64_t vector_bytes = 0;
 
+  // A matrix used where it is (a GGUF mapping) needs no room here.
   void add_matrix(const TensorLocation& loc, kernels::WeightView* view) {
-    matrices.push_back({&loc, view, matrix_bytes});
-    matrix_bytes += align_up(loc.n_bytes);
+    const bool in_place = loc.usable_in_place() && !copy_mapped;
+    matrices.push_back({&loc, view, in_place ? 0 : matrix_bytes, in_place});
+    if (!in_place) matrix_bytes += align_up(loc.n_bytes);
   }
+  bool copy_mapped = false;
   void add_vector(const TensorLocation& loc, const float** target) {
     uint64_t n = 1;
     for (int64_t d : loc.shape) n *= static_cast<uint64_t>(d);
@@ -69,9 +53,10 @@ struct DenseWeights::LoadPlan {
   }
 };
 
-DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt) {
+DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy_mapped) {
   const ModelConfig& c = ckpt.config();
   LoadPlan plan;
+  plan.copy_mapped = copy_mapped;
   auto matrix = [&](TensorRole role, int64_t layer, kernels::WeightView* view) {
     plan.add_matrix(ckpt.tensor(role, layer), view);
   };
@@ -111,9 +96,10 @@ DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt) {
   return plan;
 }
 
-Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgress& progress) {
+Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgress& progress,
+                                        bool copy_mapped) {
   DenseWeights w;
-  const LoadPlan plan = w.plan_load(ckpt);
+  const LoadPlan plan = w.plan_load(ckpt, copy_mapped);
   DMOE_ASSIGN_OR_RETURN(w.matrices_, HostBuffer::allocate(plan.matrix_bytes));
   DMOE_ASSIGN_OR_RETURN(w.vectors_, HostBuffer::allocate(plan.vector_bytes));
   auto* matrix_base = static_cast<uint8_t*>(w.matrices_.data());
@@ -121,10 +107,15 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
   const uint64_t total = plan.read_bytes();
   uint64_t done = 0;
   for (const LoadPlan::Matrix& m : plan.matrices) {
-    uint8_t* dst = matrix_base + m.offset;
-    DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
-    *m.view =
-        kernels::WeightView{dst, to_weight_type(m.loc->dtype), m.loc->shape[0], m.loc->shape[1]};
+    const uint8_t* data = m.loc->mapped;
+    if (m.in_place) {
+      w.mapped_bytes_ += m.loc->n_bytes;
+    } else {
+      uint8_t* dst = matrix_base + m.offset;
+      DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
+      data = dst;
+    }
+    *m.view = kernels::WeightView{data, m.loc->type, m.loc->shape[0], m.loc->shape[1]};
     done += m.loc->n_bytes;
     if (progress) progress(done, total);
   }
@@ -133,8 +124,9 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
     staging.resize(v.loc->n_bytes);
     DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*v.loc, staging.data()));
     auto* dst = reinterpret_cast<float*>(vector_base + v.offset);
-    widen_to_f32(v.loc->dtype, staging.data(), v.loc->n_bytes / dtype_size_bytes(v.loc->dtype),
-                 dst);
+    int64_t n = 1;
+    for (int64_t d : v.loc->shape) n *= d;
+    kernels::dequantize_values(v.loc->type, staging.data(), n, dst);
     *v.target = dst;
     done += v.loc->n_bytes;
     if (progress) progress(done, total);

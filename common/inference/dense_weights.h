@@ -1,10 +1,13 @@
 // DenseWeights: every non-expert tensor of a model (embeddings, attention,
-// norms, routers, dense MLP layers, lm_head), read into host memory.
+// norms, routers, dense MLP layers, lm_head), in host memory.
 //
-// Matrices keep their on-disk dtype (bf16/f16/f32) in one aligned block and
-// are handed to kernels as WeightViews; the small vectors (norm weights,
-// biases) are widened to f32 once at load. Immutable after load(); safe to
-// share between threads.
+// Matrices keep their on-disk format (bf16/f16/f32 or a GGUF block format)
+// and are handed to kernels as WeightViews: read into one aligned block, or,
+// from a GGUF file, used where they lie in its memory mapping (no copy; only
+// llama-layout q/k, whose rows must be reordered, are copied). The small
+// vectors (norm weights, biases) are widened to f32 once at load. Immutable
+// after load(); safe to share between threads; the Checkpoint must outlive
+// it.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +41,10 @@ struct LayerWeights {
 
 class DenseWeights {
  public:
-  static Result<DenseWeights> load(const Checkpoint& checkpoint, const LoadProgress& progress = {});
+  // copy_mapped: copy even matrices usable in place in a GGUF mapping (into
+  // anonymous, huge-page memory) -- see RuntimeOptions::copy_mapped_weights.
+  static Result<DenseWeights> load(const Checkpoint& checkpoint, const LoadProgress& progress = {},
+                                   bool copy_mapped = false);
 
   DenseWeights(DenseWeights&&) = default;
   DenseWeights& operator=(DenseWeights&&) = default;
@@ -48,17 +54,19 @@ class DenseWeights {
   const float* final_norm() const { return final_norm_; }
   const LayerWeights& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
 
-  // Bytes of weights as stored in memory (matrices in their dtype + f32 vectors).
-  uint64_t n_bytes() const { return matrices_.size() + vectors_.size(); }
+  // Bytes of weights as held in memory: matrices in their format (copied or
+  // mapped) + f32 vectors.
+  uint64_t n_bytes() const { return matrices_.size() + vectors_.size() + mapped_bytes_; }
 
  private:
   struct LoadPlan;  // dense_weights.cpp
   // Lists every dense tensor and where it goes; sets up layers_.
-  LoadPlan plan_load(const Checkpoint& checkpoint);
+  LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped);
   DenseWeights() = default;
 
   HostBuffer matrices_;
   HostBuffer vectors_;
+  uint64_t mapped_bytes_ = 0;  // matrices used in place in a GGUF mapping
   kernels::WeightView embed_;
   kernels::WeightView lm_head_;
   const float* final_norm_ = nullptr;

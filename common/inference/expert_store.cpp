@@ -2,6 +2,10 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
+
+#include "kernels/quant_format.h"
+#include "kernels/quantize.h"
 
 namespace dancemoe {
 namespace {
@@ -11,8 +15,10 @@ uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
-ExpertStore::ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes)
+ExpertStore::ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes,
+                         ExpertFormat format)
     : checkpoint_(checkpoint),
+      format_(format),
       n_layers_(checkpoint.config().n_layers),
       n_experts_(checkpoint.config().n_experts),
       slots_(static_cast<size_t>(n_layers_ * n_experts_)) {
@@ -27,6 +33,50 @@ void ExpertStore::set_residency(int32_t device, std::shared_ptr<ExpertResidency>
   std::lock_guard<std::mutex> lock(mutex_);
   if (device >= 0 && device < n_devices()) {
     residencies_[static_cast<size_t>(device)] = std::move(residency);
+  }
+}
+
+kernels::WeightType ExpertStore::held_type() const {
+  return format_.convert_to ? *format_.convert_to : checkpoint_.expert_type();
+}
+
+kernels::WeightType ExpertStore::held_type(const TensorLocation& t) const {
+  if (!format_.convert_to) return t.type;
+  const kernels::WeightType target = *format_.convert_to;
+  return t.shape[1] % kernels::weight_block_values(target) == 0 ? target : t.type;
+}
+
+bool ExpertStore::holds_as_stored(ExpertRef key) const {
+  for (TensorRole role :
+       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+    const TensorLocation& t = checkpoint_.tensor(role, key.layer, key.expert);
+    if (held_type(t) != t.type) return false;
+  }
+  return true;
+}
+
+Status ExpertStore::check_installable(ExpertRef key) const {
+  if (checkpoint_.manifest() == nullptr || holds_as_stored(key)) return Status::ok();
+  return failed_precondition(
+      "layer " + std::to_string(key.layer) + " expert " + std::to_string(key.expert) +
+      ": the model's manifest lists the checkpoint's " +
+      std::string(kernels::weight_type_name(checkpoint_.expert_type())) +
+      " bytes, so another node's " + std::string(kernels::weight_type_name(held_type())) +
+      " bytes cannot be checked against it; a node with --expert-type loads its experts from its "
+      "own files");
+}
+
+void ExpertStore::convert_held(const TensorLocation& t, const uint8_t* stored,
+                               uint8_t* dst) const {
+  // stored -> f32 -> held, a row at a time.
+  const kernels::WeightType type = held_type(t);
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const int64_t stored_row = kernels::weight_row_bytes(t.type, cols);
+  const int64_t held_row = kernels::weight_row_bytes(type, cols);
+  std::vector<float> values(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::dequantize_values(t.type, stored + r * stored_row, cols, values.data());
+    kernels::quantize_rows(type, values.data(), 1, cols, dst + r * held_row);
   }
 }
 
@@ -73,35 +123,71 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   auto expert = std::make_shared<ExpertWeights>();
   expert->key = key;
   expert->device = device;
-  const uint64_t up_offset = align_up(gate.n_bytes);
-  const uint64_t down_offset = up_offset + align_up(up.n_bytes);
-  DMOE_ASSIGN_OR_RETURN(expert->storage,
-                        arenas_[static_cast<size_t>(device)]->allocate(down_offset + down.n_bytes));
+  auto held_bytes = [&](const TensorLocation& t) {
+    return static_cast<uint64_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
+  };
+  auto view = [&](const TensorLocation& t, const uint8_t* data) {
+    return kernels::WeightView{data, held_type(t), t.shape[0], t.shape[1]};
+  };
+  const uint64_t up_offset = align_up(held_bytes(gate));
+  const uint64_t down_offset = up_offset + align_up(held_bytes(up));
+  DMOE_ASSIGN_OR_RETURN(expert->storage, arenas_[static_cast<size_t>(device)]->allocate(
+                                             down_offset + held_bytes(down)));
   auto* base = static_cast<uint8_t*>(expert->storage.data());
   DMOE_RETURN_IF_ERROR(fill(gate, base));
   DMOE_RETURN_IF_ERROR(fill(up, base + up_offset));
   DMOE_RETURN_IF_ERROR(fill(down, base + down_offset));
-  // Nothing becomes resident that the manifest does not vouch for, whether
-  // it came from the files or from a peer (expert_manifest.h).
-  if (const ExpertManifest* manifest = checkpoint_.manifest()) {
+  // Nothing becomes resident as stored that the manifest does not vouch
+  // for, whether it came from the files or from a peer (expert_manifest.h);
+  // a converted expert's source was checked before conversion (load()).
+  if (const ExpertManifest* manifest = checkpoint_.manifest(); manifest && holds_as_stored(key)) {
     DMOE_RETURN_IF_ERROR(
         manifest->check(key, expert_digest({base, gate.n_bytes}, {base + up_offset, up.n_bytes},
                                            {base + down_offset, down.n_bytes})));
   }
-  auto view = [](const TensorLocation& t, const uint8_t* data) {
-    return kernels::WeightView{data, to_weight_type(t.dtype), t.shape[0], t.shape[1]};
-  };
   expert->gate = view(gate, base);
   expert->up = view(up, base + up_offset);
   expert->down = view(down, base + down_offset);
-  expert->n_bytes = gate.n_bytes + up.n_bytes + down.n_bytes;
+  expert->n_bytes = held_bytes(gate) + held_bytes(up) + held_bytes(down);
+  return publish(std::move(expert));
+}
 
+// An expert whose stored matrices can be computed where they lie (a GGUF
+// mapping): views only, no slot.
+Status ExpertStore::make_resident_in_place(ExpertRef key, int32_t device) {
+  auto expert = std::make_shared<ExpertWeights>();
+  expert->key = key;
+  expert->device = device;
+  auto view = [&](TensorRole role) {
+    const TensorLocation& t = checkpoint_.tensor(role, key.layer, key.expert);
+    expert->n_bytes += t.n_bytes;
+    return kernels::WeightView{t.mapped, t.type, t.shape[0], t.shape[1]};
+  };
+  expert->gate = view(TensorRole::kExpertGate);
+  expert->up = view(TensorRole::kExpertUp);
+  expert->down = view(TensorRole::kExpertDown);
+  return publish(std::move(expert));
+}
+
+bool ExpertStore::usable_in_place(ExpertRef key) const {
+  if (format_.convert_to || format_.copy_mapped) return false;
+  for (TensorRole role :
+       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+    if (!checkpoint_.tensor(role, key.layer, key.expert).usable_in_place()) return false;
+  }
+  return true;
+}
+
+Status ExpertStore::publish(std::shared_ptr<ExpertWeights> expert) {
+  const ExpertRef key = expert->key;
+  const int32_t device = expert->device;
   std::shared_ptr<ExpertResidency> residency;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     residency = residencies_[static_cast<size_t>(device)];
   }
-  std::shared_ptr<const ExpertWeights> published = expert;
+  const uint64_t n_bytes = expert->n_bytes;
+  std::shared_ptr<const ExpertWeights> published = std::move(expert);
   if (residency) DMOE_RETURN_IF_ERROR(residency->make_resident(published));
   std::shared_ptr<const ExpertWeights> replaced;  // told and freed outside the lock
   std::shared_ptr<const ExpertWeights> unused;
@@ -114,7 +200,7 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
       unused = std::move(published);
     } else {
       if (entry != nullptr) resident_bytes_ -= entry->n_bytes;
-      resident_bytes_ += expert->n_bytes;
+      resident_bytes_ += n_bytes;
       replaced = std::exchange(entry, std::move(published));
     }
   }
@@ -139,8 +225,43 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
   if (std::shared_ptr<const ExpertWeights> w = get(key); w && w->device == device) {
     return Status::ok();
   }
+  // A device with copies of its own (a GPU) finds its experts by their host
+  // pointers, which an in-place expert shares with its other copies: it
+  // gets a slot.
+  bool has_residency;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    has_residency = residencies_[static_cast<size_t>(device)] != nullptr;
+  }
+  if (!has_residency && usable_in_place(key)) return make_resident_in_place(key, device);
+  if (holds_as_stored(key)) {
+    return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
+      return checkpoint_.read_tensor(t, dst);
+    });
+  }
+  // Converted (--expert-type): the stored bytes are read whole, checked
+  // against the manifest when there is one, then converted.
+  const TensorLocation* parts[3] = {
+      &checkpoint_.tensor(TensorRole::kExpertGate, key.layer, key.expert),
+      &checkpoint_.tensor(TensorRole::kExpertUp, key.layer, key.expert),
+      &checkpoint_.tensor(TensorRole::kExpertDown, key.layer, key.expert)};
+  std::vector<uint8_t> stored[3];
+  for (int i = 0; i < 3; ++i) {
+    stored[i].resize(parts[i]->n_bytes);
+    DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(*parts[i], stored[i].data()));
+  }
+  if (const ExpertManifest* manifest = checkpoint_.manifest()) {
+    DMOE_RETURN_IF_ERROR(manifest->check(key, expert_digest(stored[0], stored[1], stored[2])));
+  }
+  int next = 0;
   return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
-    return checkpoint_.read_tensor(t, dst);
+    const int i = next++;
+    if (held_type(t) == t.type) {
+      std::memcpy(dst, stored[i].data(), t.n_bytes);
+    } else {
+      convert_held(t, stored[i].data(), dst);
+    }
+    return Status::ok();
   });
 }
 
@@ -156,10 +277,13 @@ Status ExpertStore::install(ExpertRef key, std::span<const uint8_t> bytes, int32
   if (std::shared_ptr<const ExpertWeights> w = get(key); w && w->device == device) {
     return Status::ok();
   }
+  DMOE_RETURN_IF_ERROR(check_installable(key));
   size_t at = 0;
   return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
-    std::memcpy(dst, bytes.data() + at, t.n_bytes);
-    at += t.n_bytes;
+    const size_t n =
+        static_cast<size_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
+    std::memcpy(dst, bytes.data() + at, n);
+    at += n;
     return Status::ok();
   });
 }
@@ -220,7 +344,15 @@ std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertRef key) const {
 }
 
 uint64_t ExpertStore::expert_bytes(ExpertRef key) const {
-  return checkpoint_.expert_bytes(key.layer, key.expert);
+  if (!format_.convert_to) return checkpoint_.expert_bytes(key.layer, key.expert);
+  uint64_t bytes = 0;
+  for (TensorRole role :
+       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+    const TensorLocation& t = checkpoint_.tensor(role, key.layer, key.expert);
+    bytes +=
+        static_cast<uint64_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
+  }
+  return bytes;
 }
 
 uint64_t ExpertStore::resident_bytes() const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,11 +44,30 @@ struct ExpertWeights {
   uint64_t n_bytes = 0;      // exact weight bytes (sum of the three tensors)
 };
 
+// How the store holds experts. By default as stored: a GGUF file's experts
+// are used in place in its memory mapping (no copy; migration-installed
+// ones and those of a device with copies of its own, a GPU, get arena
+// slots), a safetensors checkpoint's are read into slots.
+// With `convert_to` (a node's --expert-type), each expert is read, widened
+// and re-quantized into that format at load (gguf/gguf_recipe.h's
+// fallback keeps matrices whose rows are not whole blocks in their stored
+// format); sizes, transfers and installs are then in that format.
+struct ExpertFormat {
+  std::optional<kernels::WeightType> convert_to;
+  // Copy experts out of a GGUF mapping into the arenas (huge pages, NUMA
+  // binding) instead of using them in place.
+  bool copy_mapped = false;
+};
+
 class ExpertStore {
  public:
   // The checkpoint must outlive the store. numa_nodes[d] is the NUMA node
   // device d's experts are bound to (-1: none); one entry per device.
-  explicit ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes = {-1});
+  explicit ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nodes = {-1},
+                       ExpertFormat format = {});
+
+  // The format experts are held in: convert_to, or the stored one.
+  kernels::WeightType held_type() const;
 
   int32_t n_devices() const { return static_cast<int32_t>(arenas_.size()); }
   // Device `device` keeps copies of its experts (a GPU): told of every expert
@@ -61,11 +81,12 @@ class ExpertStore {
   // device out of range, and for weights whose digest is not the manifest's
   // (expert_manifest.h; install() checks the same).
   Status load(ExpertRef key, int32_t device = 0);
-  // Installs an expert from its weight bytes in the checkpoint's layout --
-  // gate, up and down back to back, each in its on-disk dtype -- e.g. weights
-  // fetched from a peer during a migration. invalid_argument when the byte
-  // count is not the expert's size; a no-op when it is already resident on
-  // `device`.
+  // Installs an expert from its weight bytes in the held layout -- gate, up
+  // and down back to back, each in its held format -- e.g. weights fetched
+  // from a peer during a migration. invalid_argument when the byte
+  // count is not the expert's size or the digest is not the manifest's,
+  // failed_precondition when it cannot be checked (check_installable); a
+  // no-op when it is already resident on `device`.
   Status install(ExpertRef key, std::span<const uint8_t> bytes, int32_t device = 0);
   // Loads a list of experts onto device 0, or onto devices[i] each (same
   // length as keys), reporting progress in bytes.
@@ -81,7 +102,8 @@ class ExpertStore {
   std::shared_ptr<const ExpertWeights> get(ExpertRef key) const;
   bool is_resident(ExpertRef key) const { return get(key) != nullptr; }
 
-  // Exact bytes of an expert's weights, resident or not (from the tensor index).
+  // Exact bytes of an expert's weights as held, resident or not (from the
+  // tensor index and the held format).
   uint64_t expert_bytes(ExpertRef key) const;
   uint64_t resident_bytes() const;
   int64_t n_resident() const;
@@ -93,6 +115,13 @@ class ExpertStore {
   std::vector<int32_t> resident_devices() const;
 
   Status check_key(ExpertRef key) const;
+  // Every matrix of the expert is held in its stored format (no conversion).
+  bool holds_as_stored(ExpertRef key) const;
+  // ok when install() can take a peer's bytes of `key`: failed_precondition
+  // when the store converts the expert and the checkpoint has a manifest --
+  // the manifest's digests are of the stored bytes, so converted ones from
+  // a peer could not be verified.
+  Status check_installable(ExpertRef key) const;
 
  private:
   size_t slot(ExpertRef key) const;
@@ -100,11 +129,21 @@ class ExpertStore {
   // their offsets, and makes it resident.
   template <typename Fill>
   Status make_resident(ExpertRef key, int32_t device, Fill&& fill);
+  Status make_resident_in_place(ExpertRef key, int32_t device);
+  bool usable_in_place(ExpertRef key) const;
+  // Makes `expert` the resident copy of its key (unless another thread has
+  // put one on the same device meanwhile).
+  Status publish(std::shared_ptr<ExpertWeights> expert);
   Status check_device(int32_t device) const;
   // Tells the device of an expert the store dropped (no lock held).
   void release_from_device(const std::shared_ptr<const ExpertWeights>& dropped);
+  // The held format of one of an expert's matrices.
+  kernels::WeightType held_type(const TensorLocation& t) const;
+  // Writes t's stored bytes `stored` converted to its held format into dst.
+  void convert_held(const TensorLocation& t, const uint8_t* stored, uint8_t* dst) const;
 
   const Checkpoint& checkpoint_;
+  ExpertFormat format_;
   std::vector<std::unique_ptr<ExpertArena>> arenas_;           // [device]
   std::vector<std::shared_ptr<ExpertResidency>> residencies_;  // [device], null: none
   int64_t n_layers_;

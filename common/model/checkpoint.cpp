@@ -13,7 +13,10 @@
 
 #include "common/base/file_util.h"
 #include "common/base/sha256.h"
+#include "common/model/gguf/gguf_config.h"
+#include "common/model/gguf/gguf_model.h"
 #include "common/model/safetensors.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe {
 namespace {
@@ -82,11 +85,20 @@ bool is_expert_role(TensorRole role) {
 
 }  // namespace
 
+Checkpoint::Checkpoint() = default;
+Checkpoint::~Checkpoint() = default;
+
 Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path& model_dir) {
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = model_dir;
+  if (gguf::is_gguf_path(model_dir)) {
+    DMOE_RETURN_IF_ERROR(ckpt->open_gguf(model_dir));
+    return ckpt;
+  }
   if (!std::filesystem::is_directory(model_dir)) {
-    return not_found(model_dir.string() + ": model directory does not exist");
+    return not_found(model_dir.string() +
+                     ": model directory does not exist (expected a HuggingFace directory or a "
+                     ".gguf file)");
   }
   DMOE_ASSIGN_OR_RETURN(ckpt->config_, load_model_config(model_dir));
 
@@ -126,10 +138,31 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
   }
   DMOE_RETURN_IF_ERROR(ckpt->check_required_tensors());
   DMOE_ASSIGN_OR_RETURN(ckpt->manifest_, ExpertManifest::read(model_dir, ckpt->config_));
-
-  DMOE_ASSIGN_OR_RETURN(std::string config_text, read_file(model_dir / "config.json"));
-  ckpt->compute_model_id(nlohmann::json::parse(config_text).dump());
+  ckpt->compute_model_id();
   return ckpt;
+}
+
+// Every tensor of the GGUF model under its HF name; the GgufModel has
+// checked presence, types and shapes already.
+Status Checkpoint::open_gguf(const std::filesystem::path& path) {
+  DMOE_ASSIGN_OR_RETURN(gguf_, gguf::GgufModel::open(path));
+  config_ = gguf_->config();
+  files_ = gguf_->files();
+  for (const RequiredTensor& req : required_tensors(config_)) {
+    const gguf::TensorSlice& s = gguf_->tensor(req.role, req.layer, req.expert);
+    TensorLocation loc;
+    loc.name = config_.tensor_name(req.role, req.layer, req.expert);
+    loc.type = s.type;
+    loc.shape = s.shape;
+    loc.file_index = s.file_index;
+    loc.file_offset = s.file_offset;
+    loc.n_bytes = s.n_bytes;
+    loc.mapped = gguf_->data(s);
+    loc.interleaved_qk = s.interleaved_qk;
+    tensors_.emplace(loc.name, std::move(loc));
+  }
+  compute_model_id();
+  return Status::ok();
 }
 
 Status Checkpoint::index_file(uint32_t file_index, const std::filesystem::path& path,
@@ -143,8 +176,13 @@ Status Checkpoint::index_file(uint32_t file_index, const std::filesystem::path& 
     if (tensors_.count(t.name)) {
       return invalid_argument(path.string() + ": tensor '" + t.name + "' is also in another shard");
     }
-    TensorLocation loc{t.name,     t.dtype, t.shape, file_index, header.data_offset + t.data_begin,
-                       t.n_bytes()};
+    TensorLocation loc;
+    loc.name = t.name;
+    loc.type = to_weight_type(t.dtype);
+    loc.shape = t.shape;
+    loc.file_index = file_index;
+    loc.file_offset = header.data_offset + t.data_begin;
+    loc.n_bytes = t.n_bytes();
     tensors_.emplace(t.name, std::move(loc));
   }
   if (expected_names != nullptr) {
@@ -177,24 +215,58 @@ Status Checkpoint::check_required_tensors() const {
   return Status::ok();
 }
 
-void Checkpoint::compute_model_id(const std::string& canonical_config) {
+void Checkpoint::compute_model_id() {
+  // The fields that define the computation, in a fixed order: the same for
+  // a safetensors checkpoint and any GGUF quantization of it.
+  const ModelConfig& c = config_;
+  nlohmann::ordered_json canonical = {{"architecture", c.hf_architecture},
+                                      {"vocab_size", c.vocab_size},
+                                      {"hidden_size", c.hidden_size},
+                                      {"n_layers", c.n_layers},
+                                      {"n_heads", c.n_heads},
+                                      {"n_kv_heads", c.n_kv_heads},
+                                      {"head_dim", c.head_dim},
+                                      {"rope_theta", c.rope_theta},
+                                      {"rms_norm_eps", c.rms_norm_eps},
+                                      {"tie_word_embeddings", c.tie_word_embeddings},
+                                      {"attention_bias", c.attention_bias},
+                                      {"qk_norm", static_cast<int>(c.qk_norm)},
+                                      {"n_experts", c.n_experts},
+                                      {"n_experts_per_token", c.n_experts_per_token},
+                                      {"moe_intermediate_size", c.moe_intermediate_size},
+                                      {"dense_intermediate_size", c.dense_intermediate_size},
+                                      {"norm_topk_prob", c.norm_topk_prob},
+                                      {"router_scoring", static_cast<int>(c.router_scoring)},
+                                      {"layer_is_moe", c.layer_is_moe}};
   std::vector<const TensorLocation*> sorted;
-  for (const auto& [name, loc] : tensors_) sorted.push_back(&loc);
+  for (const RequiredTensor& req : required_tensors(config_)) {
+    sorted.push_back(&tensor(req.role, req.layer, req.expert));
+  }
   std::sort(sorted.begin(), sorted.end(),
             [](const TensorLocation* a, const TensorLocation* b) { return a->name < b->name; });
   Sha256 hash;
-  hash.update("dancemoe-model-id-v1\n");
-  hash.update(canonical_config);
-  for (const TensorLocation* t : sorted) {
-    hash.update("\n" + t->name + " " + std::string(dtype_name(t->dtype)) + " " +
-                shape_text(t->shape));
-  }
-  if (manifest_) {
-    const Digest manifest = manifest_->identity();
-    hash.update("\nmanifest " + to_hex(manifest));
+  hash.update("dancemoe-model-id-v2\n");
+  hash.update(canonical.dump());
+  for (const TensorLocation* t : sorted) hash.update("\n" + t->name + " " + shape_text(t->shape));
+  if (const std::optional<Digest> manifest = manifest_identity()) {
+    hash.update("\nmanifest " + to_hex(*manifest));
   }
   std::array<uint8_t, 32> digest = hash.finish();
   model_id_ = to_hex(std::span<const uint8_t>(digest.data(), 16));
+}
+
+std::optional<Digest> Checkpoint::manifest_identity() const {
+  if (manifest_) return manifest_->identity();
+  if (gguf_) return gguf_->manifest_identity();
+  return std::nullopt;
+}
+
+kernels::WeightType Checkpoint::expert_type() const {
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    if (config_.layer_is_moe[static_cast<size_t>(l)])
+      return tensor(TensorRole::kExpertGate, l).type;
+  }
+  return tensor(TensorRole::kQ, 0).type;
 }
 
 const TensorLocation* Checkpoint::find(std::string_view name) const {
@@ -211,6 +283,23 @@ bool Checkpoint::has(TensorRole role, int64_t layer, int64_t expert) const {
 }
 
 Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
+  if (t.mapped != nullptr) {
+    if (!t.interleaved_qk) {
+      std::memcpy(dst, t.mapped, t.n_bytes);
+      return Status::ok();
+    }
+    // llama.cpp's q/k row order -> HF's: HF row r is stored at llama_qk_row(r).
+    const int64_t rows = t.shape[0];
+    const uint64_t row_bytes = t.n_bytes / static_cast<uint64_t>(rows);
+    auto* out = static_cast<uint8_t*>(dst);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(
+          out + static_cast<uint64_t>(r) * row_bytes,
+          t.mapped + static_cast<uint64_t>(gguf::llama_qk_row(r, config_.head_dim)) * row_bytes,
+          row_bytes);
+    }
+    return Status::ok();
+  }
   const int fd = fds_[t.file_index].get();
   auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
@@ -252,9 +341,30 @@ uint64_t Checkpoint::total_bytes() const {
 }
 
 std::optional<std::filesystem::path> Checkpoint::tokenizer_path() const {
+  if (gguf_ != nullptr) return std::nullopt;
   std::filesystem::path p = dir_ / "tokenizer.json";
   if (std::filesystem::exists(p)) return p;
   return std::nullopt;
+}
+
+Result<std::unique_ptr<tokenizer::Tokenizer>> Checkpoint::load_tokenizer() const {
+  if (gguf_ != nullptr) {
+    if (!gguf_->tokenizer()) {
+      return not_found(files_[0].string() + ": the GGUF file has no tokenizer (tokenizer.ggml.*)");
+    }
+    return tokenizer::Tokenizer::from_json_text(gguf_->tokenizer()->tokenizer_json,
+                                                gguf_->tokenizer()->tokenizer_config_json,
+                                                files_[0].string() + " (tokenizer metadata)");
+  }
+  const std::optional<std::filesystem::path> path = tokenizer_path();
+  if (!path) return not_found(dir_.string() + ": no tokenizer.json");
+  return tokenizer::Tokenizer::load(*path);
+}
+
+std::string Checkpoint::tokenizer_source() const {
+  if (gguf_ != nullptr) return gguf_->tokenizer() ? files_[0].string() + " (metadata)" : "";
+  const std::optional<std::filesystem::path> path = tokenizer_path();
+  return path ? path->string() : "";
 }
 
 }  // namespace dancemoe

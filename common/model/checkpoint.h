@@ -1,12 +1,20 @@
-// Checkpoint: a HuggingFace-layout model directory opened for reading.
-//
-// open() reads config.json (+ generation_config.json), the safetensors
-// headers of model.safetensors or of every shard listed in
-// model.safetensors.index.json, and checks that every tensor the
-// architecture needs is present with the shape config.json implies -- all
-// before any tensor data is read. Tensor bytes are then read on demand with
-// read_tensor() (pread; safe from several threads at once). The Checkpoint
-// owns its open file descriptors.
+// Checkpoint: a model's weights opened for reading -- the one abstraction
+// over the two on-disk formats:
+//   - a HuggingFace-layout directory: open() reads config.json
+//     (+ generation_config.json) and the safetensors headers of
+//     model.safetensors or of every shard listed in
+//     model.safetensors.index.json; tensor bytes are read on demand with
+//     read_tensor() (pread);
+//   - a GGUF file, a directory holding one, or a split set
+//     (gguf/gguf_model.h): memory-mapped; the metadata gives the config and
+//     the tokenizer; every tensor is also reachable in place
+//     (TensorLocation::mapped), so weights in a format the kernels compute
+//     with need no copy.
+// Either way every tensor the architecture needs is checked (present, its
+// shape what the config implies) before any tensor data is read, and
+// tensors are named by their HuggingFace names (config().tensor_name). The
+// Checkpoint owns its file descriptors / mappings; read_tensor is safe from
+// several threads at once.
 #pragma once
 
 #include <cstdint>
@@ -24,26 +32,46 @@
 #include "common/model/expert_manifest.h"
 #include "common/model/model_config.h"
 #include "common/tensor/dtype.h"
+#include "common/tokenizer/tokenizer.h"
+#include "kernels/kernels.h"
 
 namespace dancemoe {
 
 // Called as weight bytes are read: (bytes done, bytes total).
 using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 
+namespace gguf {
+class GgufModel;
+}
+
 struct TensorLocation {
   std::string name;
-  DType dtype = DType::kF32;
-  std::vector<int64_t> shape;
+  kernels::WeightType type = kernels::WeightType::kF32;  // element or block format
+  std::vector<int64_t> shape;                            // HF order: [rows, cols] or [n]
   uint32_t file_index = 0;
   uint64_t file_offset = 0;  // absolute offset in that file
   uint64_t n_bytes = 0;
+  // GGUF: the bytes inside the file's memory mapping (valid while the
+  // Checkpoint lives); null for safetensors files.
+  const uint8_t* mapped = nullptr;
+  // GGUF "llama" q/k: rows stored in llama.cpp's interleaved order.
+  // read_tensor() returns HF order; `mapped` does not.
+  bool interleaved_qk = false;
+
+  // The bytes can be used where they are, as they are.
+  bool usable_in_place() const { return mapped != nullptr && !interleaved_qk; }
 };
 
 class Checkpoint {
  public:
-  static Result<std::unique_ptr<Checkpoint>> open(const std::filesystem::path& model_dir);
+  // `model`: a HuggingFace directory, a .gguf file, or a directory holding
+  // one GGUF model (gguf::is_gguf_path decides).
+  static Result<std::unique_ptr<Checkpoint>> open(const std::filesystem::path& model);
+  ~Checkpoint();
 
+  // The path open() was given (a directory or a .gguf file).
   const std::filesystem::path& dir() const { return dir_; }
+  bool is_gguf() const { return gguf_ != nullptr; }
   const ModelConfig& config() const { return config_; }
   const std::vector<std::filesystem::path>& files() const { return files_; }
 
@@ -53,30 +81,50 @@ class Checkpoint {
   const TensorLocation& tensor(TensorRole role, int64_t layer = 0, int64_t expert = 0) const;
   bool has(TensorRole role, int64_t layer = 0, int64_t expert = 0) const;
 
-  // Reads a tensor's bytes into dst (n_bytes of them).
+  // Reads a tensor's bytes into dst (n_bytes of them), rows in HF order.
   Status read_tensor(const TensorLocation& tensor, void* dst) const;
 
-  // Stable identity: SHA-256 over the canonical config.json, the sorted
-  // tensor index (names, dtypes, shapes) and, when the directory has one,
-  // the expert manifest's digests; 32 hex characters.
+  // Stable identity of the model, whatever its file format or precision:
+  // SHA-256 over the architecture and shapes (the ModelConfig fields that
+  // define the computation), the sorted tensor index (HF names and shapes,
+  // not dtypes) and the expert manifest's identity when there is one
+  // (expert_manifest.h; a GGUF written by `dancemoe quantize` carries its
+  // source's, see manifest_identity()); 32 hex characters. A GGUF
+  // quantization of a checkpoint has the checkpoint's id: precision is
+  // reported separately (expert_type()).
   const std::string& model_id() const { return model_id_; }
-  // The per-expert digests (expert_manifest.h); nullptr without a manifest.
+  // The per-expert digests (expert_manifest.h) of the experts as stored;
+  // nullptr without a manifest. A GGUF file has none: its experts are
+  // loaded unverified.
   const ExpertManifest* manifest() const { return manifest_ ? &*manifest_ : nullptr; }
+  // The identity of the manifest of the weights this checkpoint was made
+  // from: its own manifest's, or the one a GGUF's metadata names
+  // (gguf::kKeyManifestIdentity); nullopt when neither.
+  std::optional<Digest> manifest_identity() const;
+  // The format of the experts' weights as stored (the first expert's gate;
+  // a mixture may store down projections differently).
+  kernels::WeightType expert_type() const;
 
   // Exact bytes of one expert's weights (gate + up + down), and of the dense part.
   uint64_t expert_bytes(int64_t layer, int64_t expert) const;
   uint64_t dense_bytes() const;
   uint64_t total_bytes() const;
 
-  // tokenizer.json beside the weights, when present.
+  // tokenizer.json beside the weights, when present (HuggingFace layout).
   std::optional<std::filesystem::path> tokenizer_path() const;
+  // The model's tokenizer: tokenizer.json, or the GGUF metadata's;
+  // not_found when there is none.
+  Result<std::unique_ptr<tokenizer::Tokenizer>> load_tokenizer() const;
+  // Where the tokenizer comes from, for messages ("" when none).
+  std::string tokenizer_source() const;
 
  private:
-  Checkpoint() = default;
+  Checkpoint();
+  Status open_gguf(const std::filesystem::path& path);
   Status index_file(uint32_t file_index, const std::filesystem::path& path,
                     const std::unordered_map<std::string, std::string>* expected_names);
   Status check_required_tensors() const;
-  void compute_model_id(const std::string& canonical_config);
+  void compute_model_id();
 
   std::filesystem::path dir_;
   ModelConfig config_;
@@ -85,6 +133,7 @@ class Checkpoint {
   std::unordered_map<std::string, TensorLocation> tensors_;
   std::optional<ExpertManifest> manifest_;
   std::string model_id_;
+  std::unique_ptr<gguf::GgufModel> gguf_;
 };
 
 }  // namespace dancemoe

@@ -17,7 +17,9 @@ std::string where(ExpertRef key) {
   return "layer " + std::to_string(key.layer) + " expert " + std::to_string(key.expert);
 }
 
-std::optional<Digest> from_hex(const std::string& text) {
+}  // namespace
+
+std::optional<Digest> digest_from_hex(std::string_view text) {
   if (text.size() != 64) return std::nullopt;
   Digest out{};
   for (size_t i = 0; i < 32; ++i) {
@@ -34,8 +36,6 @@ std::optional<Digest> from_hex(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 Digest expert_digest(std::span<const uint8_t> gate, std::span<const uint8_t> up,
                      std::span<const uint8_t> down) {
@@ -82,7 +82,7 @@ Result<std::optional<ExpertManifest>> ExpertManifest::read(const std::filesystem
     std::vector<Digest>& digests = m.digests_[static_cast<size_t>(layer)];
     for (size_t e = 0; e < list.size(); ++e) {
       std::optional<Digest> d =
-          list[e].is_string() ? from_hex(list[e].get<std::string>()) : std::nullopt;
+          list[e].is_string() ? digest_from_hex(list[e].get<std::string>()) : std::nullopt;
       if (!d) {
         return invalid_argument(at + "[" + std::to_string(e) +
                                 "]: expected 64 lower-case hex digits (SHA-256)");

@@ -29,6 +29,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "common/base/status.h"
@@ -67,6 +68,9 @@ class ExpertManifest {
   // [layer] -> digests of its experts (empty for a dense layer).
   std::vector<std::vector<Digest>> digests_;
 };
+
+// A digest written as 64 lower-case hex characters; nullopt otherwise.
+std::optional<Digest> digest_from_hex(std::string_view text);
 
 // The digest of one expert's three tensors, each given as its bytes, in order.
 Digest expert_digest(std::span<const uint8_t> gate, std::span<const uint8_t> up,

@@ -66,6 +66,8 @@ struct Encoder {
     auto http_endpoint = b.CreateString(m.http_endpoint);
     auto resident = refs(m.resident);
     auto resident_devices = b.CreateVector(m.resident_devices);
+    auto expert_type = b.CreateString(m.expert_type);
+    auto expert_layer_bytes = b.CreateVector(m.expert_layer_bytes);
     w::RegisterBuilder rb(b);
     rb.add_node_id(node_id);
     rb.add_model_id(model_id);
@@ -77,6 +79,8 @@ struct Encoder {
     rb.add_placement_version(m.placement_version);
     rb.add_resident_devices(resident_devices);
     rb.add_migration_headroom_bytes(m.migration_headroom_bytes);
+    rb.add_expert_type(expert_type);
+    rb.add_expert_layer_bytes(expert_layer_bytes);
     return {w::Body::Register, rb.Finish().Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const RegisterReply& m) {
@@ -334,6 +338,11 @@ Result<Body> Decoder::decode_register(const w::Envelope& e) const {
   }
   r.placement_version = m->placement_version();
   r.migration_headroom_bytes = m->migration_headroom_bytes();
+  DMOE_RETURN_IF_ERROR(string(m->expert_type(), "Register.expert_type", &r.expert_type));
+  DMOE_RETURN_IF_ERROR(list_size(m->expert_layer_bytes(), "Register.expert_layer_bytes"));
+  if (m->expert_layer_bytes()) {
+    r.expert_layer_bytes.assign(m->expert_layer_bytes()->begin(), m->expert_layer_bytes()->end());
+  }
   return Body(std::move(r));
 }
 

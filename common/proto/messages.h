@@ -21,8 +21,9 @@ namespace dancemoe::proto {
 inline constexpr uint16_t kProtocolMajor = 1;
 // 1.1: devices' kind and compute in reports; 1.2: Members, Heartbeat's
 // members version, Register's migration headroom (docs/security.md); 1.3:
-// co-activation pairs in reports.
-inline constexpr uint16_t kProtocolMinor = 3;
+// co-activation pairs in reports; 1.4: Register's expert type and held
+// expert sizes (docs/quantization.md).
+inline constexpr uint16_t kProtocolMinor = 4;
 
 // Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
@@ -74,6 +75,8 @@ struct Register {
   std::vector<uint16_t> resident_devices;
   uint64_t placement_version = 0;
   uint64_t migration_headroom_bytes = 0;
+  std::string expert_type;                   // "" from a node before 1.4
+  std::vector<uint64_t> expert_layer_bytes;  // per MoE layer, as held
   friend bool operator==(const Register&, const Register&) = default;
 };
 

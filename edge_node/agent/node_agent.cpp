@@ -10,6 +10,7 @@
 #include "common/placement/placement_json.h"
 #include "edge_node/agent/node_preflight.h"
 #include "edge_node/agent/node_resources.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::node {
 namespace {
@@ -112,10 +113,12 @@ Status NodeAgent::build_runtime() {
         o.model_dir, ExpertManifest::kFileName);
   }
   const ModelConfig& config = ckpt.config();
-  if (std::optional<std::filesystem::path> tok = ckpt.tokenizer_path()) {
-    DMOE_ASSIGN_OR_RETURN(p.tokenizer, tokenizer::Tokenizer::load(*tok));
+  if (Result<std::unique_ptr<tokenizer::Tokenizer>> tok = ckpt.load_tokenizer(); tok.is_ok()) {
+    p.tokenizer = std::move(tok).value();
+  } else if (tok.status().code() == StatusCode::kNotFound) {
+    spdlog::warn("{}; prompts must be sent as prompt_tokens", tok.status().message());
   } else {
-    spdlog::warn("{}: no tokenizer.json; prompts must be sent as prompt_tokens", o.model_dir);
+    return tok.status();
   }
   p.table = std::make_unique<HolderTableHandle>(HolderTable::empty(config));
   std::vector<std::string> device_names;
@@ -142,6 +145,7 @@ Status NodeAgent::build_runtime() {
   RuntimeOptions runtime;
   runtime.devices = devices.devices;
   runtime.precision = devices.precision;
+  runtime.expert_type = o.expert_type;
   runtime.experts = std::vector<ExpertRef>{};
   runtime.expert_memory_bytes = devices.expert_memory_bytes;
   runtime.host_reserved_bytes = devices.host_reserved_bytes;
@@ -280,6 +284,15 @@ proto::Register NodeAgent::registration() const {
     r.resident_devices.push_back(static_cast<uint16_t>(d));
   r.placement_version = p.migration->committed_version();
   r.migration_headroom_bytes = p.migration_headroom;
+  // The precision of the experts and their sizes as held, which the
+  // scheduler packs with (quantized experts take less room).
+  r.expert_type = std::string(kernels::weight_type_name(p.store().held_type()));
+  const ModelConfig& config = p.checkpoint().config();
+  for (int32_t l = 0; l < config.n_layers; ++l) {
+    if (config.layer_is_moe[static_cast<size_t>(l)]) {
+      r.expert_layer_bytes.push_back(p.store().expert_bytes({l, 0}));
+    }
+  }
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/base/byte_size.h"
 #include "common/net/endpoint.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::node {
 
@@ -20,6 +21,7 @@ struct RawNodeFlags {
   std::string migration_headroom;
   std::string offload_cache = "256M";
   std::string precision = "bf16";
+  std::string expert_type;
   std::string wire_dtype = "bf16";
   std::string call_timeout = "1000ms";
   std::string report_interval = "10s";
@@ -113,7 +115,9 @@ Result<std::string> default_experts_bind(const std::string& advertise) {
 
 std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   auto raw = std::make_shared<RawNodeFlags>();
-  app.add_option("--model", o->model_dir, "HuggingFace-layout model directory (this node's copy)")
+  app.add_option("--model", o->model_dir,
+                 "this node's copy of the model: a HuggingFace directory, or a .gguf file (or a "
+                 "directory holding one, or a split set)")
       ->required();
   app.add_option("--node-id", o->node_id, "this node's id in the cluster (unique, no commas)")
       ->required();
@@ -168,6 +172,10 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_option("--precision", raw->precision, "activation precision: bf16 or f32")
       ->capture_default_str();
+  app.add_option("--expert-type", raw->expert_type,
+                 "hold experts in this format, quantizing them at load from the model files: "
+                 "q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or f32 (default: as stored); the "
+                 "node reports it, and the sizes it holds, to the scheduler");
   app.add_option("--wire-dtype", raw->wire_dtype, "hidden states on the wire: bf16 or f32")
       ->capture_default_str();
   app.add_option("--call-timeout-ms", raw->call_timeout,
@@ -264,6 +272,16 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (!precision)
     return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");
   o->precision = *precision;
+  if (!raw.expert_type.empty()) {
+    kernels::WeightType type;
+    if (!kernels::parse_weight_type(raw.expert_type, &type)) {
+      return invalid_argument(
+          "--expert-type: expected q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or "
+          "f32, got '" +
+          raw.expert_type + "'");
+    }
+    o->expert_type = type;
+  }
   if (raw.wire_dtype == "bf16") {
     o->wire_dtype = DType::kBF16;
   } else if (raw.wire_dtype == "f32") {

@@ -13,6 +13,7 @@
 #include "common/inference/compute_precision.h"
 #include "common/tensor/dtype.h"
 #include "edge_node/migration/migration_executor.h"
+#include "kernels/kernels.h"
 
 namespace CLI {
 class App;
@@ -57,6 +58,7 @@ struct NodeOptions {
   int service_workers = 1;
   int service_threads = 0;  // per device; 0: as many as the device has
   ComputePrecision precision = ComputePrecision::kBF16;
+  std::optional<kernels::WeightType> expert_type;  // --expert-type; nullopt: as stored
   DType wire_dtype = DType::kBF16;
   std::chrono::milliseconds call_timeout{1000};
   int call_attempts = 2;

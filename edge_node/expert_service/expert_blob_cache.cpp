@@ -3,13 +3,13 @@
 #include <cstring>
 
 #include "common/base/sha256.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::node {
 namespace {
 
 size_t view_bytes(const kernels::WeightView& w) {
-  const size_t elem = w.type == kernels::WeightType::kF32 ? 4 : 2;
-  return static_cast<size_t>(w.rows * w.cols) * elem;
+  return static_cast<size_t>(w.rows * kernels::weight_row_bytes(w.type, w.cols));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // ExpertBlobCache: resident experts serialised for transfer to a peer that
-// lacks the model files (migration, DESIGN.md §5.6): the weight bytes in the
-// checkpoint's layout -- gate, up, down back to back in their stored dtype,
-// exactly what ExpertStore::install() takes -- and their SHA-256. A peer
+// lacks the model files (migration, DESIGN.md §5.6): the weight bytes as the
+// store holds them -- gate, up, down back to back in their held format
+// (quantized blocks for a GGUF model or --expert-type), exactly what
+// ExpertStore::install() takes -- and their SHA-256. A peer
 // fetches an expert chunk by chunk, so the serialised form and its hash are
 // kept for the few experts being fetched (LRU, bounded by count).
 //

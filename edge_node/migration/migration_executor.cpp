@@ -115,6 +115,11 @@ Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
     spdlog::warn("migration: cannot read {} from local files ({}); fetching it from a peer",
                  key_name(key), local.message());
   }
+  // A converted expert (--expert-type) of a model with a manifest cannot be
+  // verified from a peer's bytes: no fetch (install() refuses the same).
+  if (Status installable = store_.check_installable(key); !installable.is_ok()) {
+    return installable.with_context("local files: " + local.message());
+  }
   // Peers that hold it now (committed table) first, then those that will.
   std::vector<PeerInfo> sources;
   const std::shared_ptr<const HolderTable> committed = table_.get();
@@ -127,7 +132,8 @@ Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
     }
   }
   // With a manifest, a source whose bytes do not match it is skipped for
-  // the next one (install() checks the same again).
+  // the next one (install() checks the same again); the bytes fetched are
+  // as held, which check_installable() made the stored ones.
   const ExpertManifest* manifest = checkpoint_.manifest();
   Result<std::vector<uint8_t>> bytes = fetcher.fetch(key, store_.expert_bytes(key), sources,
                                                      manifest ? manifest->find(key) : nullptr);

@@ -17,12 +17,17 @@ namespace {
 
 using C = SchedulerConfig;
 
-const std::array<ConfigKey, 28> kKeys = {{
-    {"model", "model directory (HuggingFace layout; only config.json and headers are read)",
+const std::array<ConfigKey, 29> kKeys = {{
+    {"model",
+     "model: a HuggingFace directory or a GGUF file (only the config and headers are read)",
      &C::model_dir},
     {"control", "ZeroMQ control endpoint nodes and the CLI connect to", &C::control},
     {"db", "SQLite database file (created if missing)", &C::db},
     {"cluster_id", "cluster id; envelopes with another cluster id are refused", &C::cluster_id},
+    {"expert_types",
+     "expert precisions nodes may hold besides the model file's own, comma-separated (e.g. "
+     "q4_K,q8_0; * for any; default: only the model file's)",
+     &C::expert_types},
     {"interval", "placement period, seconds", &C::interval_s},
     {"heartbeat_interval", "heartbeat period told to nodes, seconds", &C::heartbeat_interval_s},
     {"heartbeat_misses", "missed heartbeats after which a node is marked down",

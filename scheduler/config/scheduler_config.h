@@ -52,6 +52,10 @@ struct SchedulerConfig {
   // Loopback by default; rights as on the control port (http_access.h).
   std::string http = "127.0.0.1:8090";
   std::string http_token;  // --insecure only: a shared bearer token; empty: none
+  // Expert precisions nodes may hold besides the model file's own
+  // (comma-separated, e.g. "q4_K,q8_0"; "*": any). Empty: every node must
+  // hold the model file's precision.
+  std::string expert_types;
 
   // The horizon actually used.
   double effective_horizon_s() const { return horizon_s > 0 ? horizon_s : interval_s; }

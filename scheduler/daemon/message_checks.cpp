@@ -73,6 +73,19 @@ Status check_register(const proto::Register& reg, const std::string& sender, con
                               std::to_string(d.load_bytes_per_s));
     }
   }
+  if (!reg.expert_layer_bytes.empty() && reg.expert_layer_bytes.size() != model.moe_layers.size()) {
+    return invalid_argument("Register.expert_layer_bytes has " +
+                            num(reg.expert_layer_bytes.size()) + " entries for the model's " +
+                            num(model.moe_layers.size()) + " MoE layers");
+  }
+  for (uint64_t bytes : reg.expert_layer_bytes) {
+    DMOE_RETURN_IF_ERROR(
+        at_most(bytes, limits.max_device_budget_bytes, "Register.expert_layer_bytes"));
+    if (bytes == 0) return invalid_argument("Register.expert_layer_bytes: an expert of 0 bytes");
+  }
+  if (reg.expert_type.size() > 16) {
+    return invalid_argument("Register.expert_type: at most 16 characters");
+  }
   if (!reg.resident_devices.empty() && reg.resident_devices.size() != reg.resident.size()) {
     return invalid_argument("Register.resident_devices has " + num(reg.resident_devices.size()) +
                             " entries for " + num(reg.resident.size()) + " resident experts");

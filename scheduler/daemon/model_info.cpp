@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/model/checkpoint.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::scheduler {
 namespace {
@@ -26,6 +27,7 @@ Result<ModelInfo> ModelInfo::from_directory(const std::filesystem::path& dir) {
   const ModelConfig& config = checkpoint->config();
   ModelInfo info;
   info.model_id = checkpoint->model_id();
+  info.expert_type = std::string(kernels::weight_type_name(checkpoint->expert_type()));
   info.dir = dir;
   info.n_layers = static_cast<int32_t>(config.n_layers);
   info.n_experts = static_cast<int32_t>(config.n_experts);
@@ -54,6 +56,14 @@ Result<ModelInfo> ModelInfo::from_directory(const std::filesystem::path& dir) {
   info.shape = placement::ModelShape(std::move(layers));
   build_index(&info);
   return info;
+}
+
+void ModelInfo::admit_expert_sizes(const std::vector<uint64_t>& layer_bytes) {
+  std::vector<placement::LayerShape> layers = shape.layers();
+  for (size_t i = 0; i < layers.size() && i < layer_bytes.size(); ++i) {
+    layers[i].expert_bytes = std::max(layers[i].expert_bytes, layer_bytes[i]);
+  }
+  shape = placement::ModelShape(std::move(layers));
 }
 
 ModelInfo ModelInfo::synthetic(std::string model_id, int32_t n_layers, int32_t n_experts,

@@ -1,7 +1,10 @@
 // What the scheduler knows of the model: its id (nodes with another one are
 // refused), which layers are MoE layers, experts per layer, top-k, and the
-// exact bytes of each layer's experts -- all from config.json and the
-// safetensors headers (Checkpoint::open reads no tensor data).
+// exact bytes of each layer's experts -- all from the model's config and
+// headers (Checkpoint::open reads no tensor data; a GGUF file's quantized
+// sizes included). Nodes may hold experts in another precision when the
+// scheduler allows it (expert_types): each layer's size is then the largest
+// held by any admitted node (admit_expert_sizes).
 //
 // Layer numbering: on the wire and in the database a layer is the model's
 // layer index (ExpertRef.layer, ExpertCount.layer), so dense layers keep
@@ -26,6 +29,8 @@ namespace dancemoe::scheduler {
 
 struct ModelInfo {
   std::string model_id;
+  // The format of the scheduler's model file's experts ("bf16", "q4_K", ...).
+  std::string expert_type;
   std::filesystem::path dir;
   int32_t n_layers = 0;             // all layers, dense ones included
   std::vector<int32_t> moe_layers;  // model layer index of each MoE layer
@@ -41,6 +46,11 @@ struct ModelInfo {
   static ModelInfo synthetic(std::string model_id, int32_t n_layers, int32_t n_experts,
                              int32_t n_experts_per_token, uint64_t expert_bytes,
                              std::vector<int32_t> moe_layers = {});
+
+  // A node holds experts in `expert_type` with these bytes per MoE layer:
+  // each layer's size becomes the largest any admitted node holds, so that
+  // packing never overfills a node whatever its precision.
+  void admit_expert_sizes(const std::vector<uint64_t>& layer_bytes);
 
   // Flat id of a wire (layer, expert); -1 when it is not an expert of the model.
   int32_t flat(uint32_t layer, uint32_t expert) const { return index.flat(layer, expert); }

@@ -213,6 +213,20 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
     refuse(why, who.node ? Rejection::kKeyBinding : Rejection::kNotPermitted);
     return;
   }
+  // Precision: the model file's, or one the operator allowed (expert_types).
+  if (!reg.expert_type.empty() && reg.expert_type != model_.expert_type) {
+    const auto& allowed = options_.allowed_expert_types;
+    const bool ok = std::find(allowed.begin(), allowed.end(), "*") != allowed.end() ||
+                    std::find(allowed.begin(), allowed.end(), reg.expert_type) != allowed.end();
+    if (!ok) {
+      refuse("node " + reg.node_id + " holds its experts in " + reg.expert_type +
+                 ", the scheduler's model in " + model_.expert_type + "; list " + reg.expert_type +
+                 " in the scheduler's expert_types to allow it",
+             Rejection::kModelMismatch);
+      return;
+    }
+  }
+  if (!reg.expert_layer_bytes.empty()) model_.admit_expert_sizes(reg.expert_layer_bytes);
   const int64_t now = clock_->steady_ms();
   const int64_t wall = clock_->wall_ms();
   store::NodeRecord record;

@@ -13,6 +13,17 @@ int64_t ms(double seconds) { return static_cast<int64_t>(std::llround(seconds * 
 ServiceOptions service_options(const SchedulerConfig& c) {
   ServiceOptions o;
   o.cluster_id = c.cluster_id;
+  {
+    std::string item;
+    for (char ch : c.expert_types + ",") {
+      if (ch == ',' || ch == ' ') {
+        if (!item.empty()) o.allowed_expert_types.push_back(item);
+        item.clear();
+      } else {
+        item += ch;
+      }
+    }
+  }
   o.interval_ms = ms(c.interval_s);
   o.heartbeat_interval_ms = std::max<int64_t>(1, ms(c.heartbeat_interval_s));
   o.heartbeat_misses = c.heartbeat_misses;

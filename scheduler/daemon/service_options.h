@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "scheduler/config/scheduler_config.h"
 #include "scheduler/daemon/message_checks.h"
@@ -14,6 +15,9 @@ namespace dancemoe::scheduler {
 
 struct ServiceOptions {
   std::string cluster_id = "default";
+  // Expert precisions (weight_type_name) nodes may hold besides the model
+  // file's own; "*" allows any.
+  std::vector<std::string> allowed_expert_types;
   int64_t interval_ms = 300'000;
   int64_t heartbeat_interval_ms = 2'000;
   int64_t heartbeat_misses = 3;

@@ -9,7 +9,9 @@
 // Shapes are the medium preset's (hidden 1024, expert 512).
 //
 // usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]
-//                            [--only gemv|gemm|quantize_x] [--type q4_K|...]
+//                            [--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE]
+// --mmap FILE puts the GEMV weights in a memory-mapped file (page-cache
+// pages, as GGUF weights computed in place) instead of anonymous huge pages.
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
 #include <algorithm>
 #include <barrier>
@@ -24,7 +26,9 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 #include "kernels/cpu/memory_bandwidth.h"
@@ -42,6 +46,9 @@ struct Options {
   double seconds = 0.3;
   int64_t pool_mib = 512;
   bool scalar = true;
+  // --mmap FILE: the GEMV pool lives in this file, memory-mapped (page-cache
+  // pages, as a GGUF's weights used in place), instead of anonymous memory.
+  std::string mmap_file;
   std::string only;  // "", "gemv", "gemm" or "quantize_x"
   std::string type;  // "": every type
 };
@@ -65,10 +72,12 @@ struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
 };
 
-// Copies of one quantized matrix filling about pool_bytes (huge pages).
+// Copies of one quantized matrix filling about pool_bytes: anonymous memory
+// on huge pages, or (mmap_file) a file written with the copies and mapped.
 class Pool {
  public:
-  Pool(const Shape& s, WeightType type, int64_t pool_bytes) : shape_(s), type_(type) {
+  Pool(const Shape& s, WeightType type, int64_t pool_bytes, const std::string& mmap_file = "")
+      : shape_(s), type_(type) {
     const int64_t matrix = s.rows * weight_row_bytes(type, s.cols);
     stride_ = (matrix + 255) / 256 * 256;
     n_copies_ = std::max<int64_t>(1, pool_bytes / stride_);
@@ -87,9 +96,34 @@ class Pool {
       std::memcpy(data_.get() + c * stride_, data_.get(), static_cast<size_t>(matrix));
     }
     bytes_ = matrix;
+    base_ = data_.get();
+#if defined(__linux__)
+    if (!mmap_file.empty()) {
+      FILE* f = std::fopen(mmap_file.c_str(), "wb");
+      if (f == nullptr || std::fwrite(data_.get(), 1, static_cast<size_t>(total), f) !=
+                              static_cast<size_t>(total)) {
+        std::fprintf(stderr, "cannot write %s\n", mmap_file.c_str());
+        std::exit(1);
+      }
+      std::fclose(f);
+      const int fd = open(mmap_file.c_str(), O_RDONLY);
+      void* m = mmap(nullptr, static_cast<size_t>(total), PROT_READ, MAP_SHARED, fd, 0);
+      close(fd);
+      if (m == MAP_FAILED) std::exit(1);
+      mapped_ = m;
+      mapped_bytes_ = total;
+      base_ = static_cast<uint8_t*>(m);
+      data_.reset();
+    }
+#endif
+  }
+  ~Pool() {
+#if defined(__linux__)
+    if (mapped_ != nullptr) munmap(mapped_, static_cast<size_t>(mapped_bytes_));
+#endif
   }
   WeightView copy(int64_t i) const {
-    return WeightView{data_.get() + (i % n_copies_) * stride_, type_, shape_.rows, shape_.cols};
+    return WeightView{base_ + (i % n_copies_) * stride_, type_, shape_.rows, shape_.cols};
   }
   int64_t matrix_bytes() const { return bytes_; }
 
@@ -98,6 +132,9 @@ class Pool {
   WeightType type_;
   int64_t stride_ = 0, n_copies_ = 0, bytes_ = 0;
   std::unique_ptr<uint8_t, FreeDeleter> data_;
+  const uint8_t* base_ = nullptr;
+  void* mapped_ = nullptr;
+  int64_t mapped_bytes_ = 0;
 };
 
 // Activations of n tokens, f32, bf16 and quantized for `type`.
@@ -188,7 +225,7 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
   for (const Shape& s : kShapes) {
     for (WeightType type : kTypes) {
       if (!wanted(opts, type)) continue;
-      const Pool pool(s, type, opts.pool_mib << 20);
+      const Pool pool(s, type, opts.pool_mib << 20, opts.mmap_file);
       std::vector<Variant> variants;
       variants.push_back({"read", [&](int64_t i) {
                             const WeightView w = pool.copy(i);
@@ -298,10 +335,12 @@ int run(int argc, char** argv) {
       opts.only = argv[++i];
     } else if (arg == "--type" && i + 1 < argc) {
       opts.type = argv[++i];
+    } else if (arg == "--mmap" && i + 1 < argc) {
+      opts.mmap_file = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
-                   "[--only gemv|gemm|quantize_x] [--type q4_K|...]\n");
+                   "[--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE]\n");
       return 2;
     }
   }

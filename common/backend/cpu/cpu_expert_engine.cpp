@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/quant_format.h"
+
 namespace dancemoe::backend {
 namespace {
 
@@ -48,6 +50,29 @@ void CpuExpertEngine::plan_slices(std::span<const ExpertJob> jobs, bool down,
   }
 }
 
+void CpuExpertEngine::quantize_hidden(const kernels::CpuKernels& k,
+                                      std::span<const ExpertJob> jobs) {
+  hidden_q_offsets_.assign(jobs.size(), -1);
+  if (precision_ != ComputePrecision::kBF16) return;
+  int64_t bytes = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const ExpertJob& job = jobs[j];
+    if (job.tokens.empty() || !kernels::is_block_format(job.down.type)) continue;
+    hidden_q_offsets_[j] = bytes;
+    bytes += static_cast<int64_t>(job.tokens.size()) *
+             kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
+  }
+  if (bytes == 0) return;
+  if (hidden_q_.size() < static_cast<size_t>(bytes)) hidden_q_.resize(static_cast<size_t>(bytes));
+  pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j, int) {
+    const int64_t at = hidden_q_offsets_[static_cast<size_t>(j)];
+    if (at < 0) return;
+    const ExpertJob& job = jobs[static_cast<size_t>(j)];
+    k.quantize_x(job.down.type, hidden_f32_.data() + inter_offsets_[static_cast<size_t>(j)],
+                 static_cast<int64_t>(job.tokens.size()), job.down.cols, hidden_q_.data() + at);
+  });
+}
+
 void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,
                             int64_t hidden, float* out) {
   const kernels::CpuKernels& k = kernels::cpu_kernels();
@@ -71,7 +96,12 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
                   x + jobs[j].tokens[i] * hidden, static_cast<size_t>(hidden) * sizeof(float));
     }
   }
-  gathered_.round_to_bf16(k, rows);
+  gathered_.prepare(k, rows);
+  for (const ExpertJob& job : jobs) {
+    if (job.tokens.empty()) continue;
+    gathered_.quantize_for(k, job.gate.type, rows);
+    gathered_.quantize_for(k, job.up.type, rows);
+  }
   const size_t n_inter = static_cast<size_t>(inter_elements);
   if (gate_.size() < n_inter) {
     gate_.resize(n_inter);
@@ -92,7 +122,7 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
     const int64_t inter = job.gate.rows;
     const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
     const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
-    const ActivationsView xj{xg.f32 + row0 * hidden, xg.bf16 ? xg.bf16 + row0 * hidden : nullptr};
+    const ActivationsView xj = xg.rows_from(row0, hidden);
     float* g = gate_.data() + off;
     float* u = up_.data() + off;
     matmul_rows(k, job.gate, xj, n, g, inter, slice.row_begin, slice.row_end);
@@ -105,6 +135,9 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
     }
   });
 
+  // The SwiGLU outputs quantized for block-format down projections (bf16 mode).
+  quantize_hidden(k, jobs);
+
   // (2) down, into per-job rows of down_.
   plan_slices(jobs, /*down=*/true, &slices_);
   pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
@@ -113,7 +146,13 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
     const int64_t n = static_cast<int64_t>(job.tokens.size());
     const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
     const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
-    const ActivationsView hj{hidden_f32_.data() + off, bf16 ? hidden_bf16_.data() + off : nullptr};
+    ActivationsView hj{
+        hidden_f32_.data() + off, bf16 ? hidden_bf16_.data() + off : nullptr, {}, {}};
+    if (hidden_q_offsets_[static_cast<size_t>(slice.job)] >= 0) {
+      const auto layout = static_cast<size_t>(kernels::quantized_x_layout(job.down.type));
+      hj.quantized[layout] = hidden_q_.data() + hidden_q_offsets_[static_cast<size_t>(slice.job)];
+      hj.quantized_row_bytes[layout] = kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
+    }
     matmul_rows(k, job.down, hj, n, down_.data() + row0 * hidden, hidden, slice.row_begin,
                 slice.row_end);
   });

@@ -47,6 +47,9 @@ class CpuExpertEngine final : public ExpertEngine {
     int64_t row_end;
   };
   void plan_slices(std::span<const ExpertJob> jobs, bool down, std::vector<Slice>* slices) const;
+  // hidden_q_: each job's SwiGLU rows quantized for its block-format down
+  // projection (bf16 mode); hidden_q_offsets_[j] = -1 where none is needed.
+  void quantize_hidden(const kernels::CpuKernels& k, std::span<const ExpertJob> jobs);
 
   std::unique_ptr<ThreadPool> owned_pool_;  // set by the owning constructor
   ThreadPool& pool_;
@@ -57,9 +60,11 @@ class CpuExpertEngine final : public ExpertEngine {
   std::vector<float> up_;
   std::vector<float> hidden_f32_;
   std::vector<uint16_t> hidden_bf16_;
-  std::vector<float> down_;             // [rows, hidden]
-  std::vector<int64_t> row_offsets_;    // first gathered row of each job
-  std::vector<int64_t> inter_offsets_;  // first element of each job in gate_/up_/hidden_
+  std::vector<uint8_t> hidden_q_;
+  std::vector<int64_t> hidden_q_offsets_;  // [job] byte offset into hidden_q_, or -1
+  std::vector<float> down_;                // [rows, hidden]
+  std::vector<int64_t> row_offsets_;       // first gathered row of each job
+  std::vector<int64_t> inter_offsets_;     // first element of each job in gate_/up_/hidden_
   std::vector<Slice> slices_;
   // The combine, by token: token t adds entries [combine_start_[t], combine_start_[t+1]).
   std::vector<int64_t> combine_start_;

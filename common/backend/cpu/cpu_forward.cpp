@@ -17,8 +17,7 @@ constexpr int64_t kRowAlign = 16;
 constexpr int64_t kChunkBytes = 1 << 20;
 
 int64_t rows_per_chunk(const kernels::WeightView& w) {
-  const int64_t elem = w.type == kernels::WeightType::kF32 ? 4 : 2;
-  return std::max<int64_t>(kRowAlign, kChunkBytes / (w.cols * elem));
+  return std::max<int64_t>(kRowAlign, kChunkBytes / kernels::weight_row_bytes(w.type, w.cols));
 }
 
 void grow(std::vector<float>* v, int64_t n) {
@@ -149,7 +148,7 @@ void CpuForward::project_qkv(int64_t layer) {
   const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
   norm_rows(lw.input_norm);
-  xn_.round_to_bf16(k, n);
+  xn_.prepare(k, n, {aw.q.type, aw.k.type, aw.v.type});
   const ActivationsView x = xn_.view();
   const int n_threads = pool_.size();
   const int64_t n_q_chunks = chunk_count(q_dim, rows_per_chunk(aw.q), n_threads);
@@ -248,7 +247,7 @@ void CpuForward::attend(int64_t layer, KvCache& cache) {
       i = t * n_heads + head_end;
     }
   });
-  attn_.round_to_bf16(k, n);
+  attn_.prepare(k, n, {weights_.layer(layer).attention.o.type});
 }
 
 // The output projection, added into the residual stream h_.
@@ -319,7 +318,7 @@ Status CpuForward::finish(int64_t first_row, int64_t n_rows, float* logits) {
     k.rmsnorm(h_.data() + (first_row + t) * hidden, weights_.final_norm(), hidden,
               config_.rms_norm_eps, xn_.row(t));
   }
-  xn_.round_to_bf16(k, n_rows);
+  xn_.prepare(k, n_rows, {weights_.lm_head().type});
   const ActivationsView x = xn_.view();
   const int64_t n_chunks = chunk_count(vocab, rows_per_chunk(weights_.lm_head()), pool_.size());
   pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "kernels/kernels.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::backend::cuda {
 namespace {
@@ -41,7 +42,8 @@ int64_t norm_width(const ModelConfig& c, bool q) {
 
 }  // namespace
 
-// Copies host data to the device, rounding f16 / f32 matrices to bf16.
+// Copies host data to the device, rounding f16 / f32 matrices to bf16 and
+// dequantizing block formats to bf16.
 class Uploader {
  public:
   Uploader(const CudaDevice& device, uint64_t total, const LoadProgress& progress)
@@ -54,6 +56,17 @@ class Uploader {
     staging_.resize(n);
     if (w.type == kernels::WeightType::kF32) {
       k.f32_to_bf16(static_cast<const float*>(w.data), static_cast<int64_t>(n), staging_.data());
+    } else if (kernels::is_block_format(w.type)) {
+      // GGUF blocks: dequantized exactly, then rounded to bf16, a row at a
+      // time (the GPU computes in bf16; kernels/cuda/matmul_quant.cuh could
+      // keep them quantized -- see docs/quantization.md).
+      std::vector<float> row(static_cast<size_t>(w.cols));
+      const int64_t row_bytes = kernels::weight_row_bytes(w.type, w.cols);
+      for (int64_t r = 0; r < w.rows; ++r) {
+        k.dequantize(w.type, static_cast<const uint8_t*>(w.data) + r * row_bytes, w.cols,
+                     row.data());
+        k.f32_to_bf16(row.data(), w.cols, staging_.data() + r * w.cols);
+      }
     } else {
       // f16 -> f32 -> bf16, in pieces.
       constexpr uint64_t kPiece = 1 << 16;

@@ -190,6 +190,15 @@ Result<std::unique_ptr<GgufModel>> GgufModel::open(const std::filesystem::path& 
              merged.find("tokenizer.ggml.model") != nullptr) {
     return tok.status();
   }
+  if (const Value* v = merged.find(kKeyManifestIdentity)) {
+    std::optional<Digest> d;
+    if (v->type == ValueType::kString) d = digest_from_hex(v->text);
+    if (!d) {
+      return invalid_argument(first + ": metadata '" + kKeyManifestIdentity +
+                              "': expected a string of 64 lower-case hex characters");
+    }
+    model->manifest_identity_ = d;
+  }
   DMOE_RETURN_IF_ERROR(model->build_slices());
   return model;
 }

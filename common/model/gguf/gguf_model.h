@@ -29,12 +29,18 @@
 
 #include "common/base/mapped_file.h"
 #include "common/base/status.h"
+#include "common/model/expert_manifest.h"
 #include "common/model/gguf/gguf_file.h"
 #include "common/model/gguf/gguf_tokenizer.h"
 #include "common/model/model_config.h"
 #include "kernels/kernels.h"
 
 namespace dancemoe::gguf {
+
+// Metadata written by `dancemoe quantize`: the identity (64 hex characters)
+// of the expert manifest of the checkpoint the file was made from
+// (expert_manifest.h), so that the file keeps its source's model id.
+inline constexpr const char* kKeyManifestIdentity = "dancemoe.manifest_identity";
 
 // One matrix or vector of the model inside a mapped file.
 struct TensorSlice {
@@ -61,6 +67,9 @@ class GgufModel {
   // The tokenizer from the metadata; nullopt when the file has none.
   const std::optional<TokenizerTexts>& tokenizer() const { return tokenizer_; }
 
+  // kKeyManifestIdentity's value; nullopt when the file has no such key.
+  const std::optional<Digest>& manifest_identity() const { return manifest_identity_; }
+
   const std::vector<std::filesystem::path>& files() const { return paths_; }
   uint64_t file_bytes() const;
 
@@ -84,6 +93,7 @@ class GgufModel {
   ModelConfig config_;
   std::string config_json_;
   std::optional<TokenizerTexts> tokenizer_;
+  std::optional<Digest> manifest_identity_;
   std::map<std::tuple<int, int64_t, int64_t>, TensorSlice> slices_;  // (role, layer, expert)
 };
 

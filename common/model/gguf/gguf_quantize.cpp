@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "common/base/file_util.h"
+#include "common/base/sha256.h"
 #include "common/model/gguf/gguf_config.h"
+#include "common/model/gguf/gguf_model.h"
 #include "common/model/gguf/gguf_tokenizer.h"
 #include "common/model/gguf/gguf_writer.h"
 #include "common/runtime/thread_pool.h"
@@ -87,13 +89,15 @@ std::vector<Entry> plan(const ModelConfig& c, Mixture mixture) {
   return out;
 }
 
-// The tensor's values as f32, row-major [rows, cols].
+// The tensor's values as f32, row-major [rows, cols] (any stored format: a
+// GGUF file can be re-quantized too).
 Status read_f32(const Checkpoint& ckpt, const TensorLocation& loc, std::vector<uint8_t>* staging,
                 float* out) {
   staging->resize(loc.n_bytes);
   DMOE_RETURN_IF_ERROR(ckpt.read_tensor(loc, staging->data()));
-  const int64_t n = static_cast<int64_t>(loc.n_bytes / dtype_size_bytes(loc.dtype));
-  kernels::dequantize_values(to_weight_type(loc.dtype), staging->data(), n, out);
+  int64_t n = 1;
+  for (int64_t d : loc.shape) n *= d;
+  kernels::dequantize_values(loc.type, staging->data(), n, out);
   return Status::ok();
 }
 
@@ -172,6 +176,10 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
   w.set_string("general.architecture", std::string(gguf_architecture(c)));
   w.set_string("general.name", ckpt.dir().filename().string());
   w.set_u32("general.file_type", mixture_file_type(options.mixture));
+  // The source's manifest, by identity: the file keeps the model id.
+  if (const std::optional<Digest> identity = ckpt.manifest_identity()) {
+    w.set_string(kKeyManifestIdentity, to_hex(*identity));
+  }
   bool any_quantized = false;
   QuantizeSummary summary;
   for (const Entry& e : entries) {

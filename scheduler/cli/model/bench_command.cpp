@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/memory_bandwidth.h"
+#include "kernels/quant_format.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
 #include "scheduler/cli/model/device_flags.h"
@@ -33,7 +34,9 @@ int run(const Options& o) {
   if (!devices.is_ok()) return report_failure("bench", devices.status());
   RuntimeOptions options;
   options.precision = *precision;
-  options.devices = *devices;
+  if (Status s = apply_device_flags(o.device, &options); !s.is_ok()) {
+    return report_failure("bench", s);
+  }
   Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(o.model, options);
   if (!model.is_ok()) return report_failure("bench", model.status());
   Result<ModelBenchResult> r = run_model_benchmark(**model, o.bench);
@@ -54,6 +57,8 @@ int run(const Options& o) {
     std::printf("%s\n", out.dump(o.json ? -1 : 2).c_str());
     return 0;
   }
+  const std::string format = (*model)->checkpoint().is_gguf() ? "gguf" : "safetensors";
+  const std::string expert_type(kernels::weight_type_name((*model)->experts().held_type()));
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
@@ -66,6 +71,8 @@ int run(const Options& o) {
   const double roofline_tok_s = membw / r->bytes_per_token;
   nlohmann::ordered_json out = {
       {"model", o.model},
+      {"format", format},
+      {"expert_type", expert_type},
       {"threads", n_threads},
       {"precision", precision_name(*precision)},
       {"cpu_level", kernels::cpu_level_name(kernels::cpu_kernels().level)},
@@ -94,7 +101,9 @@ void setup(CLI::App& root, int* exit_code) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd =
       root.add_subcommand("bench", "Measure prefill/decode speed against the memory roofline");
-  cmd->add_option("--model", o->model, "model directory")->required();
+  cmd->add_option("--model", o->model,
+                  "model: a HuggingFace directory, or a .gguf file (or a directory holding one)")
+      ->required();
   cmd->add_option("--prompt-tokens", o->bench.prompt_tokens, "prefill length")
       ->capture_default_str();
   cmd->add_option("--gen-tokens", o->bench.gen_tokens, "decoded tokens")->capture_default_str();

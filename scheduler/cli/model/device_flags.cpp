@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/quant_format.h"
+
 namespace dancemoe::cli {
 
 void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
@@ -17,6 +19,25 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
   cmd->add_option("--max-batch-tokens", flags->max_batch_tokens,
                   "GPU: longest batch per forward (longer prompts are split)")
       ->capture_default_str();
+  cmd->add_option("--expert-type", flags->expert_type,
+                  "hold the experts in this format, quantizing them at load: q8_0, q4_0, q4_K, "
+                  "q5_K, q6_K, bf16, f16 or f32 (default: as stored)");
+  cmd->add_flag("--copy-weights", flags->copy_weights,
+                "copy a GGUF file's weights into memory instead of computing on its mapping");
+}
+
+Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options) {
+  DMOE_ASSIGN_OR_RETURN(options->devices, device_options(flags));
+  options->copy_mapped_weights = flags.copy_weights;
+  if (!flags.expert_type.empty()) {
+    kernels::WeightType type;
+    if (!kernels::parse_weight_type(flags.expert_type, &type)) {
+      return invalid_argument("--expert-type '" + flags.expert_type +
+                              "': expected q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or f32");
+    }
+    options->expert_type = type;
+  }
+  return Status::ok();
 }
 
 Result<backend::DeviceOptions> device_options(const DeviceFlags& flags) {

@@ -1,13 +1,15 @@
 // The device flags of the `dancemoe` commands that load a model (generate,
 // logits, bench) -- the same as the node's: --devices, --device-memory,
-// --threads, --max-batch-tokens, turned into backend::DeviceOptions for the
-// runtime assembly (common/assembly/model_runtime.h).
+// --threads, --max-batch-tokens, --expert-type, turned into
+// backend::DeviceOptions / RuntimeOptions for the runtime assembly
+// (common/assembly/model_runtime.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/assembly/model_runtime.h"
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
 
@@ -22,11 +24,16 @@ struct DeviceFlags {
   std::vector<std::string> device_memory;  // DEV=BYTES, repeatable
   int threads = 0;
   int64_t max_batch_tokens = 512;
+  std::string expert_type;    // --expert-type: "" keeps the stored format
+  bool copy_weights = false;  // --copy-weights: a GGUF's weights copied, not used in place
 };
 
 void add_device_flags(CLI::App* cmd, DeviceFlags* flags);
 
 // invalid_argument naming the flag for a malformed value.
 Result<backend::DeviceOptions> device_options(const DeviceFlags& flags);
+
+// Fills the device options and --expert-type of a RuntimeOptions.
+Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options);
 
 }  // namespace dancemoe::cli

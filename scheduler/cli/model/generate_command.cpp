@@ -51,26 +51,28 @@ int run(Options o) {
 
   Result<std::unique_ptr<Checkpoint>> probe = Checkpoint::open(o.model);
   if (!probe.is_ok()) return report_failure("generate", probe.status());
-  std::optional<std::filesystem::path> tokenizer_path = (*probe)->tokenizer_path();
-  if (!tokenizer_path) {
-    return report_failure("generate", not_found(o.model + ": no tokenizer.json; `dancemoe logits` "
-                                                          "works on token ids without one"));
+  Result<std::unique_ptr<tokenizer::Tokenizer>> tok = (*probe)->load_tokenizer();
+  if (!tok.is_ok()) {
+    const Status s = tok.status().code() == StatusCode::kNotFound
+                         ? not_found(tok.status().message() +
+                                     "; `dancemoe logits` works on token ids without one")
+                         : tok.status();
+    return report_failure("generate", s);
   }
-  Result<std::unique_ptr<tokenizer::Tokenizer>> tok = tokenizer::Tokenizer::load(*tokenizer_path);
-  if (!tok.is_ok()) return report_failure("generate", tok.status());
   Result<std::string> text = prompt_text(o, **tok);
   if (!text.is_ok()) return report_failure("generate", text.status());
   Result<std::vector<int32_t>> ids = (*tok)->encode(*text, /*add_special_tokens=*/!o.chat);
   if (!ids.is_ok()) return report_failure("generate", ids.status());
 
-  Result<backend::DeviceOptions> devices = device_options(o.device);
-  if (!devices.is_ok()) return report_failure("generate", devices.status());
   RuntimeOptions model_options;
   model_options.precision = *precision;
-  model_options.devices = *devices;
+  if (Status s = apply_device_flags(o.device, &model_options); !s.is_ok()) {
+    return report_failure("generate", s);
+  }
   ProgressBar bar("loading " + o.model);
   model_options.progress = [&](uint64_t done, uint64_t total) { bar.update(done, total); };
-  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(o.model, model_options);
+  Result<std::unique_ptr<ModelRuntime>> model =
+      ModelRuntime::open(std::move(probe).value(), model_options);
   bar.finish();
   if (!model.is_ok()) return report_failure("generate", model.status());
   Transformer& tf = (*model)->transformer();
@@ -110,7 +112,9 @@ void setup(CLI::App& root, int* exit_code) {
   o->generation.sampling.top_k = 40;
   o->generation.sampling.top_p = 0.95f;
   CLI::App* cmd = root.add_subcommand("generate", "Generate text in this process (single node)");
-  cmd->add_option("--model", o->model, "model directory (HuggingFace layout)")->required();
+  cmd->add_option("--model", o->model,
+                  "model: a HuggingFace directory, or a .gguf file (or a directory holding one)")
+      ->required();
   cmd->add_option("--prompt", o->prompt, "prompt text")->required();
   cmd->add_flag("--chat", o->chat, "wrap the prompt as a user turn in the model's chat format");
   cmd->add_option("--system", o->system, "system message (with --chat)");

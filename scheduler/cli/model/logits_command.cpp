@@ -32,7 +32,9 @@ int run(const Options& options) {
     return report_failure("logits", invalid_argument("--precision must be f32 or bf16"));
   RuntimeOptions model_options;
   model_options.precision = *precision;
-  model_options.devices = *devices;
+  if (Status s = apply_device_flags(options.device, &model_options); !s.is_ok()) {
+    return report_failure("logits", s);
+  }
   Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(options.model, model_options);
   if (!model.is_ok()) return report_failure("logits", model.status());
   Transformer& transformer = (*model)->transformer();
@@ -51,7 +53,9 @@ void setup(CLI::App& root, int* exit_code) {
   auto options = std::make_shared<Options>();
   CLI::App* cmd = root.add_subcommand(
       "logits", "Write the logits of every position of one forward pass as a .npy file");
-  cmd->add_option("--model", options->model, "model directory")->required();
+  cmd->add_option("--model", options->model,
+                  "model: a HuggingFace directory, or a .gguf file (or a directory holding one)")
+      ->required();
   cmd->add_option("--ids", options->ids, "comma-separated token ids, e.g. 3,17,250")->required();
   cmd->add_option("--out", options->out, "output .npy file: float32 [n_ids, vocab_size]")
       ->required();

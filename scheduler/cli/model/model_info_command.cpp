@@ -1,9 +1,12 @@
-// `dancemoe model-info --model DIR`: validates a model directory (every
-// header and shape, no tensor data) and prints its identity and sizes as JSON.
+// `dancemoe model-info --model PATH`: validates a model -- a HuggingFace
+// directory or a GGUF file (every header and shape, no tensor data) -- and
+// prints its identity, sizes and weight formats as JSON.
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/model/checkpoint.h"
+#include "kernels/quant_format.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
 
@@ -24,8 +27,25 @@ int run(const std::string& model_dir) {
     }
     layers.push_back({{"moe", moe}, {"experts", moe ? c.n_experts : 0}, {"expert_bytes", bytes}});
   }
+  // Matrices per weight format (experts counted once per expert).
+  std::map<std::string, int64_t> formats;
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    for (TensorRole role : {TensorRole::kQ, TensorRole::kK, TensorRole::kV, TensorRole::kO}) {
+      ++formats[std::string(kernels::weight_type_name((*ckpt)->tensor(role, l).type))];
+    }
+    if (!c.layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      for (TensorRole role :
+           {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+        ++formats[std::string(kernels::weight_type_name((*ckpt)->tensor(role, l, e).type))];
+      }
+    }
+  }
   nlohmann::ordered_json out = {
       {"model_id", (*ckpt)->model_id()},
+      {"format", (*ckpt)->is_gguf() ? "gguf" : "safetensors"},
+      {"expert_type", std::string(kernels::weight_type_name((*ckpt)->expert_type()))},
+      {"matrix_types", formats},
       {"architecture", c.hf_architecture},
       {"vocab_size", c.vocab_size},
       {"hidden_size", c.hidden_size},
@@ -35,7 +55,7 @@ int run(const std::string& model_dir) {
       {"expert_bytes_total", expert_total},
       {"total_bytes", (*ckpt)->total_bytes()},
       {"files", (*ckpt)->files().size()},
-      {"tokenizer", (*ckpt)->tokenizer_path() ? (*ckpt)->tokenizer_path()->string() : ""}};
+      {"tokenizer", (*ckpt)->tokenizer_source()}};
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }
@@ -43,8 +63,11 @@ int run(const std::string& model_dir) {
 void setup(CLI::App& root, int* exit_code) {
   auto model_dir = std::make_shared<std::string>();
   CLI::App* cmd = root.add_subcommand(
-      "model-info", "Validate a model directory and print its id and sizes as JSON");
-  cmd->add_option("--model", *model_dir, "model directory")->required();
+      "model-info",
+      "Validate a model (directory or GGUF) and print its id, sizes and formats as JSON");
+  cmd->add_option("--model", *model_dir,
+                  "model: a HuggingFace directory, or a .gguf file (or a directory holding one)")
+      ->required();
   cmd->callback([model_dir, exit_code] { *exit_code = run(*model_dir); });
 }
 

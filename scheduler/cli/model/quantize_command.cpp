@@ -62,7 +62,9 @@ void setup(CLI::App& root, int* exit_code) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = root.add_subcommand(
       "quantize", "Write a model's weights as a GGUF file in a quantization mixture");
-  cmd->add_option("--model", args->model_dir, "model directory (HuggingFace layout)")->required();
+  cmd->add_option("--model", args->model_dir,
+                  "model: a HuggingFace directory, or a GGUF file to re-quantize")
+      ->required();
   cmd->add_option("--out", args->out, "the GGUF file to write")->required();
   cmd->add_option(
       "--type", args->type,

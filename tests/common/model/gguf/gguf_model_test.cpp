@@ -50,9 +50,10 @@ std::filesystem::path quantize(const Checkpoint& ckpt, const std::filesystem::pa
 std::vector<float> hf_values(const Checkpoint& ckpt, const TensorLocation& loc) {
   std::vector<uint8_t> bytes(loc.n_bytes);
   REQUIRE(ckpt.read_tensor(loc, bytes.data()).is_ok());
-  std::vector<float> out(loc.n_bytes / dtype_size_bytes(loc.dtype));
-  kernels::dequantize_values(to_weight_type(loc.dtype), bytes.data(),
-                             static_cast<int64_t>(out.size()), out.data());
+  int64_t n = 1;
+  for (int64_t d : loc.shape) n *= d;
+  std::vector<float> out(static_cast<size_t>(n));
+  kernels::dequantize_values(loc.type, bytes.data(), n, out.data());
   return out;
 }
 

@@ -1,0 +1,160 @@
+// A GGUF checkpoint runs the same model: the tiny synthetic checkpoints
+// (Qwen3-MoE with a dense layer, Mixtral with its interleaved q/k) written
+// as f32 GGUF give the safetensors logits in f32 mode (the values are the
+// same, so only summation order differs); a Q8_0 file stays close to them in
+// bf16 mode; its weights are used in place (no copy) unless asked; and
+// --expert-type holds a safetensors checkpoint's experts quantized, with the
+// sizes, transfers and installs in the held format.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/assembly/model_runtime.h"
+#include "common/model/gguf/gguf_quantize.h"
+#include "kernels/quant_format.h"
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe {
+namespace {
+
+using testing::TempDir;
+
+std::filesystem::path quantize(const std::filesystem::path& hf, const std::filesystem::path& out,
+                               gguf::Mixture mixture) {
+  Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(hf);
+  REQUIRE(ckpt.is_ok());
+  gguf::QuantizeOptions options;
+  options.mixture = mixture;
+  Result<gguf::QuantizeSummary> s = gguf::quantize_to_gguf(**ckpt, out, options);
+  REQUIRE_MESSAGE(s.is_ok(), s.status().to_string());
+  return out;
+}
+
+std::vector<float> logits(ModelRuntime& model, const std::vector<int32_t>& ids) {
+  Transformer& tf = model.transformer();
+  Result<KvCache> cache = tf.new_cache(static_cast<int64_t>(ids.size()) + 1);
+  REQUIRE(cache.is_ok());
+  std::vector<float> out;
+  REQUIRE(tf.forward(ids, *cache, LogitsMode::kAll, &out).is_ok());
+  return out;
+}
+
+std::vector<int32_t> prompt(int64_t vocab) {
+  std::mt19937 rng(3);
+  std::vector<int32_t> ids(9);
+  for (int32_t& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  return ids;
+}
+
+float max_abs(const std::vector<float>& v) {
+  float m = 0.0f;
+  for (float x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+TEST_CASE("gguf runtime: f32 GGUF files compute the safetensors model's logits") {
+  for (const char* arch : {"qwen3_moe", "mixtral"}) {
+    INFO(arch);
+    TempDir dir("gguf-runtime");
+    SyntheticModelSpec spec;
+    spec.arch = arch;
+    testing::write_model(spec, dir.path() / "hf");
+    const auto gguf =
+        quantize(dir.path() / "hf", dir.path() / "tiny-f32.gguf", gguf::Mixture::kF32);
+    auto ref = testing::open_model(dir.path() / "hf", ComputePrecision::kF32);
+    auto got = testing::open_model(gguf, ComputePrecision::kF32);
+    CHECK(got->checkpoint().is_gguf());
+    CHECK(got->checkpoint().model_id() == ref->checkpoint().model_id());
+    const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
+    const std::vector<float> a = logits(*ref, ids), b = logits(*got, ids);
+    CHECK(testing::max_abs_diff(a, b) <= 1e-4f * max_abs(a));
+  }
+}
+
+TEST_CASE("gguf runtime: a Q8_0 file stays close to bf16 and is used in place") {
+  TempDir dir("gguf-q8");
+  testing::write_model(SyntheticModelSpec{}, dir.path() / "hf");
+  const auto gguf =
+      quantize(dir.path() / "hf", dir.path() / "tiny-q8_0.gguf", gguf::Mixture::kQ8_0);
+  auto ref = testing::open_model(dir.path() / "hf", ComputePrecision::kBF16);
+  auto q8 = testing::open_model(gguf, ComputePrecision::kBF16);
+  const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
+  const std::vector<float> a = logits(*ref, ids), b = logits(*q8, ids);
+  // Q8_0 keeps ~8 bits per weight and int8 activations: a few percent of the
+  // logits' range at most on this random-weight model.
+  CHECK(testing::max_abs_diff(a, b) <= 0.05f * max_abs(a));
+  CHECK(testing::max_abs_diff(a, b) > 0.0f);  // it is a different computation
+  // In place: the experts point into the file's mapping and own no slot.
+  const ExpertStore& store = q8->experts();
+  const std::vector<ExpertRef> keys = store.resident_keys();
+  REQUIRE_FALSE(keys.empty());
+  const auto w = store.get(keys[0]);
+  const TensorLocation& gate =
+      q8->checkpoint().tensor(TensorRole::kExpertGate, keys[0].layer, keys[0].expert);
+  CHECK(w->gate.data == gate.mapped);
+  CHECK(w->gate.type == kernels::WeightType::kQ8_0);
+  CHECK(w->storage.data() == nullptr);
+  CHECK(q8->dense().layer(0).attention.q.data == q8->checkpoint().tensor(TensorRole::kQ, 0).mapped);
+  // --copy-weights: the same numbers from copies.
+  RuntimeOptions copy;
+  copy.precision = ComputePrecision::kBF16;
+  copy.copy_mapped_weights = true;
+  Result<std::unique_ptr<ModelRuntime>> copied = ModelRuntime::open(gguf, copy);
+  REQUIRE(copied.is_ok());
+  CHECK((*copied)->experts().get(keys[0])->gate.data != gate.mapped);
+  CHECK(logits(**copied, ids) == b);
+}
+
+TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and transfers") {
+  TempDir dir("expert-type");
+  SyntheticModelSpec spec;
+  testing::write_model(spec, dir.path() / "hf");
+  RuntimeOptions options;
+  options.precision = ComputePrecision::kBF16;
+  options.expert_type = kernels::WeightType::kQ8_0;
+  Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(dir.path() / "hf", options);
+  REQUIRE_MESSAGE(model.is_ok(), model.status().to_string());
+  ExpertStore& store = (*model)->experts();
+  CHECK(store.held_type() == kernels::WeightType::kQ8_0);
+  const Checkpoint& ckpt = (*model)->checkpoint();
+  const ModelConfig& c = ckpt.config();
+  const ExpertRef key = store.resident_keys().at(0);
+  // 2 x [inter, hidden] + [hidden, inter] of Q8_0 rows.
+  const uint64_t want = static_cast<uint64_t>(
+      2 * c.moe_intermediate_size *
+          kernels::weight_row_bytes(kernels::WeightType::kQ8_0, c.hidden_size) +
+      c.hidden_size *
+          kernels::weight_row_bytes(kernels::WeightType::kQ8_0, c.moe_intermediate_size));
+  CHECK(store.expert_bytes(key) == want);
+  CHECK(store.expert_bytes(key) < ckpt.expert_bytes(key.layer, key.expert));
+  const auto w = store.get(key);
+  CHECK(w->gate.type == kernels::WeightType::kQ8_0);
+  CHECK(w->n_bytes == want);
+  // Installing the held bytes (a peer's transfer) gives the same expert.
+  std::vector<uint8_t> bytes;
+  for (const kernels::WeightView* v : {&w->gate, &w->up, &w->down}) {
+    const auto* p = static_cast<const uint8_t*>(v->data);
+    bytes.insert(bytes.end(), p, p + v->rows * kernels::weight_row_bytes(v->type, v->cols));
+  }
+  REQUIRE(store.evict(key));
+  REQUIRE(store.install(key, bytes).is_ok());
+  CHECK(std::memcmp(store.get(key)->gate.data, bytes.data(), 64) == 0);
+  CHECK(store
+            .install({key.layer, (key.expert + 1) % static_cast<int32_t>(c.n_experts)},
+                     std::vector<uint8_t>(bytes.size() + 1))
+            .message()
+            .find("weight bytes, got") != std::string::npos);
+  // A type whose blocks fit neither dimension is refused by name.
+  options.expert_type = kernels::WeightType::kQ4_K;
+  Result<std::unique_ptr<ModelRuntime>> bad = ModelRuntime::open(dir.path() / "hf", options);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("--expert-type q4_K") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace dancemoe
