@@ -40,6 +40,7 @@ struct Member {
   uint64_t heartbeat_version = 0;  // placement version of its last heartbeat
   uint32_t requests_in_flight = 0;
   std::vector<ExpertRef> resident;  // as registered
+  std::string expert_type;          // the precision it holds its experts in (Register)
   const std::string& id() const { return record.node_id; }
 };
 

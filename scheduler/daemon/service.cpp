@@ -263,6 +263,7 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
     return;
   }
   Member& member = membership_.attach(record, sorted_refs(reg.resident), routing_id, now, wall);
+  member.expert_type = reg.expert_type.empty() ? model_.expert_type : reg.expert_type;
   last_join_ms_ = now;
   ++counters_.registrations;
   spdlog::info("node '{}' registered ({} device(s), serving version {}, endpoint {})", reg.node_id,

@@ -213,6 +213,7 @@ Result<ordered_json> StatusQuery::nodes() const {
                     {"expert_endpoint", m.record.expert_endpoint},
                     {"http_endpoint", m.record.http_endpoint},
                     {"host_memory_bytes", m.record.host_memory_bytes},
+                    {"expert_type", m.expert_type},
                     {"devices", devices},
                     {"first_registered_ms", m.record.first_registered_ms},
                     {"last_registered_ms", m.record.last_registered_ms},

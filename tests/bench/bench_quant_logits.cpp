@@ -9,6 +9,9 @@
 // too: the first step at which the greedy sequences part.
 //
 //   build/release/tests/bench_quant_logits [--type q8_0] [--dir DIR] [--steps 64]
+//                                          [--precision bf16|f32]
+// --type bf16-f32 compares the bf16 model computed in f32 with bf16 compute
+// instead: the noise floor of greedy agreement on this random-weight model.
 //
 // Target: greedy tokens equal for >= 60 of 64 steps on every prompt.
 #include <algorithm>
@@ -51,11 +54,12 @@ double kl_divergence(const std::vector<float>& p_logits, const std::vector<float
   return kl;
 }
 
-Result<std::unique_ptr<ModelRuntime>> open(const std::filesystem::path& path) {
+Result<std::unique_ptr<ModelRuntime>> open(const std::filesystem::path& path,
+                                           ComputePrecision precision) {
   RuntimeOptions options;
   DMOE_ASSIGN_OR_RETURN(options.devices.devices, backend::parse_device_list("cpu"));
   options.devices.n_threads = 2;
-  options.precision = ComputePrecision::kBF16;
+  options.precision = precision;
   return ModelRuntime::open(path, options);
 }
 
@@ -65,28 +69,37 @@ int main(int argc, char** argv) {
   std::filesystem::path dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models";
   std::string type = "q8_0";
   int64_t steps = 64;
+  ComputePrecision precision = ComputePrecision::kBF16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--dir") dir = argv[i + 1];
+    if (flag == "--precision" && std::string(argv[i + 1]) == "f32")
+      precision = ComputePrecision::kF32;
     if (flag == "--type") type = argv[i + 1];
     if (flag == "--steps") steps = std::stoll(argv[i + 1]);
   }
-  const std::filesystem::path gguf = dir / ("medium-" + type + ".gguf");
+  // --type bf16-f32: the noise floor -- the bf16 model itself computed in f32
+  // against bf16 compute (how often greedy tokens flip on this model for an
+  // error of that size).
+  const bool floor = type == "bf16-f32";
+  const std::filesystem::path gguf = floor ? dir / "medium" : dir / ("medium-" + type + ".gguf");
   if (!std::filesystem::exists(gguf)) {
     std::fprintf(stderr, "%s is missing: run bench_quant_model first (it writes it)\n",
                  gguf.c_str());
     return 1;
   }
-  Result<std::unique_ptr<ModelRuntime>> ref = open(dir / "medium");
+  Result<std::unique_ptr<ModelRuntime>> ref = open(dir / "medium", precision);
   if (!ref.is_ok()) return fail(ref.status());
-  Result<std::unique_ptr<ModelRuntime>> quant = open(gguf);
+  Result<std::unique_ptr<ModelRuntime>> quant =
+      open(gguf, floor ? ComputePrecision::kF32 : precision);
   if (!quant.is_ok()) return fail(quant.status());
   Transformer& tr = (*ref)->transformer();
   Transformer& tq = (*quant)->transformer();
   const int64_t vocab = tr.config().vocab_size;
 
-  std::printf("%s vs bf16 (medium preset), %lld greedy steps per prompt, bf16 compute\n",
-              type.c_str(), static_cast<long long>(steps));
+  std::printf("%s vs bf16 (medium preset), %lld greedy steps per prompt, %s compute\n",
+              type.c_str(), static_cast<long long>(steps),
+              precision == ComputePrecision::kF32 ? "f32" : "bf16");
   std::printf("%-8s %10s %14s %14s %12s %16s\n", "prompt", "equal", "max|dlogit|", "mean KL",
               "max KL", "free-run parts at");
   bool all_ok = true;

@@ -100,7 +100,9 @@ TEST_CASE("gguf cluster: a scheduler and three nodes on one GGUF file serve prom
   }
   const auto status = run_process({kCli, "nodes", "--scheduler", scheduler.endpoint(), "--json"});
   REQUIRE(status.exit_code == 0);
-  CHECK(json::parse(status.out)["nodes"].size() == 3);
+  const json listed = json::parse(status.out)["nodes"];
+  CHECK(listed.size() == 3);
+  for (const json& n : listed) CHECK(n["expert_type"] == "q8_0");
 }
 
 TEST_CASE("gguf cluster: nodes of another precision join only when the scheduler allows it") {
