@@ -66,8 +66,7 @@ Status ExpertStore::check_installable(ExpertRef key) const {
       "own files");
 }
 
-void ExpertStore::convert_held(const TensorLocation& t, const uint8_t* stored,
-                               uint8_t* dst) const {
+void ExpertStore::convert_held(const TensorLocation& t, const uint8_t* stored, uint8_t* dst) const {
   // stored -> f32 -> held, a row at a time.
   const kernels::WeightType type = held_type(t);
   const int64_t rows = t.shape[0], cols = t.shape[1];

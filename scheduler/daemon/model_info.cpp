@@ -60,9 +60,15 @@ Result<ModelInfo> ModelInfo::from_directory(const std::filesystem::path& dir) {
 
 void ModelInfo::admit_expert_sizes(const std::vector<uint64_t>& layer_bytes) {
   std::vector<placement::LayerShape> layers = shape.layers();
-  for (size_t i = 0; i < layers.size() && i < layer_bytes.size(); ++i) {
-    layers[i].expert_bytes = std::max(layers[i].expert_bytes, layer_bytes[i]);
+  if (!sizes_from_nodes) {
+    for (const placement::LayerShape& l : layers) file_expert_bytes.push_back(l.expert_bytes);
   }
+  // A node from before 1.3 reports no sizes: it holds the model file's.
+  const std::vector<uint64_t>& held = layer_bytes.empty() ? file_expert_bytes : layer_bytes;
+  for (size_t i = 0; i < layers.size() && i < held.size(); ++i) {
+    layers[i].expert_bytes = sizes_from_nodes ? std::max(layers[i].expert_bytes, held[i]) : held[i];
+  }
+  sizes_from_nodes = true;
   shape = placement::ModelShape(std::move(layers));
 }
 

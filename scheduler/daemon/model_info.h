@@ -3,8 +3,9 @@
 // exact bytes of each layer's experts -- all from the model's config and
 // headers (Checkpoint::open reads no tensor data; a GGUF file's quantized
 // sizes included). Nodes may hold experts in another precision when the
-// scheduler allows it (expert_types): each layer's size is then the largest
-// held by any admitted node (admit_expert_sizes).
+// scheduler allows it (expert_types). Each layer's size is what the nodes
+// hold: the largest held by any node admitted since start, the model file's
+// until the first registers (admit_expert_sizes).
 //
 // Layer numbering: on the wire and in the database a layer is the model's
 // layer index (ExpertRef.layer, ExpertCount.layer), so dense layers keep
@@ -47,10 +48,15 @@ struct ModelInfo {
                              int32_t n_experts_per_token, uint64_t expert_bytes,
                              std::vector<int32_t> moe_layers = {});
 
-  // A node holds experts in `expert_type` with these bytes per MoE layer:
-  // each layer's size becomes the largest any admitted node holds, so that
-  // packing never overfills a node whatever its precision.
+  // An admitted node holds its experts with these bytes per MoE layer.
+  // Packing uses the bytes nodes actually hold: the first node's sizes
+  // replace the model file's, later ones can only raise a layer's size (the
+  // largest any node admitted since start holds), so packing never overfills
+  // a node whatever its precision. Empty `layer_bytes` (a node from before
+  // protocol 1.3): the model file's sizes.
   void admit_expert_sizes(const std::vector<uint64_t>& layer_bytes);
+  bool sizes_from_nodes = false;            // admit_expert_sizes has been called
+  std::vector<uint64_t> file_expert_bytes;  // per MoE layer, set by its first call
 
   // Flat id of a wire (layer, expert); -1 when it is not an expert of the model.
   int32_t flat(uint32_t layer, uint32_t expert) const { return index.flat(layer, expert); }

@@ -226,7 +226,7 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
       return;
     }
   }
-  if (!reg.expert_layer_bytes.empty()) model_.admit_expert_sizes(reg.expert_layer_bytes);
+  model_.admit_expert_sizes(reg.expert_layer_bytes);
   const int64_t now = clock_->steady_ms();
   const int64_t wall = clock_->wall_ms();
   store::NodeRecord record;

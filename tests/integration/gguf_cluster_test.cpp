@@ -31,6 +31,15 @@ std::vector<std::string> scheduler_flags(const std::filesystem::path& model,
   return flags;
 }
 
+// Flags of node `name` attached to `scheduler`, with its keys.
+std::vector<std::string> attached(SchedulerProcess& scheduler, const std::string& name,
+                                  std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--scheduler", scheduler.endpoint()};
+  for (const std::string& a : scheduler.node_args(name)) args.push_back(a);
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 struct GgufModels {
   GgufModels() : work("gguf-cluster") {
     hf = work.path() / "tiny";
@@ -78,8 +87,7 @@ TEST_CASE("gguf cluster: a scheduler and three nodes on one GGUF file serve prom
     // Room for about half the experts each: some calls go to peers.
     nodes[id] = std::make_unique<NodeProcess>(
         m.work.path(), id,
-        node_args(m.gguf, free_tcp_port(),
-                  {"--scheduler", scheduler.endpoint(), "--expert-memory", "80K"}));
+        node_args(m.gguf, free_tcp_port(), attached(scheduler, id, {"--expert-memory", "80K"})));
   }
   for (auto& [id, node] : nodes) REQUIRE(node->wait_ready());
   REQUIRE(eventually(
@@ -98,7 +106,7 @@ TEST_CASE("gguf cluster: a scheduler and three nodes on one GGUF file serve prom
         node->generate({{"prompt_tokens", prompt}, {"max_tokens", 8}, {"temperature", 0}});
     CHECK(!out["tokens"].empty());
   }
-  const auto status = run_process({kCli, "nodes", "--scheduler", scheduler.endpoint(), "--json"});
+  const auto status = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
   REQUIRE(status.exit_code == 0);
   const json listed = json::parse(status.out)["nodes"];
   CHECK(listed.size() == 3);
@@ -111,11 +119,11 @@ TEST_CASE("gguf cluster: nodes of another precision join only when the scheduler
   SchedulerProcess strict(DMOE_SCHEDULER_PATH, m.work.path() / "strict", scheduler_flags(m.gguf));
   std::filesystem::create_directories(m.work.path() / "strict");
   strict.start();
-  NodeProcess same(m.work.path(), "q8",
-                   node_args(m.hf, free_tcp_port(),
-                             {"--scheduler", strict.endpoint(), "--expert-type", "q8_0"}));
+  NodeProcess same(
+      m.work.path(), "q8",
+      node_args(m.hf, free_tcp_port(), attached(strict, "q8", {"--expert-type", "q8_0"})));
   NodeProcess other(m.work.path(), "bf16",
-                    node_args(m.hf, free_tcp_port(), {"--scheduler", strict.endpoint()}));
+                    node_args(m.hf, free_tcp_port(), attached(strict, "bf16")));
   REQUIRE(same.wait_ready());
   CHECK(eventually([&] { return same.stats()["scheduler"]["attached"].get<bool>(); }, 30s));
   // A refused node exits (code 2) with the scheduler's reason in its log.
@@ -131,7 +139,7 @@ TEST_CASE("gguf cluster: nodes of another precision join only when the scheduler
                          scheduler_flags(m.gguf, {"--expert-types", "bf16"}));
   mixed.start();
   NodeProcess allowed(m.work.path(), "bf16-ok",
-                      node_args(m.hf, free_tcp_port(), {"--scheduler", mixed.endpoint()}));
+                      node_args(m.hf, free_tcp_port(), attached(mixed, "bf16-ok")));
   REQUIRE(allowed.wait_ready());
   CHECK(eventually([&] { return allowed.stats()["scheduler"]["attached"].get<bool>(); }, 30s));
 }

@@ -30,6 +30,8 @@ std::vector<Body> one_of_each() {
   reg.resident_devices = {0, 1};
   reg.placement_version = 9;
   reg.migration_headroom_bytes = 4'000'000'000ull;
+  reg.expert_type = "q4_K";
+  reg.expert_layer_bytes = {1'327'104, 1'327'104, 1'900'544};
 
   ActivationReport report;
   report.window_start_ms = 1000;

@@ -4,7 +4,8 @@
 // merged tensors, Mixtral's q/k flagged as interleaved -- a split set and a
 // directory load like the single file, and bad files (a tensor missing, a
 // shape that disagrees with the metadata, a type the runtime does not
-// compute, a truncated file) are errors naming the file and the tensor.
+// compute, a malformed manifest identity, a truncated file) are errors naming
+// the file and the tensor or key.
 #include "common/model/gguf/gguf_model.h"
 
 #include <doctest/doctest.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/sha256.h"
 #include "common/model/checkpoint.h"
 #include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_quantize.h"
@@ -122,6 +124,9 @@ TEST_CASE("gguf model: a Qwen3-MoE file reads back as the checkpoint it was writ
   CHECK_FALSE((*m)->tensor(TensorRole::kQ, 0).interleaved_qk);
   CHECK((*m)->tokenizer().has_value());
   CHECK((*m)->file_bytes() == std::filesystem::file_size(path));
+  // The source's manifest, by identity (it keeps the model id).
+  REQUIRE(ckpt->manifest_identity().has_value());
+  CHECK((*m)->manifest_identity() == ckpt->manifest_identity());
   // A directory holding the file opens the same model.
   Result<std::unique_ptr<GgufModel>> from_dir = GgufModel::open(dir.path());
   REQUIRE_MESSAGE(from_dir.is_ok(), from_dir.status().to_string());
@@ -262,6 +267,13 @@ TEST_CASE("gguf model: bad files are errors naming the file and the tensor or ke
   CHECK(error(patched(good, dir.path() / "arch.gguf", "qwen3moe", "qwen2moe"))
             .find("metadata 'general.architecture': 'qwen2moe' is not supported") !=
         std::string::npos);
+  // A manifest identity that is not a digest.
+  {
+    const std::string hex = to_hex(*ckpt->manifest_identity());
+    CHECK(error(patched(good, dir.path() / "identity.gguf", hex, "X" + hex.substr(1)))
+              .find("metadata 'dancemoe.manifest_identity': expected a string of 64") !=
+          std::string::npos);
+  }
   // Truncated.
   {
     const auto cut = dir.path() / "cut.gguf";

@@ -135,16 +135,34 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   const auto w = store.get(key);
   CHECK(w->gate.type == kernels::WeightType::kQ8_0);
   CHECK(w->n_bytes == want);
-  // Installing the held bytes (a peer's transfer) gives the same expert.
   std::vector<uint8_t> bytes;
   for (const kernels::WeightView* v : {&w->gate, &w->up, &w->down}) {
     const auto* p = static_cast<const uint8_t*>(v->data);
     bytes.insert(bytes.end(), p, p + v->rows * kernels::weight_row_bytes(v->type, v->cols));
   }
+  // The model has a manifest (of the bf16 bytes): converted bytes from a peer
+  // cannot be checked against it and are refused; loads from the files are
+  // checked before conversion.
+  const size_t gate_bytes =
+      static_cast<size_t>(w->gate.rows * kernels::weight_row_bytes(w->gate.type, w->gate.cols));
+  REQUIRE(ckpt.manifest() != nullptr);
   REQUIRE(store.evict(key));
-  REQUIRE(store.install(key, bytes).is_ok());
-  CHECK(std::memcmp(store.get(key)->gate.data, bytes.data(), 64) == 0);
-  CHECK(store
+  const Status refused = store.install(key, bytes);
+  CHECK(refused.code() == StatusCode::kFailedPrecondition);
+  CHECK(refused.message().find("cannot be checked") != std::string::npos);
+  REQUIRE(store.load(key).is_ok());
+  CHECK(std::memcmp(store.get(key)->gate.data, bytes.data(), gate_bytes) == 0);
+
+  // Without a manifest, installing the held bytes (a peer's transfer) gives
+  // the same expert.
+  std::filesystem::remove(dir.path() / "hf" / ExpertManifest::kFileName);
+  Result<std::unique_ptr<ModelRuntime>> plain = ModelRuntime::open(dir.path() / "hf", options);
+  REQUIRE_MESSAGE(plain.is_ok(), plain.status().to_string());
+  ExpertStore& plain_store = (*plain)->experts();
+  REQUIRE(plain_store.evict(key));
+  REQUIRE(plain_store.install(key, bytes).is_ok());
+  CHECK(std::memcmp(plain_store.get(key)->gate.data, bytes.data(), gate_bytes) == 0);
+  CHECK(plain_store
             .install({key.layer, (key.expert + 1) % static_cast<int32_t>(c.n_experts)},
                      std::vector<uint8_t>(bytes.size() + 1))
             .message()
