@@ -111,7 +111,11 @@ int main(int argc, char** argv) {
   for (const auto& m : models) {
     std::fflush(stdout);
     const pid_t child = fork();
-    if (child == 0) _exit(measure(m));
+    if (child == 0) {
+      const int rc = measure(m);
+      std::fflush(stdout);  // _exit does not flush a pipe's or a file's buffer
+      _exit(rc);
+    }
     int wstatus = 0;
     waitpid(child, &wstatus, 0);
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) status = 1;
