@@ -29,7 +29,8 @@ void check_model(const NodeOptions& o, DoctorReport& r, std::unique_ptr<Checkpoi
   Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(o.model_dir);
   if (!ckpt.is_ok()) {
     r.fail("model", ckpt.status().message(),
-           "point --model at the model's directory (config.json and *.safetensors); "
+           "point --model at the model's directory (config.json and *.safetensors) or its "
+           ".gguf file; "
            "`dancemoe model-info --model DIR` shows what it reads");
     return;
   }
@@ -46,20 +47,24 @@ void check_model(const NodeOptions& o, DoctorReport& r, std::unique_ptr<Checkpoi
                     std::to_string(config.n_experts_per_token) + "), dense " +
                     format_bytes(c.dense_bytes()) + ", experts " + format_bytes(experts) + ", id " +
                     short_id(c.model_id()));
-  if (std::optional<std::filesystem::path> tok = c.tokenizer_path()) {
-    Result<std::unique_ptr<tokenizer::Tokenizer>> t = tokenizer::Tokenizer::load(*tok);
-    if (t.is_ok()) {
-      r.ok("tokenizer", tok->string());
-    } else {
-      r.fail("tokenizer", t.status().message(),
-             "replace " + tok->string() + " with the model's own tokenizer.json");
-    }
+  // tokenizer.json beside the weights, or a GGUF's metadata.
+  if (Result<std::unique_ptr<tokenizer::Tokenizer>> t = c.load_tokenizer(); t.is_ok()) {
+    r.ok("tokenizer", c.tokenizer_source());
+  } else if (t.status().code() != StatusCode::kNotFound) {
+    r.fail("tokenizer", t.status().message(),
+           "replace " + c.tokenizer_source() + " with the model's own tokenizer");
   } else {
     r.warn("tokenizer", "no tokenizer.json in " + o.model_dir,
            "copy the model's tokenizer.json there; until then prompts must be sent as "
            "prompt_tokens");
   }
-  if (c.manifest() == nullptr) {
+  if (c.is_gguf()) {
+    r.warn("manifest",
+           "a GGUF file carries no per-expert digests: expert weights load and move "
+           "between nodes unverified (docs/security.md)",
+           "run the cluster from the safetensors directory with its manifest (and --expert-type "
+           "for quantized experts) where expert weights must be verified");
+  } else if (c.manifest() == nullptr) {
     r.warn("manifest", std::string("no ") + ExpertManifest::kFileName + " in " + o.model_dir,
            "`dancemoe model manifest --model " + o.model_dir +
                "` writes one, so that expert weights are verified when loaded and fetched");
