@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "common/base/sha256.h"
+#include "common/model/gguf/gguf_quantize.h"
 #include "common/net/zmq_transport.h"
 #include "edge_node/expert_service/expert_service.h"
 #include "tests/edge_node/node_test_support.h"
@@ -153,6 +154,64 @@ TEST_CASE("migration: experts fetched from a peer in checked chunks equal the lo
     CHECK(std::memcmp(a.data, b.data, static_cast<size_t>(a.rows * a.cols * 2)) == 0);
   }
   CHECK((*service)->counters().chunks.load() > 2 * layers.size());
+}
+
+TEST_CASE("migration: a GGUF node fetches experts from a peer as the file's quantized blocks") {
+  testing::TinyModel model;
+  const std::filesystem::path file = model.dir.path() / "tiny-q8_0.gguf";
+  gguf::QuantizeOptions quantize;
+  quantize.mixture = gguf::Mixture::kQ8_0;
+  REQUIRE(gguf::quantize_to_gguf(*model.checkpoint, file, quantize).is_ok());
+  Result<std::unique_ptr<Checkpoint>> opened = Checkpoint::open(file);
+  REQUIRE(opened.is_ok());
+  const Checkpoint& ckpt = **opened;
+  const std::vector<int32_t> layers = model.moe_layers();
+  // The peer computes on the file's mapping; the node has no local source.
+  ExpertStore peer_store(ckpt);
+  for (int32_t l : layers) {
+    for (int32_t e : {4, 5}) REQUIRE(peer_store.load({l, e}).is_ok());
+  }
+  zmq::context_t context;
+  ExpertServiceOptions service_options;
+  service_options.bind_endpoint = "tcp://127.0.0.1:*";
+  service_options.limits.max_chunk_bytes = 3000;
+  auto service = ExpertService::start(context, ckpt.config(), peer_store, service_options);
+  REQUIRE(service.is_ok());
+  const std::string endpoint = (*service)->bound_endpoint();
+  ExpertStore store(ckpt);
+  HolderTableHandle table(HolderTable::empty(ckpt.config()));
+  ActivationLog log(ckpt.config());
+  MigrationOptions options;
+  options.node_id = "a";
+  options.source = ExpertSource::kPeer;
+  options.chunk_bytes = 3000;
+  MigrationExecutor migration(ckpt, store, table, log, context, options, [] { return false; });
+  REQUIRE(
+      migration.apply_now(testing::make_placement(1, {{"b", endpoint, {4, 5}}}, layers)).is_ok());
+  Done done;
+  REQUIRE(
+      migration
+          .prepare(testing::make_placement(2, {{"a", "", {4}}, {"b", endpoint, {4, 5}}}, layers),
+                   done.callback())
+          .is_ok());
+  REQUIRE(done.wait().second.is_ok());
+  REQUIRE(migration.commit(2).is_ok());
+  CHECK(migration.status().experts_fetched == layers.size());
+  // What arrived is the file's Q8_0 blocks, byte for byte, in the store's
+  // quantized size.
+  const ExpertRef key{layers[1], 4};
+  auto fetched = store.get(key);
+  REQUIRE(fetched != nullptr);
+  CHECK(fetched->gate.type == kernels::WeightType::kQ8_0);
+  CHECK(fetched->n_bytes == store.expert_bytes(key));
+  CHECK(store.expert_bytes(key) < model.checkpoint->expert_bytes(key.layer, key.expert));
+  for (TensorRole role : {TensorRole::kExpertGate, TensorRole::kExpertDown}) {
+    const TensorLocation& t = ckpt.tensor(role, key.layer, key.expert);
+    const kernels::WeightView& got =
+        role == TensorRole::kExpertGate ? fetched->gate : fetched->down;
+    CHECK(got.data != t.mapped);  // a copy of its own, not the node's mapping
+    CHECK(std::memcmp(got.data, t.mapped, t.n_bytes) == 0);
+  }
 }
 
 TEST_CASE("migration: a peer sending corrupted weights is detected by the SHA-256 and refused") {
