@@ -63,7 +63,7 @@ void ModelInfo::admit_expert_sizes(const std::vector<uint64_t>& layer_bytes) {
   if (!sizes_from_nodes) {
     for (const placement::LayerShape& l : layers) file_expert_bytes.push_back(l.expert_bytes);
   }
-  // A node from before 1.3 reports no sizes: it holds the model file's.
+  // A node from before 1.4 reports no sizes: it holds the model file's.
   const std::vector<uint64_t>& held = layer_bytes.empty() ? file_expert_bytes : layer_bytes;
   for (size_t i = 0; i < layers.size() && i < held.size(); ++i) {
     layers[i].expert_bytes = sizes_from_nodes ? std::max(layers[i].expert_bytes, held[i]) : held[i];

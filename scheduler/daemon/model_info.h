@@ -53,7 +53,7 @@ struct ModelInfo {
   // replace the model file's, later ones can only raise a layer's size (the
   // largest any node admitted since start holds), so packing never overfills
   // a node whatever its precision. Empty `layer_bytes` (a node from before
-  // protocol 1.3): the model file's sizes.
+  // protocol 1.4): the model file's sizes.
   void admit_expert_sizes(const std::vector<uint64_t>& layer_bytes);
   bool sizes_from_nodes = false;            // admit_expert_sizes has been called
   std::vector<uint64_t> file_expert_bytes;  // per MoE layer, set by its first call

@@ -1,6 +1,6 @@
 // ModelInfo's expert sizes follow what the nodes hold (issue 14): the first
 // node's held sizes replace the model file's, later nodes can only raise a
-// layer's size, and a node from before protocol 1.3 (no sizes) counts as
+// layer's size, and a node from before protocol 1.4 (no sizes) counts as
 // holding the file's.
 #include "scheduler/daemon/model_info.h"
 
