@@ -50,6 +50,22 @@ int64_t ModelConfig::n_moe_layers() const {
   return n;
 }
 
+bool is_vector_role(TensorRole role) {
+  switch (role) {
+    case TensorRole::kFinalNorm:
+    case TensorRole::kInputNorm:
+    case TensorRole::kPostAttentionNorm:
+    case TensorRole::kQBias:
+    case TensorRole::kKBias:
+    case TensorRole::kVBias:
+    case TensorRole::kQNorm:
+    case TensorRole::kKNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string ModelConfig::tensor_name(TensorRole role, int64_t layer, int64_t expert) const {
   const std::string attn = substitute(naming.attention_prefix, layer, expert);
   switch (role) {

@@ -57,6 +57,9 @@ enum class TensorRole : uint8_t {
   kDenseDown,
 };
 
+// Norm weights and biases: one vector per layer (or model), never a matrix.
+bool is_vector_role(TensorRole role);
+
 // HuggingFace tensor name patterns; "{L}" is the layer index, "{E}" the expert.
 struct TensorNaming {
   std::string embed = "model.embed_tokens.weight";

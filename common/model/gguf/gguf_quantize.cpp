@@ -29,22 +29,6 @@ struct Entry {
   int64_t cols = 0;
 };
 
-bool is_vector(TensorRole role) {
-  switch (role) {
-    case TensorRole::kFinalNorm:
-    case TensorRole::kInputNorm:
-    case TensorRole::kPostAttentionNorm:
-    case TensorRole::kQBias:
-    case TensorRole::kKBias:
-    case TensorRole::kVBias:
-    case TensorRole::kQNorm:
-    case TensorRole::kKNorm:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The tensors in llama.cpp's order.
 std::vector<Entry> plan(const ModelConfig& c, Mixture mixture) {
   std::vector<Entry> out;
@@ -184,7 +168,7 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
   QuantizeSummary summary;
   for (const Entry& e : entries) {
     std::vector<int64_t> dims = {e.cols};
-    if (e.rows > 1 || !is_vector(e.role)) dims.push_back(e.rows);
+    if (e.rows > 1 || !is_vector_role(e.role)) dims.push_back(e.rows);
     if (e.experts) dims.push_back(c.n_experts);
     w.add_tensor(gguf_tensor_name(e.role, e.layer), dims, ggml_type_id(e.type));
     any_quantized = any_quantized || kernels::is_block_format(e.type);

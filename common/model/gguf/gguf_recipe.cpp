@@ -44,22 +44,6 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
 
 bool fits(WeightType type, int64_t cols) { return cols % kernels::weight_block_values(type) == 0; }
 
-bool is_vector(TensorRole role) {
-  switch (role) {
-    case TensorRole::kFinalNorm:
-    case TensorRole::kInputNorm:
-    case TensorRole::kPostAttentionNorm:
-    case TensorRole::kQBias:
-    case TensorRole::kKBias:
-    case TensorRole::kVBias:
-    case TensorRole::kQNorm:
-    case TensorRole::kKNorm:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Result<Mixture> parse_mixture(std::string_view name) {
@@ -79,7 +63,7 @@ uint32_t mixture_file_type(Mixture mixture) { return info(mixture).file_type; }
 
 WeightType recipe_type(Mixture mixture, const ModelConfig& config, TensorRole role, int64_t layer,
                        int64_t cols) {
-  if (is_vector(role) || role == TensorRole::kRouter) return WeightType::kF32;
+  if (is_vector_role(role) || role == TensorRole::kRouter) return WeightType::kF32;
   const WeightType base = info(mixture).base;
   WeightType type = base;
   const bool quantized = kernels::is_block_format(base);
