@@ -28,6 +28,30 @@ json greedy(const std::vector<int32_t>& prompt, int max_tokens) {
           {"ignore_eos", true}};
 }
 
+// A synthetic model of `preset` written to `dir`, with what the cases size
+// their nodes by.
+struct TestModel {
+  std::vector<int32_t> layers;  // MoE layers
+  int32_t n_experts = 0;
+  uint64_t all_expert_bytes = 0;
+};
+
+TestModel write_test_model(const std::filesystem::path& dir, const std::string& preset) {
+  SyntheticModelSpec spec;
+  spec.preset = preset;
+  write_model(spec, dir);
+  TestModel m;
+  m.layers = moe_layers_of(dir);
+  auto checkpoint = Checkpoint::open(dir);
+  REQUIRE(checkpoint.is_ok());
+  m.n_experts = static_cast<int32_t>((*checkpoint)->config().n_experts);
+  for (int32_t l : m.layers) {
+    for (int32_t e = 0; e < m.n_experts; ++e)
+      m.all_expert_bytes += (*checkpoint)->expert_bytes(l, e);
+  }
+  return m;
+}
+
 const json* node_in(const json& list, const std::string& id) {
   for (const json& n : list) {
     if (n["id"] == id) return &n;
@@ -38,17 +62,10 @@ const json* node_in(const json& list, const std::string& id) {
 TEST_CASE("devices: a two-device node in a cluster places, computes and answers as one node") {
   TempDir work("devices");
   const std::filesystem::path model = work.path() / "tiny";
-  SyntheticModelSpec spec;
-  spec.preset = "tiny";
-  write_model(spec, model);
-  const std::vector<int32_t> layers = moe_layers_of(model);
-  auto checkpoint = Checkpoint::open(model);
-  REQUIRE(checkpoint.is_ok());
-  const int32_t n_experts = (*checkpoint)->config().n_experts;
-  uint64_t all_bytes = 0;
-  for (int32_t l : layers) {
-    for (int32_t e = 0; e < n_experts; ++e) all_bytes += (*checkpoint)->expert_bytes(l, e);
-  }
+  const TestModel m = write_test_model(model, "tiny");
+  const std::vector<int32_t>& layers = m.layers;
+  const int32_t n_experts = m.n_experts;
+  const uint64_t all_bytes = m.all_expert_bytes;
 
   SchedulerProcess scheduler(
       DMOE_SCHEDULER_PATH, work.path(),
@@ -202,17 +219,10 @@ TEST_CASE("devices: a cuda:0,cpu node in a 3-node cluster answers as the all-CPU
   }
   TempDir work("devices-gpu");
   const std::filesystem::path model = work.path() / "small";
-  SyntheticModelSpec spec;
-  spec.preset = "small";
-  write_model(spec, model);
-  const std::vector<int32_t> layers = moe_layers_of(model);
-  auto checkpoint = Checkpoint::open(model);
-  REQUIRE(checkpoint.is_ok());
-  const int32_t n_experts = (*checkpoint)->config().n_experts;
-  uint64_t all_bytes = 0;
-  for (int32_t l : layers) {
-    for (int32_t e = 0; e < n_experts; ++e) all_bytes += (*checkpoint)->expert_bytes(l, e);
-  }
+  const TestModel m = write_test_model(model, "small");
+  const std::vector<int32_t>& layers = m.layers;
+  const int32_t n_experts = m.n_experts;
+  const uint64_t all_bytes = m.all_expert_bytes;
   SchedulerProcess scheduler(
       DMOE_SCHEDULER_PATH, work.path(),
       {"--model", model.string(), "--heartbeat-interval", "0.2", "--report-interval", "0.4",
