@@ -59,13 +59,7 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(std::unique_ptr<Checkpo
   rt->checkpoint_ = std::move(checkpoint);
   rt->device_options_ = options.devices;
   rt->precision_ = options.precision;
-  DeviceRequest request;
-  request.devices = options.devices;
-  request.precision = options.precision;
-  request.expert_memory_bytes = options.expert_memory_bytes;
-  request.host_reserved_bytes = options.host_reserved_bytes;
-  request.kv_cache_tokens = options.kv_cache_tokens;
-  DMOE_ASSIGN_OR_RETURN(rt->devices_, resolve_runtime_devices(*rt->checkpoint_, request));
+  DMOE_ASSIGN_OR_RETURN(rt->devices_, resolve_runtime_devices(*rt->checkpoint_, options));
   DMOE_RETURN_IF_ERROR(rt->make_store(options));
   std::vector<ExpertRef> keys;
   std::vector<int32_t> devices;

@@ -53,21 +53,14 @@ namespace dancemoe {
 
 class ModelRuntime;
 
-struct RuntimeOptions {
-  backend::DeviceOptions devices;
-  ComputePrecision precision = ComputePrecision::kBF16;
+// The devices and their budgets (runtime_devices.h: devices, precision,
+// expert_memory_bytes, host_reserved_bytes, kv_cache_tokens), and what to load.
+struct RuntimeOptions : DeviceRequest {
   // Experts to load at open: nullopt loads every expert; an empty list none.
   std::optional<std::vector<ExpertRef>> experts;
   // Device index (into devices.devices) of each entry of `experts`; empty:
   // spread over the devices, each expert to the one with the most budget left.
   std::vector<int32_t> expert_devices;
-  // --expert-memory: the node's expert budget over its devices (see
-  // device_budgets.h); nullopt: what is free.
-  std::optional<uint64_t> expert_memory_bytes;
-  // Host memory to leave for other things when sizing budgets (a node's
-  // offload cache) and KV-cache positions to plan for (one sequence).
-  uint64_t host_reserved_bytes = 0;
-  int64_t kv_cache_tokens = 4096;
   LoadProgress progress;  // over dense + initial expert bytes
   // Reserve each GPU's whole expert budget at open so experts can arrive
   // later (a node's migrations); false: room for the initial experts only.

@@ -35,9 +35,13 @@ struct RuntimeDevice {
 struct DeviceRequest {
   backend::DeviceOptions devices;
   ComputePrecision precision = ComputePrecision::kBF16;
-  std::optional<uint64_t> expert_memory_bytes;  // --expert-memory
-  uint64_t host_reserved_bytes = 0;             // e.g. a node's offload cache
-  int64_t kv_cache_tokens = 4096;               // one sequence's KV cache, planned for
+  // --expert-memory: the node's expert budget over its devices (see
+  // device_budgets.h); nullopt: what is free.
+  std::optional<uint64_t> expert_memory_bytes;
+  // Host memory to leave for other things when sizing budgets (a node's
+  // offload cache) and KV-cache positions to plan for (one sequence).
+  uint64_t host_reserved_bytes = 0;
+  int64_t kv_cache_tokens = 4096;
 };
 
 // The devices in --devices order, each with its budget; errors name the

@@ -141,15 +141,10 @@ Status NodeAgent::build_runtime() {
   }
 
   DMOE_RETURN_IF_ERROR(check_shared_host(options_));
-  const DeviceRequest devices = node_device_request(o);
   RuntimeOptions runtime;
-  runtime.devices = devices.devices;
-  runtime.precision = devices.precision;
+  static_cast<DeviceRequest&>(runtime) = node_device_request(o);  // as --doctor plans them
   runtime.expert_type = o.expert_type;
   runtime.experts = std::vector<ExpertRef>{};
-  runtime.expert_memory_bytes = devices.expert_memory_bytes;
-  runtime.host_reserved_bytes = devices.host_reserved_bytes;
-  runtime.kv_cache_tokens = devices.kv_cache_tokens;
   runtime.reserve_gpu_expert_budget = true;  // the placement brings the experts later
   runtime.make_executor = [this](ModelRuntime& rt) -> Result<std::unique_ptr<MoeExecutor>> {
     NodeParts& parts = *parts_;
