@@ -1,14 +1,14 @@
 #include "edge_node/http/openai_fields.h"
 
 #include <algorithm>
-#include <array>
+#include <iterator>
 
 namespace dancemoe::node {
 namespace {
 
 // Both endpoints: OpenAI's, then vLLM's and llama-server's extensions.
-constexpr std::array kIgnoredAnywhere = {
-    std::string_view("metadata"),
+constexpr std::string_view kIgnoredAnywhere[] = {
+    "metadata",
     "store",
     "service_tier",
     "safety_identifier",
@@ -67,8 +67,8 @@ constexpr std::array kIgnoredAnywhere = {
     "samplers",
 };
 
-constexpr std::array kIgnoredInChat = {
-    std::string_view("modalities"),
+constexpr std::string_view kIgnoredInChat[] = {
+    "modalities",
     "audio",
     "prediction",
     "reasoning_effort",
@@ -82,25 +82,18 @@ constexpr std::array kIgnoredInChat = {
     "mm_processor_kwargs",
 };
 
-constexpr std::array kIgnoredInCompletions = {
-    std::string_view("suffix"),
+constexpr std::string_view kIgnoredInCompletions[] = {
+    "suffix",
 };
 
-constexpr std::array kRefused = {
-    std::string_view("guided_regex"),
-    "guided_choice",
-    "guided_grammar",
-    "structural_tag",
-    "grammar",
-    "allowed_token_ids",
-    "bad_words",
-    "use_beam_search",
-    "logit_bias_type",
+constexpr std::string_view kRefused[] = {
+    ("guided_regex"),    "guided_choice", "guided_grammar",  "structural_tag",  "grammar",
+    "allowed_token_ids", "bad_words",     "use_beam_search", "logit_bias_type",
 };
 
 template <size_t N>
-bool contains(const std::array<std::string_view, N>& list, std::string_view field) {
-  return std::find(list.begin(), list.end(), field) != list.end();
+bool contains(const std::string_view (&list)[N], std::string_view field) {
+  return std::find(std::begin(list), std::end(list), field) != std::end(list);
 }
 
 }  // namespace
