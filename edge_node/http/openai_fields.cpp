@@ -87,7 +87,7 @@ constexpr std::string_view kIgnoredInCompletions[] = {
 };
 
 constexpr std::string_view kRefused[] = {
-    ("guided_regex"),    "guided_choice", "guided_grammar",  "structural_tag",  "grammar",
+    "guided_regex",      "guided_choice", "guided_grammar",  "structural_tag",  "grammar",
     "allowed_token_ids", "bad_words",     "use_beam_search", "logit_bias_type",
 };
 
