@@ -56,13 +56,15 @@ bool parse_weight_type(std::string_view text, WeightType* type) {
   return false;
 }
 
-int64_t quantized_x_group(WeightType type) { return weight_block_values(type) == 32 ? 32 : 256; }
+int64_t quantized_x_group(WeightType type) {
+  return weight_block_values(type) == 32 && !wide_x(type) ? 32 : 256;
+}
 
 int64_t quantized_x_row_bytes(WeightType type, int64_t cols) {
   const int64_t group = quantized_x_group(type);
   if (wide_x(type)) {
     return align64(cols * static_cast<int64_t>(sizeof(int16_t)) +
-                   cols / group * static_cast<int64_t>(sizeof(float)));
+                   (cols + group - 1) / group * static_cast<int64_t>(sizeof(float)));
   }
   return align64(cols + cols / group * static_cast<int64_t>(sizeof(float)) +
                  cols / 16 * static_cast<int64_t>(sizeof(int16_t)));

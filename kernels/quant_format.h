@@ -21,8 +21,12 @@
 //
 // Q8_0 weights meet 16-bit activations instead (wide_x()):
 //   int16_t q[cols]             q = round-to-nearest-even(x / d), |q| <= 32767
-//   float   d[cols / 32]        d = max|x| / 32767 over the group
-// padded to a multiple of 64 bytes (no sums: Q8_0 has no offset). Q8_0 is
+//   float   d[ceil(cols / 256)] d = max|x| / 32767 over each group of 256 (the
+//                               last group may be shorter: cols is a multiple of 32)
+// padded to a multiple of 64 bytes (no sums: Q8_0 has no offset). With 32767
+// levels a group of 256 loses nothing that matters (a value 100x below the
+// group's maximum still has ~330 levels), and the kernels scale the integer
+// sums of a whole group's blocks by d once instead of once per block. Q8_0 is
 // chosen for its accuracy, and 8-bit activations would add as much error
 // as its weights do (each ~0.5 % of a dot product on Gaussian data); 16-bit
 // ones add ~0.002 %. The integer kernels cost the same: the weights are
@@ -61,7 +65,8 @@ std::string_view weight_type_name(WeightType type);
 // Parses those names, case-insensitively ("Q4_K" and "q4_k" too).
 bool parse_weight_type(std::string_view text, WeightType* type);
 
-// Values per activation scale for weights of a block format: 32 or 256.
+// Values per activation scale for weights of a block format: 32 (Q4_0) or
+// 256 (Q8_0, whose last group may be shorter, and the K formats).
 int64_t quantized_x_group(WeightType type);
 // Bytes of one quantized activation row (see the layouts above).
 int64_t quantized_x_row_bytes(WeightType type, int64_t cols);

@@ -69,25 +69,39 @@ struct Tokens {
 };
 
 // ---- Q8_0 against 16-bit activations (quant_format.h): the weights widened
-// to int16, two int16 dot products per 32-block, y += sum(w x) d dx.
+// to int16, two int16 dot products per 32-block, scaled by the block's d;
+// each group of (up to) 8 blocks shares the activation scale dx, applied
+// once per group: y += dx sum_blocks(d sum(w x)).
 template <class Isa, int T>
 void row_q8_0(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  constexpr int64_t kGroupBlocks = kQKK / kQK;
   const int64_t n_blocks = cols / kQK;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* blk = w + b * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const __m256i w0 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
-    const __m256i w1 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)));
-    uint16_t dbits;
-    std::memcpy(&dbits, blk, 2);
-    const float d = _cvtsh_ss(dbits);
+  const uint8_t* blk = w;
+  const int16_t* x[T];
+  for (int t = 0; t < T; ++t) x[t] = tok.x[t].q16;
+  int64_t off = 0;  // of the current block in x
+  for (int64_t g0 = 0; g0 < n_blocks; g0 += kGroupBlocks) {
+    const uint8_t* group_end =
+        blk + (g0 + kGroupBlocks < n_blocks ? kGroupBlocks : n_blocks - g0) * sizeof(BlockQ8_0);
+    __m256 group[T];
+    for (int t = 0; t < T; ++t) group[t] = _mm256_setzero_ps();
+    for (; blk < group_end; blk += sizeof(BlockQ8_0)) {
+      const __m256i w0 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+      const __m256i w1 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)));
+      const __m256 d = _mm256_cvtph_ps(_mm_broadcastw_epi16(_mm_loadu_si16(blk)));
+      for (int t = 0; t < T; ++t) {
+        const __m256i p =
+            Isa::madd_add(_mm256_madd_epi16(w0, load256(x[t] + off)), w1, load256(x[t] + off + 16));
+        group[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, group[t]);
+      }
+      off += kQK;
+    }
     for (int t = 0; t < T; ++t) {
-      const int16_t* x = tok.x[t].q16 + b * kQK;
-      const __m256i p = Isa::madd_add(_mm256_madd_epi16(w0, load256(x)), w1, load256(x + 16));
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * tok.x[t].d[b]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(group[t], _mm256_set1_ps(tok.x[t].d[g0 / kGroupBlocks]), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
@@ -630,32 +644,35 @@ inline float abs_max(const float* x, int64_t n) {
   return _mm_cvtss_f32(m);
 }
 
-// The 16-bit layout (Q8_0): 32767 levels, vpackssdw's saturation matching
-// the reference's clamp.
+// The 16-bit layout (Q8_0): 32767 levels per group of 256 (the last one
+// possibly shorter), vpackssdw's saturation matching the reference's clamp.
 inline void quantize_x_wide(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
                             void* out) {
   const int64_t group = quantized_x_group(type);
+  const int64_t n_groups = (cols + group - 1) / group;
   const int64_t row_bytes = quantized_x_row_bytes(type, cols);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x + t * cols;
     auto* row = static_cast<uint8_t*>(out) + t * row_bytes;
     auto* q = reinterpret_cast<int16_t*>(row);
     auto* d = reinterpret_cast<float*>(row + 2 * cols);
-    for (int64_t g = 0; g < cols / group; ++g) {
-      const float* xg = xt + g * group;
-      const float a = abs_max(xg, group);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const int64_t begin = g * group;
+      const int64_t len = cols - begin < group ? cols - begin : group;  // a multiple of 32
+      const float* xg = xt + begin;
+      const float a = abs_max(xg, len);
       const float id = a > 0.0f ? 32767.0f / a : 0.0f;
       d[g] = a / 32767.0f;
       const __m256 vid = _mm256_set1_ps(id);
-      for (int64_t i = 0; i < group; i += 16) {
+      for (int64_t i = 0; i < len; i += 16) {
         const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + i), vid));
         const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + i + 8), vid));
         // vpackssdw interleaves the 128-bit lanes: [v0 lo, v1 lo, v0 hi, v1 hi].
         const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + g * group + i), p);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + begin + i), p);
       }
     }
-    const int64_t used = cols * 2 + cols / group * 4;
+    const int64_t used = cols * 2 + n_groups * 4;
     std::memset(row + used, 0, static_cast<size_t>(row_bytes - used));
   }
 }
