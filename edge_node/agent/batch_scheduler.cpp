@@ -221,7 +221,10 @@ void BatchScheduler::step() {
   // to give the first logits).
   for (const auto& seq : active) {
     if (seq->cache) continue;
-    Result<KvCache> made = tf.new_cache(seq->blocks * options_.block_tokens);
+    // Its reserved blocks, never more than the context (a backend may size
+    // its cache pool by the context).
+    Result<KvCache> made =
+        tf.new_cache(std::min(seq->blocks * options_.block_tokens, options_.context_tokens));
     if (!made.is_ok()) {
       std::lock_guard<std::mutex> lock(mutex_);
       seq->error = made.status();

@@ -219,8 +219,12 @@ Status NodeAgent::build_runtime() {
                               std::to_string(block_bytes) + " bytes)");
     }
   }
-  // A backend that cannot batch sequences runs them one after another.
-  if (!runner.transformer->batches_sequences()) runner.batch.max_sequences = 1;
+  // A backend that cannot batch sequences runs them one after another; its
+  // caches live on the device, where the prefix cache cannot copy them.
+  if (!runner.transformer->batches_sequences()) {
+    runner.batch.max_sequences = 1;
+    runner.batch.prefix_cache_bytes = 0;
+  }
   DMOE_ASSIGN_OR_RETURN(p.runner, PromptRunner::create(runner));
   spdlog::info(
       "generation: up to {} sequences per step, KV budget {} blocks of {} tokens, "
