@@ -18,6 +18,13 @@ namespace {
 class RoutingServer : public httplib::Server {
  public:
   using httplib::Server::process_request;
+  // httplib stops writing a streamed (chunked) answer as soon as its own
+  // listening socket is invalid -- its sign of shutting down. Ours is not
+  // httplib's, so the listener marks the server serving (with its socket's
+  // descriptor, never closed by httplib: its stop() acts only after its own
+  // listen) while it runs, and not serving once it stops.
+  void set_serving(int listening_fd) { svr_sock_ = listening_fd; }
+  void set_stopping() { svr_sock_ = INVALID_SOCKET; }
 };
 
 // A listening TCP socket on host:port (port 0: any), or why not.
@@ -82,6 +89,7 @@ Result<std::unique_ptr<HttpListener>> HttpListener::bind(const HttpListenerOptio
   server->set_keep_alive_max_count(options.max_requests_per_connection);
   server->set_keep_alive_timeout(
       std::chrono::duration_cast<std::chrono::seconds>(options.idle_timeout).count());
+  server->set_serving(fd.get());
   listener->server_ = std::move(server);
   address.port = bound_port(fd.get());
   listener->bound_address_ = address.host + ":" + std::to_string(address.port);
@@ -131,6 +139,7 @@ HttpListener::~HttpListener() { stop(); }
 void HttpListener::stop() {
   if (!started_) return;
   started_ = false;
+  static_cast<RoutingServer&>(*server_).set_stopping();  // streamed answers end
   gate_->stop();      // no new requests; connections handed back from now on are closed
   pool_->shutdown();  // finishes the requests being served and joins
 }

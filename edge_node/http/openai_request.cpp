@@ -1,5 +1,6 @@
 #include "edge_node/http/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -352,6 +353,7 @@ std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body
     }
     if (*pending.best_of > r.n) r.ignored.push_back("best_of");
   }
+  std::sort(r.ignored.begin(), r.ignored.end());  // the warning names them in one order
   if (r.echo && r.n_logprobs >= 0) {
     return invalid_request("echo", "echo with logprobs is not supported (prompt logprobs)");
   }

@@ -73,7 +73,7 @@ TEST_CASE("rope: llama3 divides low frequencies, keeps high ones, blends between
                     1.0);
 }
 
-TEST_CASE("rope: linear divides every frequency; partial rotary uses the rotating dims") {
+TEST_CASE("rope: linear divides every frequency and partial rotary uses the rotating dims") {
   RopeScaling linear;
   linear.type = RopeScaling::Type::kLinear;
   linear.factor = 4.0;

@@ -94,7 +94,7 @@ TEST_CASE("openai request: absurd values name the field") {
   CHECK(error_of(R"({"prompt": "x", "temperature": 2.5})").param == "temperature");
   CHECK(error_of(R"({"prompt": "x", "top_p": 0})").param == "top_p");
   CHECK(error_of(R"({"prompt": "x", "top_p": 1.01})").param == "top_p");
-  CHECK(error_of(R"({"prompt": "x", "top_k": -1})").param == "top_k");
+  CHECK(error_of(R"({"prompt": "x", "top_k": -2})").param == "top_k");  // -1 is vLLM's "off"
   // A negative seed wrapped to 2^64 - 1 (and so ran unseeded-looking).
   CHECK(error_of(R"({"prompt": "x", "seed": -1})").param == "seed");
   CHECK(error_of(R"({"prompt": "x", "n": 17})").param == "n");
@@ -145,7 +145,7 @@ TEST_CASE("openai request: missing and unknown fields are refused") {
 TEST_CASE("openai request: the compatibility fields are read") {
   OpenAiRequest r = ok_of(
       R"({"prompt": ["a", "b"], "n": 3, "presence_penalty": -0.5, "frequency_penalty": 1.5,
-          "repetition_penalty": 1.2, "min_p": 0.05, "top_k": -1, "logprobs": 4, "echo": true,
+          "repetition_penalty": 1.2, "min_p": 0.05, "top_k": -1, "logprobs": 4,
           "logit_bias": {"17": -100, "3": 2.5}, "max_completion_tokens": 9, "max_tokens": 5,
           "seed": 3})");
   REQUIRE(r.prompts.size() == 2);
@@ -157,7 +157,7 @@ TEST_CASE("openai request: the compatibility fields are read") {
   CHECK(r.sampling.min_p == doctest::Approx(0.05));
   CHECK(r.sampling.top_k == 0);  // vLLM's -1: off
   CHECK(r.n_logprobs == 4);
-  CHECK(r.echo);
+  CHECK(ok_of(R"({"prompt": "x", "echo": true})").echo);
   CHECK(r.max_tokens == 9);  // max_completion_tokens wins
   REQUIRE(r.sampling.logit_bias.size() == 2);
   CHECK(r.sampling.logit_bias[0] == std::pair<int32_t, float>{17, -100.0f});
@@ -214,7 +214,7 @@ TEST_CASE("openai request: response_format builds a grammar or names the schema'
                   {"name": "p", "strict": true, "schema": {"type": "object", "properties":
                   {"a": {"type": "integer"}}, "required": ["a"]}}}})")
             .grammar != nullptr);
-  CHECK(ok_of(R"({"prompt": "x", "guided_json": "{"type": "integer"}"})").grammar != nullptr);
+  CHECK(ok_of(R"({"prompt": "x", "guided_json": "{\"type\": \"integer\"}"})").grammar != nullptr);
   CHECK(ok_of(R"({"prompt": "x", "json_schema": {"type": "boolean"}})").grammar != nullptr);
   const ApiError pattern = error_of(
       R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "p",
