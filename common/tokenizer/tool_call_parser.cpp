@@ -47,6 +47,31 @@ ToolCallFormat detect_tool_call_format(std::string_view source) {
   return ToolCallFormat::kNone;
 }
 
+std::string forced_call_prefix(ToolCallFormat format, std::string_view function) {
+  const std::string name(function);
+  switch (format) {
+    case ToolCallFormat::kNone:
+      return "";
+    case ToolCallFormat::kHermes:
+      return name.empty()
+                 ? "<tool_call>\n"
+                 : "<tool_call>\n{\"name\": " + nlohmann::json(name).dump() + ", \"arguments\": ";
+    case ToolCallFormat::kMistral:
+      return name.empty()
+                 ? "[TOOL_CALLS]"
+                 : "[TOOL_CALLS][{\"name\": " + nlohmann::json(name).dump() + ", \"arguments\": ";
+    case ToolCallFormat::kDeepSeek:
+      return "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>" +
+             (name.empty() ? std::string() : name + "<｜tool▁sep｜>");
+    case ToolCallFormat::kGlm:
+      return "<tool_call>" + (name.empty() ? std::string() : name + "\n");
+    case ToolCallFormat::kHarmony:
+      return "<|channel|>commentary to=functions." +
+             (name.empty() ? std::string() : name + " <|constrain|>json<|message|>");
+  }
+  return "";
+}
+
 ToolCallParser::ToolCallParser(ToolCallFormat format, ToolCallParserOptions options) {
   switch (format) {
     case ToolCallFormat::kNone:

@@ -103,6 +103,15 @@ class ToolCallParser {
   std::unique_ptr<Impl> impl_;
 };
 
+// What to append to the prompt (after the generation prompt) so that the
+// answer is a tool call: the opening of a call in `format`, with the
+// function's name when `function` is not empty (tool_choice naming one),
+// else only the marker (tool_choice "required"). The model writes the rest.
+// The prefix is part of the answer: feed it to the parser before the
+// generated text. Empty for kNone. `function` is written as given (the
+// caller checks it is a plain name).
+std::string forced_call_prefix(ToolCallFormat format, std::string_view function);
+
 // The whole answer at once (feed + finish).
 ModelOutput parse_model_output(ToolCallFormat format, std::string_view text,
                                ToolCallParserOptions options = {});

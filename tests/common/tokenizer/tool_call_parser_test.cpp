@@ -240,5 +240,41 @@ TEST_CASE("tool calls: deeply nested JSON in a call is refused, not parsed recur
   CHECK(out.content == deep);
 }
 
+TEST_CASE(
+    "tool calls: a forced prefix and the model's continuation parse as a call in every format") {
+  struct Case {
+    ToolCallFormat format;
+    const char* continuation;  // what a model writes after the named prefix
+    const char* required;      // what it writes after the bare marker
+  };
+  const Case cases[] = {
+      {ToolCallFormat::kHermes, R"({"city": "Paris"}}
+</tool_call>)",
+       R"({"name": "get_weather", "arguments": {"city": "Paris"}}
+</tool_call>)"},
+      {ToolCallFormat::kMistral, R"({"city": "Paris"}}])",
+       R"([{"name": "get_weather", "arguments": {"city": "Paris"}}])"},
+      {ToolCallFormat::kDeepSeek, R"({"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>)",
+       R"(get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>)"},
+      {ToolCallFormat::kGlm, "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>",
+       "get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"},
+      {ToolCallFormat::kHarmony, R"({"city": "Paris"}<|call|>)",
+       R"(get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>)"},
+  };
+  for (const Case& c : cases) {
+    INFO(tool_call_format_name(c.format));
+    for (bool named : {true, false}) {
+      const std::string text = forced_call_prefix(c.format, named ? "get_weather" : "") +
+                               (named ? c.continuation : c.required);
+      const ModelOutput out = parse_all_ways(c.format, text);
+      REQUIRE(out.tool_calls.size() == 1);
+      CHECK(out.tool_calls[0].name == "get_weather");
+      CHECK(args_of(out.tool_calls[0]) == Json{{"city", "Paris"}});
+      CHECK(out.content.empty());
+    }
+  }
+  CHECK(forced_call_prefix(ToolCallFormat::kNone, "f").empty());
+}
+
 }  // namespace
 }  // namespace dancemoe::tokenizer
