@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/tokenizer/tool_call_formats.h"
+#include "common/tokenizer/utf8.h"
 
 namespace dancemoe::tokenizer {
 namespace {
@@ -92,7 +93,7 @@ class HarmonyParser final : public ToolCallParser::Impl {
       call.name = header_.recipient.rfind("functions.", 0) == 0 ? header_.recipient.substr(10)
                                                                 : header_.recipient;
       const std::optional<nlohmann::ordered_json> j = parse_tool_json(call_body_);
-      if (!call.name.empty() && j && j->is_object()) {
+      if (!call.name.empty() && utf8_is_valid(call.name) && j && j->is_object()) {
         call.arguments = j->dump();
         out->tool_calls.push_back(std::move(call));
       } else {

@@ -4,6 +4,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/tokenizer/utf8.h"
+
 namespace dancemoe::tokenizer {
 namespace {
 
@@ -185,6 +187,9 @@ bool parse_glm(std::string_view body, const Json& tools, std::vector<ToolCall>* 
     if (value_end == std::string_view::npos) return false;
     const std::string raw(
         body.substr(value_at + kValue.size(), value_end - value_at - kValue.size()));
+    // Raw text becomes a JSON string: it must be UTF-8 (a model can write
+    // any bytes).
+    if (!utf8_is_valid(key) || !utf8_is_valid(raw)) return false;
     // The template writes strings raw and everything else as JSON.
     std::optional<Json> parsed;
     if (parameter_type(tools, call.name, key) != "string") parsed = parse_json(raw);
@@ -277,6 +282,14 @@ FormatSpec spec_for(ToolCallFormat format, const ToolCallParserOptions& options)
     default:
       return {};
   }
+}
+
+// Names and ids cut from raw text go into JSON answers: they must be UTF-8.
+bool utf8_names(const std::vector<ToolCall>& calls) {
+  for (const ToolCall& c : calls) {
+    if (!utf8_is_valid(c.name) || !utf8_is_valid(c.id)) return false;
+  }
+  return true;
 }
 
 class MarkerParser final : public ToolCallParser::Impl {
@@ -380,7 +393,7 @@ class MarkerParser final : public ToolCallParser::Impl {
       body_end = consumed = buf_.size();  // the answer ended inside the call
     }
     std::vector<ToolCall> calls;
-    if (spec_.parse(std::string_view(buf_).substr(0, body_end), &calls)) {
+    if (spec_.parse(std::string_view(buf_).substr(0, body_end), &calls) && utf8_names(calls)) {
       for (ToolCall& c : calls) out->tool_calls.push_back(std::move(c));
       buf_.erase(0, consumed);
       in_call_ = false;

@@ -240,6 +240,21 @@ TEST_CASE("tool calls: deeply nested JSON in a call is refused, not parsed recur
   CHECK(out.content == deep);
 }
 
+TEST_CASE("tool calls: a call with bytes that are not UTF-8 in its name or raw values stays text") {
+  // Found by tool_call_parser_fuzz: such a call made JSON dumping throw.
+  const std::string glm =
+      "<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>\x80</arg_value></tool_call>";
+  const ModelOutput a = parse_model_output(ToolCallFormat::kGlm, glm);
+  CHECK(a.tool_calls.empty());
+  CHECK(a.content == glm);
+  const std::string deepseek = "<｜tool▁call▁begin｜>\xff<｜tool▁sep｜>{}<｜tool▁call▁end｜>";
+  const ModelOutput b = parse_model_output(ToolCallFormat::kDeepSeek, deepseek);
+  CHECK(b.tool_calls.empty());
+  CHECK(b.content == deepseek);
+  const std::string harmony = "<|channel|>commentary to=functions.\xc3 <|message|>{}<|call|>";
+  CHECK(parse_model_output(ToolCallFormat::kHarmony, harmony).tool_calls.empty());
+}
+
 TEST_CASE(
     "tool calls: a forced prefix and the model's continuation parse as a call in every format") {
   struct Case {
