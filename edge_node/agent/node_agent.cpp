@@ -115,6 +115,9 @@ Status NodeAgent::build_runtime() {
   const ModelConfig& config = ckpt.config();
   if (Result<std::unique_ptr<tokenizer::Tokenizer>> tok = ckpt.load_tokenizer(); tok.is_ok()) {
     p.tokenizer = std::move(tok).value();
+    std::string warning;
+    p.chat_template = tokenizer::ChatTemplate::for_tokenizer_or_builtin(*p.tokenizer, &warning);
+    if (!warning.empty()) spdlog::warn("{}: {}", o.model_dir, warning);
   } else if (tok.status().code() == StatusCode::kNotFound) {
     spdlog::warn("{}; prompts must be sent as prompt_tokens", tok.status().message());
   } else {

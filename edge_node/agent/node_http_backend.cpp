@@ -165,10 +165,10 @@ ServedModel NodeHttpBackend::served_model() {
   m.context_tokens = options_.context_tokens;
   m.vocab_size = p.runtime->transformer().config().vocab_size;
   m.has_tokenizer = p.tokenizer != nullptr;
-  if (p.tokenizer) m.chat_format = p.tokenizer->chat_format();
+  m.chat_template = p.chat_template;
   // A model that thinks aloud has the markers as tokens of its own (Qwen3).
   const ReasoningMarkers markers;
-  if (p.tokenizer && m.chat_format && p.tokenizer->token_id(markers.open) &&
+  if (p.tokenizer && m.chat_template && p.tokenizer->token_id(markers.open) &&
       p.tokenizer->token_id(markers.close)) {
     m.reasoning = markers;
   }
