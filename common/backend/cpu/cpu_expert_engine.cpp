@@ -128,9 +128,21 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
     matmul_rows(k, job.gate, xj, n, g, inter, slice.row_begin, slice.row_end);
     matmul_rows(k, job.up, xj, n, u, inter, slice.row_begin, slice.row_end);
     const int64_t width = slice.row_end - slice.row_begin;
+    const ExpertFfn& ffn = job.ffn;
     for (int64_t t = 0; t < n; ++t) {
       const int64_t at = off + t * inter + slice.row_begin;
-      k.swiglu(gate_.data() + at, up_.data() + at, width, hidden_f32_.data() + at);
+      // The biases join before the activation (gpt-oss adds them to gate_up).
+      if (ffn.gate_bias != nullptr) {
+        k.axpy(1.0f, ffn.gate_bias + slice.row_begin, gate_.data() + at, width);
+      }
+      if (ffn.up_bias != nullptr)
+        k.axpy(1.0f, ffn.up_bias + slice.row_begin, up_.data() + at, width);
+      if (ffn.clamped) {
+        k.swiglu_clamped(gate_.data() + at, up_.data() + at, width, ffn.alpha, ffn.limit,
+                         hidden_f32_.data() + at);
+      } else {
+        k.swiglu(gate_.data() + at, up_.data() + at, width, hidden_f32_.data() + at);
+      }
       if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, width, hidden_bf16_.data() + at);
     }
   });
@@ -155,6 +167,13 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
     }
     matmul_rows(k, job.down, hj, n, down_.data() + row0 * hidden, hidden, slice.row_begin,
                 slice.row_end);
+    if (job.ffn.down_bias != nullptr) {
+      for (int64_t t = 0; t < n; ++t) {
+        k.axpy(1.0f, job.ffn.down_bias + slice.row_begin,
+               down_.data() + (row0 + t) * hidden + slice.row_begin,
+               slice.row_end - slice.row_begin);
+      }
+    }
   });
 
   // (3) out[t] += w * down row, per token, experts in job order.
