@@ -211,15 +211,20 @@ const std::vector<std::string>& synthetic_architectures() {
   return kArchs;
 }
 
-Result<ordered_json> synthetic_config(const std::string& arch, const std::string& preset, bool tied,
-                                      bool norm_topk_prob) {
+Result<ordered_json> synthetic_config(const std::string& arch_flag, const std::string& preset,
+                                      bool tied, bool norm_topk_prob) {
+  // The published family names are hyphenated ("gpt-oss"); model_type's are not.
+  std::string arch = arch_flag;
+  std::replace(arch.begin(), arch.end(), '-', '_');
   std::string names;
   bool known = false;
   for (const std::string& a : synthetic_architectures()) {
     names += (names.empty() ? "" : ", ") + a;
     known = known || a == arch;
   }
-  if (!known) return invalid_argument("unknown --arch '" + arch + "' (expected " + names + ")");
+  if (!known) {
+    return invalid_argument("unknown --arch '" + arch_flag + "' (expected " + names + ")");
+  }
   DMOE_ASSIGN_OR_RETURN(Sizes s, preset_sizes(preset));
   if (arch == "mixtral") return mixtral(preset, s, tied);
   // OLMoE and Qwen2-MoE publish norm_topk_prob false (make-model --set changes it).
