@@ -84,6 +84,7 @@ void assign_expert(const ExpertWeights& weights, ExpertJob* job) {
   job->up = weights.up;
   job->down = weights.down;
   job->device = weights.device;
+  job->ffn = weights.ffn;
 }
 
 Status ExpertStore::check_device(int32_t device) const {
@@ -177,7 +178,40 @@ bool ExpertStore::usable_in_place(ExpertRef key) const {
   return true;
 }
 
+Status ExpertStore::attach_ffn(ExpertWeights* expert) const {
+  const ModelConfig& c = checkpoint_.config();
+  expert->ffn = ExpertFfn{};
+  if (c.expert_activation == ExpertActivation::kClampedSwiGLU) {
+    expert->ffn.clamped = true;
+    expert->ffn.alpha = c.swiglu_alpha;
+    expert->ffn.limit = c.swiglu_limit;
+  }
+  if (!c.expert_bias) return Status::ok();
+  const ExpertRef key = expert->key;
+  const TensorRole roles[3] = {TensorRole::kExpertGateBias, TensorRole::kExpertUpBias,
+                               TensorRole::kExpertDownBias};
+  int64_t total = 0;
+  for (TensorRole role : roles) total += c.expected_shape(role)[0];
+  expert->biases.assign(static_cast<size_t>(total), 0.0f);
+  std::vector<uint8_t> stored;
+  int64_t at = 0;
+  const float* starts[3];
+  for (int i = 0; i < 3; ++i) {
+    const TensorLocation& t = checkpoint_.tensor(roles[i], key.layer, key.expert);
+    stored.resize(t.n_bytes);
+    DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(t, stored.data()));
+    kernels::dequantize_values(t.type, stored.data(), t.shape[0], expert->biases.data() + at);
+    starts[i] = expert->biases.data() + at;
+    at += t.shape[0];
+  }
+  expert->ffn.gate_bias = starts[0];
+  expert->ffn.up_bias = starts[1];
+  expert->ffn.down_bias = starts[2];
+  return Status::ok();
+}
+
 Status ExpertStore::publish(std::shared_ptr<ExpertWeights> expert) {
+  DMOE_RETURN_IF_ERROR(attach_ffn(expert.get()));
   const ExpertRef key = expert->key;
   const int32_t device = expert->device;
   std::shared_ptr<ExpertResidency> residency;

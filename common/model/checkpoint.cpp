@@ -15,7 +15,9 @@
 #include "common/base/sha256.h"
 #include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_model.h"
+#include "common/model/published_mxfp4.h"
 #include "common/model/safetensors.h"
+#include "common/model/stacked_experts.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe {
@@ -90,6 +92,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
     return not_found(model_dir.string() +
                      ": no model.safetensors or model.safetensors.index.json found");
   }
+  if (ckpt->config_.stacked_experts) {
+    DMOE_RETURN_IF_ERROR(add_stacked_expert_views(ckpt->config_, ckpt->files_, &ckpt->tensors_));
+  }
   DMOE_RETURN_IF_ERROR(ckpt->check_required_tensors());
   DMOE_ASSIGN_OR_RETURN(ckpt->manifest_, ExpertManifest::read(model_dir, ckpt->config_));
   ckpt->compute_model_id();
@@ -133,6 +138,7 @@ Status Checkpoint::index_file(uint32_t file_index, const std::filesystem::path& 
     TensorLocation loc;
     loc.name = t.name;
     loc.type = to_weight_type(t.dtype);
+    loc.raw_u8 = t.dtype == DType::kU8;
     loc.shape = t.shape;
     loc.file_index = file_index;
     loc.file_offset = header.data_offset + t.data_begin;
@@ -158,6 +164,11 @@ Status Checkpoint::check_required_tensors() const {
     if (loc == nullptr) {
       return not_found(dir_.string() + ": tensor '" + name + "' required by config.json (" +
                        config_.hf_architecture + ") is missing from the safetensors files");
+    }
+    if (loc->raw_u8) {
+      return invalid_argument(files_[loc->file_index].string() + ": tensor '" + name +
+                              "' has dtype U8; " + config_.hf_architecture +
+                              " needs it as F32, F16 or BF16");
     }
     const std::vector<int64_t> expected = config_.expected_shape(req.role);
     if (loc->shape != expected) {
@@ -302,12 +313,17 @@ Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
     }
     return Status::ok();
   }
+  if (t.view) return read_view(t, static_cast<uint8_t*>(dst));
+  return pread_all(t, t.file_offset, t.n_bytes, static_cast<uint8_t*>(dst));
+}
+
+Status Checkpoint::pread_all(const TensorLocation& t, uint64_t offset, uint64_t n_bytes,
+                             uint8_t* out) const {
   const int fd = fds_[t.file_index].get();
-  auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
-  while (done < t.n_bytes) {
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(t.n_bytes - done, 64ull << 20));
-    const ssize_t got = ::pread(fd, out + done, chunk, static_cast<off_t>(t.file_offset + done));
+  while (done < n_bytes) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n_bytes - done, 64ull << 20));
+    const ssize_t got = ::pread(fd, out + done, chunk, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       return unavailable(files_[t.file_index].string() + ": reading tensor '" + t.name +
@@ -315,6 +331,42 @@ Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
                          (got < 0 ? std::strerror(errno) : "unexpected end of file") + ")");
     }
     done += static_cast<uint64_t>(got);
+  }
+  return Status::ok();
+}
+
+// Reads the stored rows in runs of about 16 MiB (the span from a run's
+// first row to its last, strides included) and gathers them.
+Status Checkpoint::read_view(const TensorLocation& t, uint8_t* dst) const {
+  const TensorView& v = *t.view;
+  const int64_t rows = t.shape[0];
+  const uint64_t out_row = t.n_bytes / static_cast<uint64_t>(rows);
+  const uint64_t n_blocks = v.row_bytes / kPublishedMxfp4BlockBytes;
+  const uint64_t stride = std::max<uint64_t>(v.row_stride, 1);
+  const int64_t run = std::max<int64_t>(1, static_cast<int64_t>((16ull << 20) / stride));
+  std::vector<uint8_t> span, scales;
+  for (int64_t r0 = 0; r0 < rows; r0 += run) {
+    const int64_t n = std::min(run, rows - r0);
+    const uint64_t first = static_cast<uint64_t>(r0);
+    const uint64_t last = static_cast<uint64_t>(n - 1);
+    span.resize(last * v.row_stride + v.row_bytes);
+    DMOE_RETURN_IF_ERROR(
+        pread_all(t, t.file_offset + first * v.row_stride, span.size(), span.data()));
+    if (v.published_mxfp4) {
+      scales.resize(last * v.scales_stride + n_blocks);
+      DMOE_RETURN_IF_ERROR(
+          pread_all(t, v.scales_offset + first * v.scales_stride, scales.size(), scales.data()));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* row = span.data() + static_cast<uint64_t>(i) * v.row_stride;
+      uint8_t* out = dst + (first + static_cast<uint64_t>(i)) * out_row;
+      if (v.published_mxfp4) {
+        mxfp4_from_published(row, scales.data() + static_cast<uint64_t>(i) * v.scales_stride,
+                             static_cast<int64_t>(n_blocks), out);
+      } else {
+        std::memcpy(out, row, v.row_bytes);
+      }
+    }
   }
   return Status::ok();
 }

@@ -44,6 +44,21 @@ namespace gguf {
 class GgufModel;
 }
 
+// A tensor that is not stored as one contiguous run but assembled from one
+// by read_tensor() (gpt-oss's published experts, common/model/stacked_experts.h):
+// row r (r < shape[0]; a vector has one element per row) is row_bytes bytes
+// at file_offset + r * row_stride. With published_mxfp4 those bytes are the
+// row's MXFP4 codes in gpt-oss's layout and its E8M0 scales (row_bytes / 16
+// of them) are at scales_offset + r * scales_stride of the same file; the
+// tensor is then kMXFP4 blocks (common/model/published_mxfp4.h).
+struct TensorView {
+  uint64_t row_bytes = 0;
+  uint64_t row_stride = 0;
+  bool published_mxfp4 = false;
+  uint64_t scales_offset = 0;
+  uint64_t scales_stride = 0;
+};
+
 struct TensorLocation {
   std::string name;
   kernels::WeightType type = kernels::WeightType::kF32;  // element or block format
@@ -57,6 +72,11 @@ struct TensorLocation {
   // GGUF "llama" q/k: rows stored in llama.cpp's interleaved order.
   // read_tensor() returns HF order; `mapped` does not.
   bool interleaved_qk = false;
+  // Assembled from stored rows (see TensorView); n_bytes is the result's size.
+  std::optional<TensorView> view;
+  // A safetensors U8 tensor: raw bytes only views read, never a weight
+  // (`type` means nothing for it).
+  bool raw_u8 = false;
 
   // The bytes can be used where they are, as they are.
   bool usable_in_place() const { return mapped != nullptr && !interleaved_qk; }
@@ -124,6 +144,9 @@ class Checkpoint {
   Status index_file(uint32_t file_index, const std::filesystem::path& path,
                     const std::unordered_map<std::string, std::string>* expected_names);
   Status check_required_tensors() const;
+  Status read_view(const TensorLocation& tensor, uint8_t* dst) const;
+  Status pread_all(const TensorLocation& tensor, uint64_t offset, uint64_t n_bytes,
+                   uint8_t* dst) const;
   void compute_model_id();
 
   std::filesystem::path dir_;

@@ -22,6 +22,8 @@ w::DType to_wire(DType d) {
       return w::DType::F16;
     case DType::kBF16:
       return w::DType::BF16;
+    case DType::kU8:  // never a hidden-state type (dtype.h); the options only give float types
+      break;
   }
   return w::DType::F32;
 }

@@ -174,7 +174,7 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_option("--expert-type", raw->expert_type,
                  "hold experts in this format, quantizing them at load from the model files: "
-                 "q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or f32 (default: as stored); the "
+                 "q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored); the "
                  "node reports it, and the sizes it holds, to the scheduler");
   app.add_option("--wire-dtype", raw->wire_dtype, "hidden states on the wire: bf16 or f32")
       ->capture_default_str();
@@ -276,8 +276,8 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     kernels::WeightType type;
     if (!kernels::parse_weight_type(raw.expert_type, &type)) {
       return invalid_argument(
-          "--expert-type: expected q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or "
-          "f32, got '" +
+          "--expert-type: expected q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4, bf16, f16 "
+          "or f32, got '" +
           raw.expert_type + "'");
     }
     o->expert_type = type;
