@@ -268,6 +268,7 @@ Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::strin
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
                              const LoadProgress& progress) {
   DMOE_ASSIGN_OR_RETURN(SyntheticShape shape, synthetic_shape(spec.arch, spec.preset));
+  if (spec.shape) shape = *spec.shape;
   if (spec.n_shards < 1) return invalid_argument("--shards must be at least 1");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

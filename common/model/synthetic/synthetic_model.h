@@ -25,6 +25,13 @@
 
 namespace dancemoe {
 
+// The shape fields of a preset, for documentation and tests.
+struct SyntheticShape {
+  int64_t vocab_size, hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
+  int64_t n_experts, n_experts_per_token, moe_intermediate_size, dense_intermediate_size;
+  std::vector<int64_t> mlp_only_layers;  // qwen3_moe: dense layers among MoE layers
+};
+
 struct SyntheticModelSpec {
   std::string arch = "qwen3_moe";  // "qwen3_moe" or "mixtral"
   std::string preset = "tiny";     // "tiny", "small", "medium"
@@ -38,13 +45,8 @@ struct SyntheticModelSpec {
   // vocabulary is large enough, else none is written.
   std::optional<std::filesystem::path> tokenizer_json;
   bool write_tokenizer = true;
-};
-
-// The shape fields of a preset, for documentation and tests.
-struct SyntheticShape {
-  int64_t vocab_size, hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
-  int64_t n_experts, n_experts_per_token, moe_intermediate_size, dense_intermediate_size;
-  std::vector<int64_t> mlp_only_layers;  // qwen3_moe: dense layers among MoE layers
+  // A shape of its own instead of the preset's (benchmarks that need one).
+  std::optional<SyntheticShape> shape;
 };
 
 Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset);
