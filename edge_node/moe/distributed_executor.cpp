@@ -185,7 +185,7 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   }
 
   uint64_t n_offloaded = n_gathered_pairs;
-  Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, out, &n_offloaded);
+  Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, *table, out, &n_offloaded);
   log_.record_layer(layer, routing, n_local_pairs, n_offloaded);
   return offloaded;
 }
@@ -575,7 +575,8 @@ size_t DistributedMoeExecutor::gather(int64_t layer, const HolderTable& table, s
 }
 
 Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, int64_t n_tokens,
-                                                 int64_t hidden, float* out, uint64_t* n_pairs) {
+                                                 int64_t hidden, const HolderTable& table,
+                                                 float* out, uint64_t* n_pairs) {
   size_t n_jobs = 0;
   pinned_.clear();
   for (const Piece& piece : pieces_) {
@@ -584,7 +585,11 @@ Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, 
     Status why = unavailable("no offload cache (--offload-cache 0)");
     std::shared_ptr<const ExpertWeights> w;
     if (offload_ != nullptr) {
-      Result<std::shared_ptr<const ExpertWeights>> loaded = offload_->get_or_load(key);
+      std::vector<PeerInfo> sources;
+      for (int32_t h : table.remote_holders(layer, piece.expert)) {
+        sources.push_back(table.peers()[static_cast<size_t>(h)]);
+      }
+      Result<std::shared_ptr<const ExpertWeights>> loaded = offload_->get_or_load(key, sources);
       if (loaded.is_ok()) {
         w = *loaded;
       } else {

@@ -134,8 +134,12 @@ class DistributedMoeExecutor final : public MoeExecutor {
   void finish_call(Call& call, const Status& outcome);
   // Per device of the computer: the pairs of the last local run and its time.
   void record_device_compute(size_t n_jobs);
+  // The kOffload pieces, from the offload cache: this node's files, else
+  // the expert's weights fetched from its holders in `table` (a partial
+  // checkpoint lacks the files; a holder too slow to answer a call in time
+  // may still send its weights).
   Status compute_offloaded(int64_t layer, const float* x, int64_t n_tokens, int64_t hidden,
-                           float* out, uint64_t* n_pairs);
+                           const HolderTable& table, float* out, uint64_t* n_pairs);
 
   const ModelConfig& config_;
   const ExpertStore& store_;

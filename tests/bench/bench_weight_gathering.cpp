@@ -299,6 +299,9 @@ int main(int argc, char** argv) {
   std::map<std::string, std::unique_ptr<Node>> procs;
   for (const char* id : {"on", "off", "b", "c"}) {
     std::vector<std::string> args = common;
+    // A 2048-token call can take seconds on a loaded machine: no timeout (and
+    // no offload fallback) on either side of the comparison.
+    args.insert(args.end(), {"--call-timeout-ms", "120000"});
     const std::string name = id;
     const bool partial = name == "on" || name == "off";
     args.insert(args.end(),
