@@ -174,7 +174,10 @@ TEST_CASE(
         8 + a_stats["migration"]["experts_stored"].get<int64_t>());
   const auto listed = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
   REQUIRE(listed.exit_code == 0);
-  for (const json& n : json::parse(listed.out)["nodes"]) {
+  // A named copy: the loop would otherwise iterate a temporary's member after its end.
+  const json listed_nodes = json::parse(listed.out)["nodes"];
+  REQUIRE(listed_nodes.size() == 3);
+  for (const json& n : listed_nodes) {
     CHECK(n["role"] == "full");
     CHECK(n["expert_files"].is_number());
   }
@@ -346,7 +349,8 @@ TEST_CASE("partial checkpoints: an experts-only node from a header-only copy ser
   const auto listed = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
   REQUIRE(listed.exit_code == 0);
   bool seen = false;
-  for (const json& n : json::parse(listed.out)["nodes"]) {
+  const json listed_nodes = json::parse(listed.out)["nodes"];
+  for (const json& n : listed_nodes) {
     if (n["id"] != "x") continue;
     seen = true;
     CHECK(n["role"] == "experts");
