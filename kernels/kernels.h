@@ -70,6 +70,9 @@ struct MatmulArgs {
 //   out: [n_heads, head_dim]
 //   scratch: at least n_ctx floats, owned by the calling thread
 //   out[h] = sum_j softmax_j(scale * q[h] . k[j, kvh]) * v[j, kvh]
+//   sinks: null, or [n_heads] learned logits (gpt-oss's attention sinks):
+//   head h's softmax then also runs over sinks[h], a position with no value,
+//   so its weights sum to less than 1.
 struct AttentionArgs {
   const float* q = nullptr;
   const float* k = nullptr;
@@ -82,6 +85,7 @@ struct AttentionArgs {
   float scale = 1.0f;
   float* out = nullptr;
   float* scratch = nullptr;
+  const float* sinks = nullptr;
   int64_t head_begin = 0;
   int64_t head_end = 0;
 };

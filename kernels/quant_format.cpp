@@ -56,10 +56,16 @@ bool parse_weight_type(std::string_view text, WeightType* type) {
   return false;
 }
 
-int64_t quantized_x_group(WeightType type) { return weight_block_values(type) == 32 ? 32 : 256; }
+int64_t quantized_x_group(WeightType type) {
+  return weight_block_values(type) == 32 && !wide_x(type) ? 32 : 256;
+}
 
 int64_t quantized_x_row_bytes(WeightType type, int64_t cols) {
   const int64_t group = quantized_x_group(type);
+  if (wide_x(type)) {
+    return align64(cols * static_cast<int64_t>(sizeof(int16_t)) +
+                   (cols + group - 1) / group * static_cast<int64_t>(sizeof(float)));
+  }
   return align64(cols + cols / group * static_cast<int64_t>(sizeof(float)) +
                  cols / 16 * static_cast<int64_t>(sizeof(int16_t)));
 }
@@ -68,6 +74,11 @@ QuantizedXRow quantized_x_row(WeightType type, const void* x_q, int64_t cols, in
   const auto* row = static_cast<const uint8_t*>(x_q) + token * quantized_x_row_bytes(type, cols);
   const int64_t group = quantized_x_group(type);
   QuantizedXRow r;
+  if (wide_x(type)) {
+    r.q16 = reinterpret_cast<const int16_t*>(row);
+    r.d = reinterpret_cast<const float*>(row + 2 * cols);
+    return r;
+  }
   r.q = reinterpret_cast<const int8_t*>(row);
   r.d = reinterpret_cast<const float*>(row + cols);
   r.sums = reinterpret_cast<const int16_t*>(row + cols + cols / group * 4);

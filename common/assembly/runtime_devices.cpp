@@ -90,7 +90,9 @@ Result<std::vector<RuntimeDevice>> resolve_runtime_devices(const Checkpoint& che
   } else {
     request.dense_bytes = checkpoint.dense_bytes();
     request.kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_tokens, 0)) *
-                             static_cast<uint64_t>(config.n_layers * config.kv_dim()) * 2 * 4;
+                             static_cast<uint64_t>(config.n_layers * (config.cache_key_dim() +
+                                                                      config.cache_value_dim())) *
+                             4;
     request.workspace_bytes = kCpuWorkspaceBytes;
   }
   DMOE_ASSIGN_OR_RETURN(std::vector<uint64_t> budgets, plan_expert_budgets(request));

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "common/base/file_util.h"
+#include "common/base/json_nesting.h"
+#include "common/base/json_preview.h"
 
 namespace dancemoe {
 namespace {
@@ -11,9 +13,7 @@ namespace {
 // A value as shown in an error: its JSON text, shortened.
 std::string describe(const nlohmann::json* value) {
   if (value == nullptr) return "nothing (the field is missing)";
-  std::string text = value->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  return json_preview(*value);
 }
 
 }  // namespace
@@ -257,6 +257,7 @@ std::string json_quote(std::string_view text) {
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source) {
   // nlohmann reports syntax errors by exception; this adapter turns them into
   // a Status (STYLE.md: third-party exceptions are caught in the adapter).
+  DMOE_RETURN_IF_ERROR(check_json_nesting(text, source));
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {

@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace dancemoe {
+namespace {
+
+bool in_range(float v, float lo, float hi) { return std::isfinite(v) && v >= lo && v <= hi; }
+
+}  // namespace
 
 Status SamplingParams::validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
@@ -14,19 +20,84 @@ Status SamplingParams::validate() const {
   if (!(top_p > 0.0f && top_p <= 1.0f)) {
     return invalid_argument("top_p must be in (0, 1], got " + std::to_string(top_p));
   }
+  if (!in_range(min_p, 0.0f, 1.0f)) {
+    return invalid_argument("min_p must be in [0, 1], got " + std::to_string(min_p));
+  }
+  if (!in_range(presence_penalty, -2.0f, 2.0f)) {
+    return invalid_argument("presence_penalty must be in [-2, 2], got " +
+                            std::to_string(presence_penalty));
+  }
+  if (!in_range(frequency_penalty, -2.0f, 2.0f)) {
+    return invalid_argument("frequency_penalty must be in [-2, 2], got " +
+                            std::to_string(frequency_penalty));
+  }
+  if (!(repetition_penalty > 0.0f && repetition_penalty <= 10.0f)) {
+    return invalid_argument("repetition_penalty must be in (0, 10], got " +
+                            std::to_string(repetition_penalty));
+  }
+  for (const auto& [id, bias] : logit_bias) {
+    if (id < 0) return invalid_argument("logit_bias: token id " + std::to_string(id) + " < 0");
+    if (!in_range(bias, -100.0f, 100.0f)) {
+      return invalid_argument("logit_bias: the bias of token " + std::to_string(id) +
+                              " must be in [-100, 100], got " + std::to_string(bias));
+    }
+  }
   return Status::ok();
 }
 
+bool SamplingParams::adjusts() const {
+  return presence_penalty != 0.0f || frequency_penalty != 0.0f || repetition_penalty != 1.0f ||
+         !logit_bias.empty();
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
+
+void Sampler::set_prompt(std::span<const int32_t> prompt) {
+  if (params_.repetition_penalty == 1.0f) return;
+  prompt_.assign(prompt.begin(), prompt.end());
+  std::sort(prompt_.begin(), prompt_.end());
+  prompt_.erase(std::unique(prompt_.begin(), prompt_.end()), prompt_.end());
+}
+
+void Sampler::accept(int32_t id) {
+  if (params_.adjusts()) ++counts_[id];
+}
+
+void Sampler::adjust(std::span<float> logits) const {
+  const auto n = static_cast<int32_t>(logits.size());
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id < n) logits[static_cast<size_t>(id)] += bias;
+  }
+  const float rp = params_.repetition_penalty;
+  auto repeat = [&](int32_t id) {
+    if (id < 0 || id >= n) return;
+    float& l = logits[static_cast<size_t>(id)];
+    l = l > 0.0f ? l / rp : l * rp;
+  };
+  if (rp != 1.0f) {
+    for (int32_t id : prompt_) repeat(id);
+    for (const auto& [id, count] : counts_) {
+      if (!std::binary_search(prompt_.begin(), prompt_.end(), id)) repeat(id);
+    }
+  }
+  for (const auto& [id, count] : counts_) {
+    if (id < 0 || id >= n) continue;
+    logits[static_cast<size_t>(id)] -=
+        params_.frequency_penalty * static_cast<float>(count) + params_.presence_penalty;
+  }
+}
 
 int32_t Sampler::sample(std::span<const float> logits) {
   const int32_t n = static_cast<int32_t>(logits.size());
   if (params_.temperature == 0.0f) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
-  candidates_.resize(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i)
-    candidates_[static_cast<size_t>(i)] = {logits[static_cast<size_t>(i)], i};
+  candidates_.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    const float l = logits[static_cast<size_t>(i)];
+    if (l != -INFINITY) candidates_.emplace_back(l, i);
+  }
+  if (candidates_.empty()) return 0;  // everything masked: the caller checked this
   auto by_logit = [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   };
@@ -44,6 +115,19 @@ int32_t Sampler::sample(std::span<const float> logits) {
   for (auto& [value, id] : candidates_) {
     value = std::exp((value - max_logit) / params_.temperature);
     total += value;
+  }
+  if (params_.min_p > 0.0f) {
+    // The most likely has weight 1 (exp(0)): keep weights >= min_p.
+    size_t cut = candidates_.size();
+    for (size_t i = 1; i < candidates_.size(); ++i) {
+      if (candidates_[i].first < params_.min_p) {
+        cut = i;
+        break;
+      }
+    }
+    candidates_.resize(cut);
+    total = 0.0;
+    for (const auto& c : candidates_) total += c.first;
   }
   if (params_.top_p < 1.0f) {
     double cumulative = 0.0;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/base/check.h"
 #include "kernels/quantize.h"
 
 namespace dancemoe {
@@ -57,43 +58,104 @@ DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy
   const ModelConfig& c = ckpt.config();
   LoadPlan plan;
   plan.copy_mapped = copy_mapped;
-  auto matrix = [&](TensorRole role, int64_t layer, kernels::WeightView* view) {
-    plan.add_matrix(ckpt.tensor(role, layer), view);
-  };
-  auto vector = [&](TensorRole role, int64_t layer, const float** target) {
-    plan.add_vector(ckpt.tensor(role, layer), target);
-  };
   layers_.resize(static_cast<size_t>(c.n_layers));
-  matrix(TensorRole::kEmbed, 0, &embed_);
-  if (!c.tie_word_embeddings) matrix(TensorRole::kLmHead, 0, &lm_head_);
-  vector(TensorRole::kFinalNorm, 0, &final_norm_);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    LayerWeights& lw = layers_[static_cast<size_t>(l)];
-    lw.is_moe = c.layer_is_moe[static_cast<size_t>(l)];
-    vector(TensorRole::kInputNorm, l, &lw.input_norm);
-    vector(TensorRole::kPostAttentionNorm, l, &lw.post_attention_norm);
-    matrix(TensorRole::kQ, l, &lw.attention.q);
-    matrix(TensorRole::kK, l, &lw.attention.k);
-    matrix(TensorRole::kV, l, &lw.attention.v);
-    matrix(TensorRole::kO, l, &lw.attention.o);
-    if (c.attention_bias) {
-      vector(TensorRole::kQBias, l, &lw.attention.q_bias);
-      vector(TensorRole::kKBias, l, &lw.attention.k_bias);
-      vector(TensorRole::kVBias, l, &lw.attention.v_bias);
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      vector(TensorRole::kQNorm, l, &lw.attention.q_norm);
-      vector(TensorRole::kKNorm, l, &lw.attention.k_norm);
-    }
-    if (lw.is_moe) {
-      matrix(TensorRole::kRouter, l, &lw.router);
+    layers_[static_cast<size_t>(l)].is_moe = c.layer_is_moe[static_cast<size_t>(l)];
+  }
+  for (const RequiredTensor& req : required_tensors(c)) {
+    if (is_expert_role(req.role)) continue;
+    const TensorLocation& loc = ckpt.tensor(req.role, req.layer);
+    if (is_vector_role(req.role)) {
+      plan.add_vector(loc, vector_target(req.role, req.layer));
     } else {
-      matrix(TensorRole::kDenseGate, l, &lw.dense_gate);
-      matrix(TensorRole::kDenseUp, l, &lw.dense_up);
-      matrix(TensorRole::kDenseDown, l, &lw.dense_down);
+      plan.add_matrix(loc, matrix_target(req.role, req.layer));
     }
   }
   return plan;
+}
+
+kernels::WeightView* DenseWeights::matrix_target(TensorRole role, int64_t layer) {
+  LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+  AttentionWeights& aw = lw.attention;
+  switch (role) {
+    case TensorRole::kEmbed:
+      return &embed_;
+    case TensorRole::kLmHead:
+      return &lm_head_;
+    case TensorRole::kQ:
+      return &aw.q;
+    case TensorRole::kK:
+      return &aw.k;
+    case TensorRole::kV:
+      return &aw.v;
+    case TensorRole::kO:
+      return &aw.o;
+    case TensorRole::kQA:
+      return &aw.q_a;
+    case TensorRole::kQB:
+      return &aw.q_b;
+    case TensorRole::kKvA:
+      return &aw.kv_a;
+    case TensorRole::kKvB:
+      return &aw.kv_b;
+    case TensorRole::kRouter:
+      return &lw.router;
+    case TensorRole::kSharedGate:
+      return &lw.shared_gate;
+    case TensorRole::kSharedUp:
+      return &lw.shared_up;
+    case TensorRole::kSharedDown:
+      return &lw.shared_down;
+    case TensorRole::kSharedExpertGate:
+      return &lw.shared_expert_gate;
+    case TensorRole::kDenseGate:
+      return &lw.dense_gate;
+    case TensorRole::kDenseUp:
+      return &lw.dense_up;
+    case TensorRole::kDenseDown:
+      return &lw.dense_down;
+    default:
+      DMOE_CHECK(false && "not a dense matrix role");
+      return nullptr;
+  }
+}
+
+const float** DenseWeights::vector_target(TensorRole role, int64_t layer) {
+  LayerWeights& lw = layers_[static_cast<size_t>(layer)];
+  AttentionWeights& aw = lw.attention;
+  switch (role) {
+    case TensorRole::kFinalNorm:
+      return &final_norm_;
+    case TensorRole::kInputNorm:
+      return &lw.input_norm;
+    case TensorRole::kPostAttentionNorm:
+      return &lw.post_attention_norm;
+    case TensorRole::kQBias:
+      return &aw.q_bias;
+    case TensorRole::kKBias:
+      return &aw.k_bias;
+    case TensorRole::kVBias:
+      return &aw.v_bias;
+    case TensorRole::kOBias:
+      return &aw.o_bias;
+    case TensorRole::kQNorm:
+      return &aw.q_norm;
+    case TensorRole::kKNorm:
+      return &aw.k_norm;
+    case TensorRole::kSinks:
+      return &aw.sinks;
+    case TensorRole::kQANorm:
+      return &aw.q_a_norm;
+    case TensorRole::kKvANorm:
+      return &aw.kv_a_norm;
+    case TensorRole::kRouterBias:
+      return &lw.router_bias;
+    case TensorRole::kRouterChoiceBias:
+      return &lw.router_choice_bias;
+    default:
+      DMOE_CHECK(false && "not a dense vector role");
+      return nullptr;
+  }
 }
 
 Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgress& progress,

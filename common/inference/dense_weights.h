@@ -1,5 +1,7 @@
 // DenseWeights: every non-expert tensor of a model (embeddings, attention,
-// norms, routers, dense MLP layers, lm_head), in host memory.
+// norms, routers, shared experts, dense MLP layers, lm_head), in host memory:
+// the tensors common/model's required_tensors() lists for the config's
+// blocks, less the routed experts.
 //
 // Matrices keep their on-disk format (bf16/f16/f32 or a GGUF block format)
 // and are handed to kernels as WeightViews: read into one aligned block, or,
@@ -22,12 +24,18 @@
 namespace dancemoe {
 
 struct AttentionWeights {
-  kernels::WeightView q, k, v, o;
-  const float* q_bias = nullptr;  // [q_dim] or null
-  const float* k_bias = nullptr;  // [kv_dim] or null
-  const float* v_bias = nullptr;  // [kv_dim] or null
-  const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full) or null
+  kernels::WeightView q, k, v, o;  // grouped attention (q also MLA without q_lora_rank)
+  const float* q_bias = nullptr;   // [q_dim] or null
+  const float* k_bias = nullptr;   // [kv_dim] or null
+  const float* v_bias = nullptr;   // [kv_dim] or null
+  const float* o_bias = nullptr;   // [hidden] or null
+  const float* q_norm = nullptr;   // [head_dim] (per head) or [q_dim] (full) or null
   const float* k_norm = nullptr;
+  const float* sinks = nullptr;  // [n_heads] or null
+  // MLA (AttentionKind::kLatent); see common/backend/cpu/cpu_latent_attention.h.
+  kernels::WeightView q_a, q_b, kv_a, kv_b;
+  const float* q_a_norm = nullptr;   // [q_lora_rank]
+  const float* kv_a_norm = nullptr;  // [kv_lora_rank]
 };
 
 struct LayerWeights {
@@ -35,8 +43,14 @@ struct LayerWeights {
   const float* post_attention_norm = nullptr;  // [hidden]
   AttentionWeights attention;
   bool is_moe = false;
-  kernels::WeightView router;                            // [n_experts, hidden] when is_moe
-  kernels::WeightView dense_gate, dense_up, dense_down;  // when !is_moe
+  // MoE layers
+  kernels::WeightView router;                               // [n_experts, hidden]
+  const float* router_bias = nullptr;                       // [n_experts] or null
+  const float* router_choice_bias = nullptr;                // [n_experts] or null
+  kernels::WeightView shared_gate, shared_up, shared_down;  // .data null: no shared expert
+  kernels::WeightView shared_expert_gate;                   // [1, hidden] or .data null
+  // Dense layers
+  kernels::WeightView dense_gate, dense_up, dense_down;
 };
 
 class DenseWeights {
@@ -62,6 +76,9 @@ class DenseWeights {
   struct LoadPlan;  // dense_weights.cpp
   // Lists every dense tensor and where it goes; sets up layers_.
   LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped);
+  // Where the tensor of a (dense) role and layer goes.
+  kernels::WeightView* matrix_target(TensorRole role, int64_t layer);
+  const float** vector_target(TensorRole role, int64_t layer);
   DenseWeights() = default;
 
   HostBuffer matrices_;

@@ -1,5 +1,9 @@
 // KvCache: the keys and values of one sequence, per layer, in f32:
-//   k, v: [n_layers][capacity, kv_dim]
+//   keys:   [n_layers][capacity, key_dim]
+//   values: [n_layers][capacity, value_dim]
+// Grouped attention keeps k and v (key_dim == value_dim == kv_dim); latent
+// attention (MLA) keeps one compressed row per position as its "key" (the
+// normalised latent and the rotated shared rope key) and no values.
 // A CPU cache's memory comes from an anonymous mapping, so only the positions
 // actually used become resident. A backend that computes elsewhere (a GPU)
 // makes caches whose storage lives there: external_storage() is then its
@@ -24,30 +28,40 @@ class KvCache {
     virtual ~ExternalStorage() = default;
   };
 
-  static Result<KvCache> create(int64_t n_layers, int64_t kv_dim, int64_t capacity);
+  static Result<KvCache> create(int64_t n_layers, int64_t key_dim, int64_t value_dim,
+                                int64_t capacity);
+  static Result<KvCache> create(int64_t n_layers, int64_t kv_dim, int64_t capacity) {
+    return create(n_layers, kv_dim, kv_dim, capacity);
+  }
   static KvCache external(int64_t n_layers, int64_t kv_dim, int64_t capacity,
                           std::unique_ptr<ExternalStorage> storage);
 
   int64_t capacity() const { return capacity_; }
-  int64_t kv_dim() const { return kv_dim_; }
+  int64_t kv_dim() const { return key_dim_; }
+  int64_t key_dim() const { return key_dim_; }
+  int64_t value_dim() const { return value_dim_; }
   // Positions already filled (the next token goes at n_past()).
   int64_t n_past() const { return n_past_; }
   void set_n_past(int64_t n) { n_past_ = n; }
   void clear() { n_past_ = 0; }
 
-  float* keys(int64_t layer) { return external_ ? nullptr : base(layer, 0); }
-  float* values(int64_t layer) { return external_ ? nullptr : base(layer, 1); }
+  float* keys(int64_t layer) { return external_ ? nullptr : layer_base(layer); }
+  // Null without values (value_dim 0) or for an external cache.
+  float* values(int64_t layer) {
+    return external_ || value_dim_ == 0 ? nullptr : layer_base(layer) + capacity_ * key_dim_;
+  }
   ExternalStorage* external_storage() const { return external_.get(); }
 
  private:
-  float* base(int64_t layer, int kind) {
-    return static_cast<float*>(storage_.data()) + ((layer * 2 + kind) * capacity_ * kv_dim_);
+  float* layer_base(int64_t layer) {
+    return static_cast<float*>(storage_.data()) + layer * capacity_ * (key_dim_ + value_dim_);
   }
 
   HostBuffer storage_;
   std::unique_ptr<ExternalStorage> external_;
   int64_t n_layers_ = 0;
-  int64_t kv_dim_ = 0;
+  int64_t key_dim_ = 0;
+  int64_t value_dim_ = 0;
   int64_t capacity_ = 0;
   int64_t n_past_ = 0;
 };

@@ -28,10 +28,18 @@ struct RoutingDecision {
 // Sees every MoE layer's routing decision (activation counting, traces).
 using RoutingObserver = std::function<void(int64_t layer, const RoutingDecision& routing)>;
 
-// logits: [n_tokens, n_experts] router outputs in f32. Applies the model's
-// scoring order (RouterScoring) and norm_topk_prob. Ties between equal
-// scores go to the lower expert index, so decisions are deterministic.
+// logits: [n_tokens, n_experts] router outputs in f32 (any router bias
+// already added). Applies the model's scoring (RouterScoring), the
+// group-limited choice (n_group / topk_group / group_score), the choice
+// bias (choice_bias: [n_experts] or null; it steers which experts are
+// chosen, never their weights), norm_topk_prob and routed_scaling_factor,
+// as each family's published code does. Ties between equal scores go to
+// the lower expert index, so decisions are deterministic.
 void route_tokens(const ModelConfig& config, const float* logits, int64_t n_tokens,
-                  RoutingDecision* decision);
+                  const float* choice_bias, RoutingDecision* decision);
+inline void route_tokens(const ModelConfig& config, const float* logits, int64_t n_tokens,
+                         RoutingDecision* decision) {
+  route_tokens(config, logits, n_tokens, nullptr, decision);
+}
 
 }  // namespace dancemoe

@@ -38,46 +38,7 @@ bool is_plain_file_name(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-bool is_expert_role(TensorRole role) {
-  return role == TensorRole::kExpertGate || role == TensorRole::kExpertUp ||
-         role == TensorRole::kExpertDown;
-}
-
 }  // namespace
-
-std::vector<RequiredTensor> required_tensors(const ModelConfig& c) {
-  std::vector<RequiredTensor> out = {{TensorRole::kEmbed, 0, 0}, {TensorRole::kFinalNorm, 0, 0}};
-  if (!c.tie_word_embeddings) out.push_back({TensorRole::kLmHead, 0, 0});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    for (TensorRole r : {TensorRole::kInputNorm, TensorRole::kPostAttentionNorm, TensorRole::kQ,
-                         TensorRole::kK, TensorRole::kV, TensorRole::kO}) {
-      out.push_back({r, l, 0});
-    }
-    if (c.attention_bias) {
-      for (TensorRole r : {TensorRole::kQBias, TensorRole::kKBias, TensorRole::kVBias}) {
-        out.push_back({r, l, 0});
-      }
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      out.push_back({TensorRole::kQNorm, l, 0});
-      out.push_back({TensorRole::kKNorm, l, 0});
-    }
-    if (c.layer_is_moe[static_cast<size_t>(l)]) {
-      out.push_back({TensorRole::kRouter, l, 0});
-      for (int64_t e = 0; e < c.n_experts; ++e) {
-        for (TensorRole r :
-             {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
-          out.push_back({r, l, e});
-        }
-      }
-    } else {
-      for (TensorRole r : {TensorRole::kDenseGate, TensorRole::kDenseUp, TensorRole::kDenseDown}) {
-        out.push_back({r, l, 0});
-      }
-    }
-  }
-  return out;
-}
 
 Checkpoint::Checkpoint() = default;
 Checkpoint::~Checkpoint() = default;
@@ -236,6 +197,54 @@ void Checkpoint::compute_model_id() {
                                       {"norm_topk_prob", c.norm_topk_prob},
                                       {"router_scoring", static_cast<int>(c.router_scoring)},
                                       {"layer_is_moe", c.layer_is_moe}};
+  // The blocks added since: only where they differ from the plain model, so
+  // the ids of models that use none of them stay what they were.
+  const ModelConfig plain;
+  auto add_if = [&](const char* key, const auto& value, const auto& default_value) {
+    if (value != default_value) canonical[key] = value;
+  };
+  add_if("attention", static_cast<int>(c.attention), static_cast<int>(plain.attention));
+  add_if("attention_out_bias", c.attention_out_bias, plain.attention_out_bias);
+  add_if("attention_sinks", c.attention_sinks, plain.attention_sinks);
+  add_if("sliding_window", c.sliding_window, plain.sliding_window);
+  add_if("layer_sliding", c.layer_sliding, plain.layer_sliding);
+  add_if("rotary_dim", c.rotary_dim, plain.rotary_dim);
+  add_if("rope_layout", static_cast<int>(c.rope_layout), static_cast<int>(plain.rope_layout));
+  if (c.rope_scaling != plain.rope_scaling) {
+    const RopeScaling& r = c.rope_scaling;
+    canonical["rope_scaling"] = {static_cast<int>(r.type),
+                                 r.factor,
+                                 r.original_max_position_embeddings,
+                                 r.beta_fast,
+                                 r.beta_slow,
+                                 r.mscale,
+                                 r.mscale_all_dim,
+                                 r.attention_factor,
+                                 r.truncate,
+                                 r.low_freq_factor,
+                                 r.high_freq_factor};
+  }
+  add_if("attention_scale_multiplier", c.attention_scale_multiplier,
+         plain.attention_scale_multiplier);
+  add_if("q_lora_rank", c.q_lora_rank, plain.q_lora_rank);
+  add_if("kv_lora_rank", c.kv_lora_rank, plain.kv_lora_rank);
+  add_if("qk_nope_head_dim", c.qk_nope_head_dim, plain.qk_nope_head_dim);
+  add_if("v_head_dim", c.v_head_dim, plain.v_head_dim);
+  add_if("router_bias", c.router_bias, plain.router_bias);
+  add_if("router_choice_bias", c.router_choice_bias, plain.router_choice_bias);
+  add_if("n_group", c.n_group, plain.n_group);
+  add_if("topk_group", c.topk_group, plain.topk_group);
+  add_if("group_score", static_cast<int>(c.group_score), static_cast<int>(plain.group_score));
+  add_if("routed_scaling_factor", c.routed_scaling_factor, plain.routed_scaling_factor);
+  add_if("topk_norm_epsilon", c.topk_norm_epsilon, plain.topk_norm_epsilon);
+  add_if("shared_intermediate_size", c.shared_intermediate_size, plain.shared_intermediate_size);
+  add_if("shared_expert_gate", c.shared_expert_gate, plain.shared_expert_gate);
+  add_if("expert_activation", static_cast<int>(c.expert_activation),
+         static_cast<int>(plain.expert_activation));
+  if (c.expert_activation == ExpertActivation::kClampedSwiGLU) {
+    canonical["swiglu"] = {c.swiglu_alpha, c.swiglu_limit};
+  }
+  add_if("expert_bias", c.expert_bias, plain.expert_bias);
   std::vector<const TensorLocation*> sorted;
   for (const RequiredTensor& req : required_tensors(config_)) {
     sorted.push_back(&tensor(req.role, req.layer, req.expert));
@@ -337,7 +346,7 @@ uint64_t Checkpoint::expert_bytes(int64_t layer, int64_t expert) const {
 uint64_t Checkpoint::dense_bytes() const {
   uint64_t bytes = 0;
   for (const RequiredTensor& req : required_tensors(config_)) {
-    if (!is_expert_role(req.role)) bytes += tensor(req.role, req.layer, req.expert).n_bytes;
+    if (!is_expert_matrix_role(req.role)) bytes += tensor(req.role, req.layer, req.expert).n_bytes;
   }
   return bytes;
 }

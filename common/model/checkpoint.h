@@ -51,15 +51,6 @@ class GgufModel;
 }
 struct SplitIndex;
 
-// Every (role, layer, expert) the architecture of `config` needs, in a
-// stable order.
-struct RequiredTensor {
-  TensorRole role;
-  int64_t layer;
-  int64_t expert;
-};
-std::vector<RequiredTensor> required_tensors(const ModelConfig& config);
-
 struct TensorLocation {
   std::string name;
   kernels::WeightType type = kernels::WeightType::kF32;  // element or block format

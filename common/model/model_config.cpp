@@ -1,5 +1,6 @@
 #include "common/model/model_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -44,10 +45,58 @@ std::string supported_list() {
 
 }  // namespace
 
+double yarn_mscale(double scale, double m) {
+  return scale <= 1.0 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+}
+
 int64_t ModelConfig::n_moe_layers() const {
   int64_t n = 0;
   for (bool moe : layer_is_moe) n += moe ? 1 : 0;
   return n;
+}
+
+TensorNaming::TensorNaming() {
+  auto& n = *this;
+  const std::string attn = "model.layers.{L}.self_attn.";
+  const std::string mlp = "model.layers.{L}.mlp.";
+  n[TensorRole::kEmbed] = "model.embed_tokens.weight";
+  n[TensorRole::kFinalNorm] = "model.norm.weight";
+  n[TensorRole::kLmHead] = "lm_head.weight";
+  n[TensorRole::kInputNorm] = "model.layers.{L}.input_layernorm.weight";
+  n[TensorRole::kPostAttentionNorm] = "model.layers.{L}.post_attention_layernorm.weight";
+  n[TensorRole::kQ] = attn + "q_proj.weight";
+  n[TensorRole::kK] = attn + "k_proj.weight";
+  n[TensorRole::kV] = attn + "v_proj.weight";
+  n[TensorRole::kO] = attn + "o_proj.weight";
+  n[TensorRole::kQBias] = attn + "q_proj.bias";
+  n[TensorRole::kKBias] = attn + "k_proj.bias";
+  n[TensorRole::kVBias] = attn + "v_proj.bias";
+  n[TensorRole::kOBias] = attn + "o_proj.bias";
+  n[TensorRole::kQNorm] = attn + "q_norm.weight";
+  n[TensorRole::kKNorm] = attn + "k_norm.weight";
+  n[TensorRole::kSinks] = attn + "sinks";
+  n[TensorRole::kQA] = attn + "q_a_proj.weight";
+  n[TensorRole::kQANorm] = attn + "q_a_layernorm.weight";
+  n[TensorRole::kQB] = attn + "q_b_proj.weight";
+  n[TensorRole::kKvA] = attn + "kv_a_proj_with_mqa.weight";
+  n[TensorRole::kKvANorm] = attn + "kv_a_layernorm.weight";
+  n[TensorRole::kKvB] = attn + "kv_b_proj.weight";
+  n[TensorRole::kRouter] = mlp + "gate.weight";
+  n[TensorRole::kRouterBias] = mlp + "gate.bias";
+  n[TensorRole::kRouterChoiceBias] = mlp + "gate.e_score_correction_bias";
+  n[TensorRole::kExpertGate] = mlp + "experts.{E}.gate_proj.weight";
+  n[TensorRole::kExpertUp] = mlp + "experts.{E}.up_proj.weight";
+  n[TensorRole::kExpertDown] = mlp + "experts.{E}.down_proj.weight";
+  n[TensorRole::kExpertGateBias] = mlp + "experts.{E}.gate_proj.bias";
+  n[TensorRole::kExpertUpBias] = mlp + "experts.{E}.up_proj.bias";
+  n[TensorRole::kExpertDownBias] = mlp + "experts.{E}.down_proj.bias";
+  n[TensorRole::kDenseGate] = mlp + "gate_proj.weight";
+  n[TensorRole::kDenseUp] = mlp + "up_proj.weight";
+  n[TensorRole::kDenseDown] = mlp + "down_proj.weight";
+  n[TensorRole::kSharedGate] = mlp + "shared_experts.gate_proj.weight";
+  n[TensorRole::kSharedUp] = mlp + "shared_experts.up_proj.weight";
+  n[TensorRole::kSharedDown] = mlp + "shared_experts.down_proj.weight";
+  n[TensorRole::kSharedExpertGate] = mlp + "shared_expert_gate.weight";
 }
 
 bool is_vector_role(TensorRole role) {
@@ -58,64 +107,40 @@ bool is_vector_role(TensorRole role) {
     case TensorRole::kQBias:
     case TensorRole::kKBias:
     case TensorRole::kVBias:
+    case TensorRole::kOBias:
     case TensorRole::kQNorm:
     case TensorRole::kKNorm:
+    case TensorRole::kSinks:
+    case TensorRole::kQANorm:
+    case TensorRole::kKvANorm:
+    case TensorRole::kRouterBias:
+    case TensorRole::kRouterChoiceBias:
+    case TensorRole::kExpertGateBias:
+    case TensorRole::kExpertUpBias:
+    case TensorRole::kExpertDownBias:
       return true;
     default:
       return false;
   }
 }
 
+bool is_expert_matrix_role(TensorRole role) {
+  return role == TensorRole::kExpertGate || role == TensorRole::kExpertUp ||
+         role == TensorRole::kExpertDown;
+}
+
+bool is_expert_role(TensorRole role) {
+  return is_expert_matrix_role(role) || role == TensorRole::kExpertGateBias ||
+         role == TensorRole::kExpertUpBias || role == TensorRole::kExpertDownBias;
+}
+
 std::string ModelConfig::tensor_name(TensorRole role, int64_t layer, int64_t expert) const {
-  const std::string attn = substitute(naming.attention_prefix, layer, expert);
-  switch (role) {
-    case TensorRole::kEmbed:
-      return naming.embed;
-    case TensorRole::kFinalNorm:
-      return naming.final_norm;
-    case TensorRole::kLmHead:
-      return tie_word_embeddings ? naming.embed : naming.lm_head;
-    case TensorRole::kInputNorm:
-      return substitute(naming.input_norm, layer, expert);
-    case TensorRole::kPostAttentionNorm:
-      return substitute(naming.post_attention_norm, layer, expert);
-    case TensorRole::kQ:
-      return attn + "q_proj.weight";
-    case TensorRole::kK:
-      return attn + "k_proj.weight";
-    case TensorRole::kV:
-      return attn + "v_proj.weight";
-    case TensorRole::kO:
-      return attn + "o_proj.weight";
-    case TensorRole::kQBias:
-      return attn + "q_proj.bias";
-    case TensorRole::kKBias:
-      return attn + "k_proj.bias";
-    case TensorRole::kVBias:
-      return attn + "v_proj.bias";
-    case TensorRole::kQNorm:
-      return attn + "q_norm.weight";
-    case TensorRole::kKNorm:
-      return attn + "k_norm.weight";
-    case TensorRole::kRouter:
-      return substitute(naming.router, layer, expert);
-    case TensorRole::kExpertGate:
-      return substitute(naming.expert_gate, layer, expert);
-    case TensorRole::kExpertUp:
-      return substitute(naming.expert_up, layer, expert);
-    case TensorRole::kExpertDown:
-      return substitute(naming.expert_down, layer, expert);
-    case TensorRole::kDenseGate:
-      return substitute(naming.dense_gate, layer, expert);
-    case TensorRole::kDenseUp:
-      return substitute(naming.dense_up, layer, expert);
-    case TensorRole::kDenseDown:
-      return substitute(naming.dense_down, layer, expert);
-  }
-  return {};
+  if (role == TensorRole::kLmHead && tie_word_embeddings) role = TensorRole::kEmbed;
+  return substitute(naming[role], layer, expert);
 }
 
 std::vector<int64_t> ModelConfig::expected_shape(TensorRole role) const {
+  const int64_t rope = rope_dim();
   switch (role) {
     case TensorRole::kEmbed:
     case TensorRole::kLmHead:
@@ -123,6 +148,8 @@ std::vector<int64_t> ModelConfig::expected_shape(TensorRole role) const {
     case TensorRole::kFinalNorm:
     case TensorRole::kInputNorm:
     case TensorRole::kPostAttentionNorm:
+    case TensorRole::kOBias:
+    case TensorRole::kExpertDownBias:
       return {hidden_size};
     case TensorRole::kQ:
       return {q_dim(), hidden_size};
@@ -130,7 +157,7 @@ std::vector<int64_t> ModelConfig::expected_shape(TensorRole role) const {
     case TensorRole::kV:
       return {kv_dim(), hidden_size};
     case TensorRole::kO:
-      return {hidden_size, q_dim()};
+      return {hidden_size, attention_out_dim()};
     case TensorRole::kQBias:
       return {q_dim()};
     case TensorRole::kKBias:
@@ -140,20 +167,96 @@ std::vector<int64_t> ModelConfig::expected_shape(TensorRole role) const {
       return {qk_norm == QkNormKind::kFull ? q_dim() : head_dim};
     case TensorRole::kKNorm:
       return {qk_norm == QkNormKind::kFull ? kv_dim() : head_dim};
+    case TensorRole::kSinks:
+      return {n_heads};
+    case TensorRole::kQA:
+      return {q_lora_rank, hidden_size};
+    case TensorRole::kQANorm:
+      return {q_lora_rank};
+    case TensorRole::kQB:
+      return {q_dim(), q_lora_rank};
+    case TensorRole::kKvA:
+      return {kv_lora_rank + rope, hidden_size};
+    case TensorRole::kKvANorm:
+      return {kv_lora_rank};
+    case TensorRole::kKvB:
+      return {n_heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank};
     case TensorRole::kRouter:
       return {n_experts, hidden_size};
+    case TensorRole::kRouterBias:
+    case TensorRole::kRouterChoiceBias:
+      return {n_experts};
     case TensorRole::kExpertGate:
     case TensorRole::kExpertUp:
       return {moe_intermediate_size, hidden_size};
     case TensorRole::kExpertDown:
       return {hidden_size, moe_intermediate_size};
+    case TensorRole::kExpertGateBias:
+    case TensorRole::kExpertUpBias:
+      return {moe_intermediate_size};
     case TensorRole::kDenseGate:
     case TensorRole::kDenseUp:
       return {dense_intermediate_size, hidden_size};
     case TensorRole::kDenseDown:
       return {hidden_size, dense_intermediate_size};
+    case TensorRole::kSharedGate:
+    case TensorRole::kSharedUp:
+      return {shared_intermediate_size, hidden_size};
+    case TensorRole::kSharedDown:
+      return {hidden_size, shared_intermediate_size};
+    case TensorRole::kSharedExpertGate:
+      return {1, hidden_size};
   }
   return {};
+}
+
+std::vector<RequiredTensor> required_tensors(const ModelConfig& c) {
+  std::vector<RequiredTensor> out = {{TensorRole::kEmbed, 0, 0}, {TensorRole::kFinalNorm, 0, 0}};
+  if (!c.tie_word_embeddings) out.push_back({TensorRole::kLmHead, 0, 0});
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    auto add = [&](std::initializer_list<TensorRole> roles) {
+      for (TensorRole r : roles) out.push_back({r, l, 0});
+    };
+    add({TensorRole::kInputNorm, TensorRole::kPostAttentionNorm});
+    if (c.attention == AttentionKind::kLatent) {
+      if (c.q_lora_rank > 0) {
+        add({TensorRole::kQA, TensorRole::kQANorm, TensorRole::kQB});
+      } else {
+        add({TensorRole::kQ});
+      }
+      add({TensorRole::kKvA, TensorRole::kKvANorm, TensorRole::kKvB, TensorRole::kO});
+    } else {
+      add({TensorRole::kQ, TensorRole::kK, TensorRole::kV, TensorRole::kO});
+      if (c.attention_bias) add({TensorRole::kQBias, TensorRole::kKBias, TensorRole::kVBias});
+      if (c.qk_norm != QkNormKind::kNone) add({TensorRole::kQNorm, TensorRole::kKNorm});
+    }
+    if (c.attention_out_bias) add({TensorRole::kOBias});
+    if (c.attention_sinks) add({TensorRole::kSinks});
+    if (!c.layer_is_moe[static_cast<size_t>(l)]) {
+      add({TensorRole::kDenseGate, TensorRole::kDenseUp, TensorRole::kDenseDown});
+      continue;
+    }
+    add({TensorRole::kRouter});
+    if (c.router_bias) add({TensorRole::kRouterBias});
+    if (c.router_choice_bias) add({TensorRole::kRouterChoiceBias});
+    if (c.shared_intermediate_size > 0) {
+      add({TensorRole::kSharedGate, TensorRole::kSharedUp, TensorRole::kSharedDown});
+      if (c.shared_expert_gate) add({TensorRole::kSharedExpertGate});
+    }
+    for (int64_t e = 0; e < c.n_experts; ++e) {
+      for (TensorRole r :
+           {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+        out.push_back({r, l, e});
+      }
+      if (c.expert_bias) {
+        for (TensorRole r : {TensorRole::kExpertGateBias, TensorRole::kExpertUpBias,
+                             TensorRole::kExpertDownBias}) {
+          out.push_back({r, l, e});
+        }
+      }
+    }
+  }
+  return out;
 }
 
 Status ModelConfig::validate(const std::string& file_name) const {
@@ -162,7 +265,30 @@ Status ModelConfig::validate(const std::string& file_name) const {
     return fail("num_attention_heads (" + std::to_string(n_heads) +
                 ") must be a multiple of num_key_value_heads (" + std::to_string(n_kv_heads) + ")");
   }
-  if (head_dim % 2 != 0) return fail("head_dim must be even for rotary embeddings");
+  if (rope_dim() % 2 != 0 || rope_dim() > head_dim) {
+    return fail("the rotary dimensions (" + std::to_string(rope_dim()) +
+                ") must be even and at most head_dim (" + std::to_string(head_dim) + ")");
+  }
+  if (!layer_sliding.empty() && static_cast<int64_t>(layer_sliding.size()) != n_layers) {
+    return fail("layer_types has " + std::to_string(layer_sliding.size()) + " entries for " +
+                std::to_string(n_layers) + " layers");
+  }
+  if (attention == AttentionKind::kLatent) {
+    if (n_kv_heads != n_heads) return fail("latent attention has one key/value head per head");
+    if (kv_lora_rank <= 0 || qk_nope_head_dim <= 0 || v_head_dim <= 0) {
+      return fail("kv_lora_rank, qk_nope_head_dim and v_head_dim must be positive");
+    }
+  }
+  if (n_group < 1 || topk_group < 1 || topk_group > n_group || n_experts % n_group != 0) {
+    return fail("n_group (" + std::to_string(n_group) + ") must divide the experts (" +
+                std::to_string(n_experts) + ") and topk_group (" + std::to_string(topk_group) +
+                ") be in [1, n_group]");
+  }
+  if (n_group > 1 && topk_group * (n_experts / n_group) < n_experts_per_token) {
+    return fail("topk_group (" + std::to_string(topk_group) + ") groups of " +
+                std::to_string(n_experts / n_group) + " experts cannot hold num_experts_per_tok (" +
+                std::to_string(n_experts_per_token) + ")");
+  }
   // The wire protocol addresses an expert by 16-bit layer and expert indices.
   if (n_layers > 65535) {
     return fail("num_hidden_layers (" + std::to_string(n_layers) + ") exceeds 65535");
@@ -187,6 +313,11 @@ Status ModelConfig::validate(const std::string& file_name) const {
         Bound{"head_dim", head_dim, 4096},
         Bound{"the expert intermediate size", moe_intermediate_size, int64_t{1} << 20},
         Bound{"intermediate_size", dense_intermediate_size, int64_t{1} << 20},
+        Bound{"the shared expert intermediate size", shared_intermediate_size, int64_t{1} << 20},
+        Bound{"q_lora_rank", q_lora_rank, int64_t{1} << 16},
+        Bound{"kv_lora_rank", kv_lora_rank, int64_t{1} << 16},
+        Bound{"qk_nope_head_dim", qk_nope_head_dim, 4096}, Bound{"v_head_dim", v_head_dim, 4096},
+        Bound{"sliding_window", sliding_window, int64_t{1} << 24},
         Bound{"max_position_embeddings", max_position_embeddings, int64_t{1} << 24}}) {
     if (b.value > b.max) {
       return fail(std::string(b.field) + " (" + std::to_string(b.value) + ") exceeds " +

@@ -1,5 +1,7 @@
 #include "common/net/status_request.h"
 
+#include "common/base/json_nesting.h"
+
 namespace dancemoe::net {
 
 Result<nlohmann::json> request_status(const StatusRequestOptions& options, const std::string& what,
@@ -33,6 +35,7 @@ Result<nlohmann::json> request_status(const StatusRequestOptions& options, const
       return Status(error->code, error->message);
     }
     if (const auto* status = std::get_if<proto::StatusReply>(&env.body)) {
+      DMOE_RETURN_IF_ERROR(check_json_nesting(status->json, "the scheduler's answer"));
       nlohmann::json json = nlohmann::json::parse(status->json, nullptr, false);
       if (json.is_discarded()) return internal_error("the scheduler answered with invalid JSON");
       return json;

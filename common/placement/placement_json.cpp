@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/base/json_field.h"
+#include "common/base/json_preview.h"
 
 namespace dancemoe {
 namespace {
@@ -19,7 +20,8 @@ Result<ExpertRef> read_expert(const JsonField& pair) {
     return v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 65535;
   };
   if (!j.is_array() || j.size() != 2 || !in_range(j[0]) || !in_range(j[1])) {
-    return pair.error("expected a pair [layer, expert] of integers in 0..65535, got " + j.dump());
+    return pair.error("expected a pair [layer, expert] of integers in 0..65535, got " +
+                      json_preview(j));
   }
   return ExpertRef{static_cast<int32_t>(j[0].get<int64_t>()),
                    static_cast<int32_t>(j[1].get<int64_t>())};

@@ -149,6 +149,36 @@ void Decoder::apply(const Step& step, std::vector<std::string>& tokens) {
   }
 }
 
+std::string Decoder::token_bytes(std::string token) const {
+  std::vector<std::string> one(1, std::move(token));
+  bool fused = false;
+  for (const Step& step : steps_) {
+    switch (step.kind) {
+      case Kind::kByteLevel: {
+        std::string bytes;
+        byte_level_to_bytes(one[0], bytes);
+        one[0] = std::move(bytes);
+        break;
+      }
+      case Kind::kByteFallback:
+        if (const int byte = fallback_byte(one[0]); byte >= 0) {
+          one[0] = std::string(1, static_cast<char>(byte));
+        }
+        break;
+      case Kind::kFuse:
+        fused = true;
+        break;
+      case Kind::kStrip:
+        if (!fused) apply(step, one);
+        break;
+      case Kind::kReplace:
+        apply(step, one);
+        break;
+    }
+  }
+  return one[0];
+}
+
 std::string Decoder::decode(std::vector<std::string> tokens) const {
   for (const Step& step : steps_) apply(step, tokens);
   std::string text;

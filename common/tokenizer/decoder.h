@@ -40,6 +40,11 @@ class Decoder {
 
   // Runs the steps over `tokens` and concatenates the result.
   std::string decode(std::vector<std::string> tokens) const;
+  // The raw bytes one token adds in the middle of a text (constrained
+  // decoding): the steps without UTF-8 repair (a token may end inside a
+  // character), and without a Strip that follows a Fuse (that strips the
+  // start of the whole text only).
+  std::string token_bytes(std::string token) const;
 
  private:
   enum class Kind { kByteLevel, kReplace, kByteFallback, kFuse, kStrip };

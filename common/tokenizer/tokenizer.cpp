@@ -150,6 +150,14 @@ std::optional<std::string_view> Tokenizer::token_text(int32_t id) const {
   return std::nullopt;
 }
 
+std::optional<std::string> Tokenizer::token_bytes(int32_t id) const {
+  if (is_special(id)) return std::nullopt;
+  const std::optional<std::string_view> text = token_text(id);
+  if (!text) return std::nullopt;
+  if (!decoder_) return std::string(*text);
+  return decoder_->token_bytes(std::string(*text));
+}
+
 bool Tokenizer::is_special(int32_t id) const {
   const AddedToken* added = added_.find_by_id(id);
   return added != nullptr && added->special;

@@ -73,6 +73,10 @@ class Tokenizer {
   std::optional<int32_t> token_id(std::string_view token) const;
   // The vocabulary string of `id` (byte-level or ▁ form, not decoded text).
   std::optional<std::string_view> token_text(int32_t id) const;
+  // The bytes `id` adds to decoded text in the middle of a sequence (may end
+  // inside a UTF-8 character); nullopt for special tokens and unknown ids.
+  // For constrained decoding (common/generation/token_vocabulary.h).
+  std::optional<std::string> token_bytes(int32_t id) const;
   // True for added tokens marked "special" (what skip_special_tokens drops).
   bool is_special(int32_t id) const;
   std::optional<int32_t> bos_id() const { return bos_id_; }

@@ -178,6 +178,7 @@ ServedModel NodeHttpBackend::served_model() {
                          .count();
   }
   m.context_tokens = options_.context_tokens;
+  m.vocab_size = p.runtime->transformer().config().vocab_size;
   m.has_tokenizer = p.tokenizer != nullptr;
   if (p.tokenizer) m.chat_format = p.tokenizer->chat_format();
   // A model that thinks aloud has the markers as tokens of its own (Qwen3).
@@ -193,6 +194,16 @@ Result<std::vector<int32_t>> NodeHttpBackend::tokenize(const std::string& text,
                                                        bool add_special_tokens) {
   if (!parts_.tokenizer) return invalid_argument("this model has no tokenizer.json");
   return parts_.tokenizer->encode(text, add_special_tokens);
+}
+
+Result<std::string> NodeHttpBackend::detokenize(std::span<const int32_t> ids, bool skip_special) {
+  if (!parts_.tokenizer) return invalid_argument("this model has no tokenizer.json");
+  return parts_.tokenizer->decode(ids, skip_special);
+}
+
+std::string NodeHttpBackend::token_bytes(int32_t id) {
+  if (!parts_.tokenizer) return {};
+  return parts_.tokenizer->token_bytes(id).value_or(std::string());
 }
 
 void NodeHttpBackend::write_metrics(http::PrometheusWriter& out) {

@@ -29,6 +29,8 @@ class NodeHttpBackend final : public HttpBackend {
   Result<GenerateResponse> generate(const GenerateRequest& request) override;
   ServedModel served_model() override;
   Result<std::vector<int32_t>> tokenize(const std::string& text, bool add_special_tokens) override;
+  Result<std::string> detokenize(std::span<const int32_t> ids, bool skip_special) override;
+  std::string token_bytes(int32_t id) override;
   void write_metrics(http::PrometheusWriter& out) override;
 
  private:

@@ -128,12 +128,19 @@ Result<GenerateResponse> PromptRunner::generate(const GenerateRequest& request) 
     params.sampling = request.sampling;
     params.ignore_eos = request.ignore_eos;
     params.cancelled = request.cancelled;
+    params.n_logprobs = request.n_logprobs;
+    params.grammar = request.grammar;
+    if (request.grammar && !vocabulary_) {
+      vocabulary_ = TokenVocabulary::build(*parts_.tokenizer, config.vocab_size);
+    }
     Generator generator(*parts_.transformer, *parts_.tokenizer, eos_ids_);
+    generator.set_vocabulary(vocabulary_);
     Result<GenerationResult> result = generator.generate(prompt, *cache_, params, request.on_text);
     if (result.is_ok()) {
       GenerateResponse r;
       r.text = std::move(result->text);
       r.tokens = std::move(result->tokens);
+      r.logprobs = std::move(result->logprobs);
       r.prompt_tokens = result->prompt_tokens;
       r.finish_reason = std::string(finish_reason_name(result->finish));
       r.prefill_ms = result->prefill_seconds * 1e3;
@@ -172,13 +179,18 @@ Result<GenerateResponse> PromptRunner::run_token_loop(std::span<const int32_t> p
   r.finish_reason = "length";
   cache_->clear();
   Sampler sampler(request.sampling);
+  sampler.set_prompt(prompt);
   std::vector<float> logits;
+  std::vector<float> row;
   const Clock::time_point prefill_start = Clock::now();
   DMOE_RETURN_IF_ERROR(parts_.transformer->forward(prompt, *cache_, LogitsMode::kLast, &logits));
   r.prefill_ms = ms_since(prefill_start);
   const Clock::time_point decode_start = Clock::now();
   for (int32_t step = 0; step < request.max_tokens; ++step) {
-    const int32_t next = sampler.sample(logits);
+    row = logits;
+    sampler.adjust(row);
+    const int32_t next = sampler.sample(row);
+    sampler.accept(next);
     if (request.return_logits) r.logits.push_back(logits);
     if (!request.ignore_eos && is_eos(next)) {
       r.finish_reason = "stop";

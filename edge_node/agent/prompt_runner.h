@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,7 +39,9 @@ struct GenerateRequest {
   SamplingParams sampling;  // temperature 0: greedy
   bool ignore_eos = false;
   std::vector<std::string> stop;
-  bool return_logits = false;  // the logits row of every generated token
+  bool return_logits = false;              // the logits row of every generated token
+  int32_t n_logprobs = -1;                 // generator.h: -1 none, n >= 0 with n alternatives
+  std::shared_ptr<const Grammar> grammar;  // response_format; nullptr: free text
   // Streaming: receives the text as it becomes final (not with
   // return_logits); returning false cancels. May be empty.
   TextSink on_text;
@@ -50,6 +53,7 @@ struct GenerateRequest {
 struct GenerateResponse {
   std::string text;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;  // per token, when asked for
   int64_t prompt_tokens = 0;
   std::string finish_reason;
   ServedCounts served;  // this request only
@@ -93,6 +97,8 @@ class PromptRunner {
   std::atomic<uint32_t> in_flight_{0};
   std::optional<KvCache> cache_;
   std::vector<int32_t> eos_ids_;
+  // Built on the first request with a response_format, then shared.
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
   int64_t first_moe_layer_ = -1;
   int64_t request_id_ = 0;
   // Per decode step latency for the migration throttle: time between

@@ -3,21 +3,23 @@
 #include <cmath>
 #include <limits>
 
+#include "common/base/json_nesting.h"
+#include "common/base/json_preview.h"
+
 namespace dancemoe::node {
 namespace {
 
 using nlohmann::json;
 
 Status expected(std::string_view field, std::string_view what, const json& got) {
-  std::string shown = got.dump();
-  if (shown.size() > 60) shown = shown.substr(0, 57) + "...";
   return invalid_argument(std::string(field) + ": expected " + std::string(what) + ", got " +
-                          shown);
+                          json_preview(got));
 }
 
 }  // namespace
 
 Result<GenerateRequest> parse_generate_request(std::string_view body) {
+  DMOE_RETURN_IF_ERROR(check_json_nesting(body, "request body"));
   json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return invalid_argument("request body is not valid JSON");
   if (!root.is_object()) return expected("(body)", "a JSON object", root);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/http/connection_gate.h"
 #include "common/http/http_reply.h"
 #include "edge_node/http/http_metrics.h"
 #include "edge_node/http/http_server.h"
@@ -32,6 +33,8 @@ struct HttpContext {
   // Set by HttpServer::stop(): queued and running generations end early
   // so that shutdown does not wait for the whole queue.
   std::atomic<bool> stopping{false};
+  // What the listener's gate turned away (431, 408, ...): for /metrics.
+  const http::GateCounters* gate = nullptr;
 };
 
 using HttpClock = std::chrono::steady_clock;
@@ -45,5 +48,7 @@ void send_api_error(httplib::Response& res, const ApiError& error);
 
 // POST /v1/completions, POST /v1/chat/completions, GET /v1/models[/ID].
 void register_openai_routes(httplib::Server& server, HttpContext& context);
+// POST /tokenize, POST /detokenize (llama-server's).
+void register_token_routes(httplib::Server& server, HttpContext& context);
 
 }  // namespace dancemoe::node

@@ -14,6 +14,7 @@
 #include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
+#include "edge_node/http/prompt_tokens.h"
 
 namespace dancemoe::node {
 
@@ -39,6 +40,26 @@ void handle_generate(HttpContext& ctx, const httplib::Request& req, httplib::Res
     send_error(res, request.status());
     return;
   }
+  const ServedModel model = ctx.backend.served_model();
+  if (!request->prompt_tokens && model.has_tokenizer) {
+    // Refused before the whole text is tokenized when it cannot fit.
+    const size_t limit = static_cast<size_t>(std::max<int64_t>(model.context_tokens - 1, 0));
+    Result<PromptTokens> tokens =
+        tokenize_within(request->prompt, limit,
+                        [&](const std::string& text) { return ctx.backend.tokenize(text, true); });
+    if (!tokens.is_ok()) {
+      send_error(res, tokens.status());
+      return;
+    }
+    if (!tokens->complete) {
+      send_error(res,
+                 invalid_argument("prompt: at least " + std::to_string(tokens->at_least) +
+                                  " tokens, more than the context of " +
+                                  std::to_string(model.context_tokens) + " tokens (--context)"));
+      return;
+    }
+    request->prompt_tokens = std::move(tokens->ids);
+  }
   Result<std::unique_ptr<RequestQueue::Ticket>> ticket = ctx.queue.enqueue();
   if (!ticket.is_ok()) {
     send_error(res, ticket.status());
@@ -54,7 +75,7 @@ void handle_generate(HttpContext& ctx, const httplib::Request& req, httplib::Res
   bool first = true;
   request->cancelled = gone;
   if (!request->return_logits) {
-    request->on_text = [&](std::string_view) {
+    request->on_text = [&](const TextDelta&) {
       if (first) ctx.metrics.observe_first_token(Endpoint::kGenerate, seconds_since(start));
       first = false;
       return true;
@@ -89,6 +110,21 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
   server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     http::PrometheusWriter out;
     ctx.metrics.write(out, ctx.queue.n_waiting(), ctx.queue.running(), ctx.queue.n_rejected());
+    if (ctx.gate != nullptr) {
+      out.family("dancemoe_http_connections_refused_total", "counter",
+                 "Requests the HTTP front refused before any handler saw them, by reason");
+      const http::GateCounters& g = *ctx.gate;
+      out.sample("dancemoe_http_connections_refused_total", {{"reason", "header_too_large"}},
+                 static_cast<double>(g.head_too_large.load()));
+      out.sample("dancemoe_http_connections_refused_total", {{"reason", "timeout"}},
+                 static_cast<double>(g.timed_out.load()));
+      out.sample("dancemoe_http_connections_refused_total", {{"reason", "malformed"}},
+                 static_cast<double>(g.malformed.load()));
+      out.sample("dancemoe_http_connections_refused_total", {{"reason", "body_too_large"}},
+                 static_cast<double>(g.body_too_large.load()));
+      out.sample("dancemoe_http_connections_refused_total", {{"reason", "over_capacity"}},
+                 static_cast<double>(g.over_capacity.load()));
+    }
     ctx.backend.write_metrics(out);
     res.status = 200;
     res.set_content(out.text(), "text/plain; version=0.0.4; charset=utf-8");
@@ -144,7 +180,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
 
   if (!options.api_key.empty()) {
     server.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-      if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+      const bool api =
+          req.path.rfind("/v1/", 0) == 0 || req.path == "/tokenize" || req.path == "/detokenize";
+      if (!api) return httplib::Server::HandlerResponse::Unhandled;
       if (http::constant_time_equal(http::bearer_token(req), ctx.options.api_key)) {
         return httplib::Server::HandlerResponse::Unhandled;
       }
@@ -158,8 +196,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
       return httplib::Server::HandlerResponse::Handled;
     });
   }
+  ctx.gate = &s->listener_->gate_counters();
   register_node_routes(server, ctx);
   register_openai_routes(server, ctx);
+  register_token_routes(server, ctx);
   server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.status == 499) return;
     ApiError e;

@@ -15,17 +15,23 @@
 //   POST /v1/generate         generate_json.h (the node's own minimal API);
 //                             errors {"error": {"code", "message"}}
 //   GET  /v1/models[/ID]      OpenAI model list / one model
-//   POST /v1/completions      OpenAI-compatible (openai_routes.h), streamed
+//   POST /v1/completions      OpenAI-compatible (openai_routes.cpp), streamed
 //   POST /v1/chat/completions as server-sent events with "stream": true
+//   POST /tokenize            llama-server's: {"content", "add_special",
+//                             "with_pieces"} -> {"tokens"} (token_routes.cpp)
+//   POST /detokenize          {"tokens"} -> {"content"}
 //
 // Generation requests (the last three and /v1/generate) go through one FIFO
 // RequestQueue: one runs at a time on the engine, at most --max-queued wait,
 // more get 429. A client that disconnects cancels its generation (while
-// queued or running). With an API key set, /v1/* needs
-// "Authorization: Bearer KEY" (401 otherwise); /health and /metrics stay open.
+// queued or running). With an API key set, /v1/*, /tokenize and /detokenize
+// need "Authorization: Bearer KEY" (401 otherwise); /health and /metrics
+// stay open.
 //
-// Handlers run on httplib's thread pool (max_queued + 16 threads, so queued
-// requests never starve /health) and call the backend, which must be
+// Requests are read whole by the listener's gate (common/http/
+// connection_gate.h: header limits and deadlines, so slow clients hold no
+// thread); handlers run on a pool of max_queued + 16 threads, so queued
+// requests never starve /health, and call the backend, which must be
 // thread-safe. start() binds before returning, so the bound port is known
 // (port 0 picks a free one).
 #pragma once
@@ -33,6 +39,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +63,7 @@ struct ServedModel {
   std::string model_id;              // the model identity hash; accepted as a name too
   int64_t created_unix = 0;
   int64_t context_tokens = 0;
+  int32_t vocab_size = 0;  // token ids are in [0, vocab_size)
   bool has_tokenizer = false;
   std::optional<tokenizer::ChatFormat> chat_format;  // nullopt: no chat (base model)
   // Set for models that think aloud between these markers: chat answers
@@ -77,6 +85,12 @@ class HttpBackend {
   // invalid_argument when there is no tokenizer.
   virtual Result<std::vector<int32_t>> tokenize(const std::string& text,
                                                 bool add_special_tokens) = 0;
+  // The text of ids (special tokens shown unless skipped); invalid_argument
+  // when there is no tokenizer. Ids outside the vocabulary are skipped.
+  virtual Result<std::string> detokenize(std::span<const int32_t> ids, bool skip_special) = 0;
+  // The raw bytes one token adds to a text (may end inside a UTF-8
+  // character; empty for special tokens): logprobs' "bytes".
+  virtual std::string token_bytes(int32_t id) = 0;
   // The node's own metric families (activations, peers, experts, migrations).
   virtual void write_metrics(http::PrometheusWriter& out) = 0;
 };

@@ -1,8 +1,15 @@
 #include "edge_node/http/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/base/json_nesting.h"
+#include "common/base/json_preview.h"
+#include "edge_node/http/openai_fields.h"
+#include "edge_node/http/response_format.h"
 
 namespace dancemoe::node {
 namespace {
@@ -10,11 +17,13 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxStops = 4;  // as OpenAI
+constexpr size_t kMaxLogitBias = 1024;
+// An object this large in a body that also carries a schema is refused:
+// the schema is re-read keeping key order, which costs the square of an
+// object's size.
+constexpr size_t kMaxKeysWithSchema = 1024;
 
-std::string shown(const json& value) {
-  std::string s = value.dump();
-  return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-}
+std::string shown(const json& value) { return json_preview(value); }
 
 ApiError expected(const std::string& field, const std::string& what, const json& got) {
   return invalid_request(field, field + ": expected " + what + ", got " + shown(got),
@@ -71,49 +80,149 @@ std::optional<ApiError> parse_messages(const json& value, OpenAiRequest* r) {
   return std::nullopt;
 }
 
+std::optional<std::vector<int32_t>> token_list(const json& value) {
+  if (!value.is_array() || value.empty()) return std::nullopt;
+  std::vector<int32_t> ids;
+  ids.reserve(value.size());
+  for (const json& id : value) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return std::nullopt;
+    }
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return ids;
+}
+
+std::optional<ApiError> parse_prompt(const json& value, OpenAiRequest* r) {
+  const char* what =
+      "a string, a list of strings, a list of token ids or a list of lists of token ids";
+  if (value.is_string()) {
+    r->prompts.push_back({value.get<std::string>(), std::nullopt});
+    return std::nullopt;
+  }
+  if (!value.is_array() || value.empty()) return expected("prompt", what, value);
+  if (value[0].is_number()) {
+    std::optional<std::vector<int32_t>> ids = token_list(value);
+    if (!ids) return expected("prompt", "token ids (integers >= 0)", value);
+    r->prompts.push_back({"", std::move(ids)});
+    return std::nullopt;
+  }
+  for (const json& one : value) {
+    if (one.is_string()) {
+      r->prompts.push_back({one.get<std::string>(), std::nullopt});
+    } else if (std::optional<std::vector<int32_t>> ids = token_list(one)) {
+      r->prompts.push_back({"", std::move(ids)});
+    } else {
+      return expected("prompt", what, value);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_logit_bias(const json& value, OpenAiRequest* r) {
+  if (!value.is_object()) {
+    return expected("logit_bias", "an object {\"token id\": bias in [-100, 100]}", value);
+  }
+  if (value.size() > kMaxLogitBias) {
+    return invalid_request("logit_bias", "logit_bias: at most " + std::to_string(kMaxLogitBias) +
+                                             " tokens, got " + std::to_string(value.size()));
+  }
+  for (const auto& [key, bias] : value.items()) {
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 &&
+        key.find_first_not_of("0123456789") == std::string::npos) {
+      id = std::stoll(key);
+    }
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) {
+      return invalid_request("logit_bias", "logit_bias: '" + key + "' is not a token id");
+    }
+    if (!bias.is_number() || !(std::fabs(bias.get<double>()) <= 100.0)) {
+      return expected("logit_bias." + key, "a number in [-100, 100]", bias);
+    }
+    r->sampling.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                        static_cast<float>(bias.get<double>()));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> number_in(const std::string& key, const json& value, double lo, double hi,
+                                  bool lo_open, float* out) {
+  const std::string range =
+      std::string(lo_open ? "(" : "[") + json(lo).dump() + ", " + json(hi).dump() + "]";
+  if (!value.is_number()) return expected(key, "a number in " + range, value);
+  const double v = value.get<double>();
+  if (!(lo_open ? v > lo : v >= lo) || !(v <= hi))
+    return expected(key, "a number in " + range, value);
+  *out = static_cast<float>(v);
+  return std::nullopt;
+}
+
+std::optional<ApiError> integer_in(const std::string& key, const json& value, int64_t lo,
+                                   int64_t hi, int32_t* out) {
+  if (!value.is_number_integer() || value.get<int64_t>() < lo || value.get<int64_t>() > hi) {
+    return expected(key,
+                    "an integer " + (hi == std::numeric_limits<int32_t>::max()
+                                         ? ">= " + std::to_string(lo)
+                                         : "in " + std::to_string(lo) + ".." + std::to_string(hi)),
+                    value);
+  }
+  *out = static_cast<int32_t>(value.get<int64_t>());
+  return std::nullopt;
+}
+
+struct Pending {
+  std::optional<int32_t> max_completion_tokens;
+  std::optional<bool> chat_logprobs;
+  std::optional<int32_t> top_logprobs;
+  std::optional<int32_t> best_of;
+  std::string format_field;  // the field that asked for constrained output
+};
+
 std::optional<ApiError> parse_field(const std::string& key, const json& value, OpenAiKind kind,
-                                    OpenAiRequest* r) {
+                                    OpenAiRequest* r, Pending* pending) {
+  const bool chat = kind == OpenAiKind::kChat;
+  const int32_t kMaxInt = std::numeric_limits<int32_t>::max();
   if (key == "model") {
     if (!value.is_string()) return expected(key, "a string", value);
     r->model = value.get<std::string>();
-  } else if (key == "prompt" && kind == OpenAiKind::kCompletion) {
-    if (value.is_string()) {
-      r->prompt = value.get<std::string>();
-    } else if (value.is_array() && value.size() == 1 && value[0].is_string()) {
-      r->prompt = value[0].get<std::string>();
-    } else {
-      return expected(key, "a string (one prompt per request)", value);
-    }
-  } else if (key == "messages" && kind == OpenAiKind::kChat) {
+  } else if (key == "prompt" && !chat) {
+    return parse_prompt(value, r);
+  } else if (key == "messages" && chat) {
     return parse_messages(value, r);
-  } else if (key == "max_tokens" || (key == "max_completion_tokens" && kind == OpenAiKind::kChat)) {
-    if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
-        value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return expected(key, "an integer >= 1", value);
-    }
-    r->max_tokens = static_cast<int32_t>(value.get<int64_t>());
+  } else if (key == "max_tokens") {
+    int32_t v = 0;
+    if (auto e = integer_in(key, value, 1, kMaxInt, &v)) return e;
+    r->max_tokens = v;
+  } else if (key == "max_completion_tokens") {
+    int32_t v = 0;
+    if (auto e = integer_in(key, value, 1, kMaxInt, &v)) return e;
+    pending->max_completion_tokens = v;
   } else if (key == "temperature") {
-    if (!value.is_number()) return expected(key, "a number in [0, 2]", value);
-    const double t = value.get<double>();
-    if (!(t >= 0.0 && t <= 2.0)) return expected(key, "a number in [0, 2]", value);
-    r->sampling.temperature = static_cast<float>(t);
+    return number_in(key, value, 0.0, 2.0, false, &r->sampling.temperature);
   } else if (key == "top_p") {
-    if (!value.is_number()) return expected(key, "a number in (0, 1]", value);
-    const double p = value.get<double>();
-    if (!(p > 0.0 && p <= 1.0)) return expected(key, "a number in (0, 1]", value);
-    r->sampling.top_p = static_cast<float>(p);
+    return number_in(key, value, 0.0, 1.0, true, &r->sampling.top_p);
+  } else if (key == "min_p") {
+    return number_in(key, value, 0.0, 1.0, false, &r->sampling.min_p);
   } else if (key == "top_k") {
-    if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
-        value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return expected(key, "an integer >= 0", value);
-    }
-    r->sampling.top_k = static_cast<int32_t>(value.get<int64_t>());
+    // vLLM's "off" is -1; ours is 0.
+    if (value.is_number_integer() && value.get<int64_t>() == -1) return std::nullopt;
+    return integer_in(key, value, 0, kMaxInt, &r->sampling.top_k);
+  } else if (key == "presence_penalty") {
+    return number_in(key, value, -2.0, 2.0, false, &r->sampling.presence_penalty);
+  } else if (key == "frequency_penalty") {
+    return number_in(key, value, -2.0, 2.0, false, &r->sampling.frequency_penalty);
+  } else if (key == "repetition_penalty" || key == "repeat_penalty") {
+    return number_in(key, value, 0.0, 10.0, true, &r->sampling.repetition_penalty);
+  } else if (key == "logit_bias") {
+    return parse_logit_bias(value, r);
   } else if (key == "seed") {
     // A negative seed used to wrap to a huge unsigned one: refused instead.
     if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
       return expected(key, "a non-negative integer", value);
     }
     r->sampling.seed = value.get<uint64_t>();
+    r->seed_given = true;
   } else if (key == "stop") {
     std::vector<std::string> stops;
     if (value.is_string()) {
@@ -130,12 +239,28 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
       if (s.empty()) return invalid_request(key, "stop: empty stop strings are not allowed");
     }
     r->stop = std::move(stops);
-  } else if (key == "n" || key == "best_of") {
-    if (!value.is_number_integer()) return expected(key, "an integer (only 1 is supported)", value);
-    if (value.get<int64_t>() != 1) {
-      return invalid_request(
-          key, key + ": only 1 is supported (one sequence per request), got " + shown(value));
+  } else if (key == "n") {
+    return integer_in(key, value, 1, kMaxChoices, &r->n);
+  } else if (key == "best_of" && !chat) {
+    int32_t v = 0;
+    if (auto e = integer_in(key, value, 1, kMaxChoices, &v)) return e;
+    pending->best_of = v;
+  } else if (key == "logprobs") {
+    if (chat) {
+      if (!value.is_boolean()) return expected(key, "true or false", value);
+      pending->chat_logprobs = value.get<bool>();
+    } else if (value.is_boolean()) {
+      r->n_logprobs = value.get<bool>() ? 0 : -1;
+    } else {
+      return integer_in(key, value, 0, kMaxTopLogprobs, &r->n_logprobs);
     }
+  } else if (key == "top_logprobs" && chat) {
+    int32_t v = 0;
+    if (auto e = integer_in(key, value, 0, kMaxTopLogprobs, &v)) return e;
+    pending->top_logprobs = v;
+  } else if (key == "echo" && !chat) {
+    if (!value.is_boolean()) return expected(key, "true or false", value);
+    r->echo = value.get<bool>();
   } else if (key == "stream" || key == "ignore_eos") {
     if (!value.is_boolean()) return expected(key, "true or false", value);
     (key == "stream" ? r->stream : r->ignore_eos) = value.get<bool>();
@@ -151,23 +276,52 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
     }
   } else if (key == "user") {
     if (!value.is_string()) return expected(key, "a string", value);
-  } else if (key == "presence_penalty" || key == "frequency_penalty") {
-    if (!value.is_number() || value.get<double>() != 0.0) {
-      return expected(key, "0 (penalties are not supported)", value);
+  } else if (key == "response_format" || key == "guided_json" || key == "json_schema") {
+    if (!pending->format_field.empty()) {
+      return invalid_request(
+          key, key + " and " + pending->format_field + " both constrain the output: send one");
     }
-  } else if (key == "logprobs" || key == "echo") {
-    if (!value.is_boolean() || value.get<bool>()) {
-      return expected(key, "false (not supported)", value);
-    }
+    pending->format_field = key;  // parsed after the loop, keeping the schema's key order
+  } else if (key == "tool_choice" && (value.is_object() || value == "required")) {
+    return invalid_request(key, "tool_choice: " + shown(value) +
+                                    " is not supported (this node does not render tools into "
+                                    "the prompt yet); use \"auto\" or \"none\"");
+  } else if (is_ignored_field(key, kind)) {
+    r->ignored.push_back(key);
+  } else if (is_refused_field(key)) {
+    return invalid_request(key,
+                           key +
+                               ": not supported by this node (ignoring it would change "
+                               "the output you asked for)",
+                           "unsupported_parameter");
   } else {
     return invalid_request(key, "unknown field '" + key + "'", "unknown_parameter");
   }
   return std::nullopt;
 }
 
+// The largest object anywhere in `value` (iterative: the value is shallow
+// already, but this needs no recursion at all).
+size_t largest_object(const json& value) {
+  size_t largest = 0;
+  std::vector<const json*> todo = {&value};
+  while (!todo.empty()) {
+    const json* v = todo.back();
+    todo.pop_back();
+    if (v->is_object()) largest = std::max(largest, v->size());
+    if (v->is_structured()) {
+      for (const json& child : *v) todo.push_back(&child);
+    }
+  }
+  return largest;
+}
+
 }  // namespace
 
 std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body, OpenAiKind kind) {
+  if (Status deep = check_json_nesting(body, "the request body"); !deep.is_ok()) {
+    return invalid_request("", deep.message(), "invalid_json");
+  }
   const json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) {
     return invalid_request("", "the request body is not valid JSON", "invalid_json");
@@ -176,15 +330,59 @@ std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body
   OpenAiRequest r;
   r.kind = kind;
   r.sampling.temperature = 1.0f;  // OpenAI's default
+  Pending pending;
   for (const auto& [key, value] : root.items()) {
     if (value.is_null()) continue;
-    if (std::optional<ApiError> error = parse_field(key, value, kind, &r)) return *error;
+    if (std::optional<ApiError> error = parse_field(key, value, kind, &r, &pending)) return *error;
   }
-  if (kind == OpenAiKind::kCompletion && (!root.contains("prompt") || root["prompt"].is_null())) {
+  if (kind == OpenAiKind::kCompletion && r.prompts.empty()) {
     return invalid_request("prompt", "prompt: missing (a string)", "missing_required");
   }
   if (kind == OpenAiKind::kChat && r.messages.empty()) {
     return invalid_request("messages", "messages: missing (a non-empty list)", "missing_required");
+  }
+  if (pending.max_completion_tokens) r.max_tokens = pending.max_completion_tokens;
+  if (pending.top_logprobs && !pending.chat_logprobs.value_or(false)) {
+    return invalid_request("top_logprobs", "top_logprobs needs \"logprobs\": true");
+  }
+  if (pending.chat_logprobs.value_or(false)) r.n_logprobs = pending.top_logprobs.value_or(0);
+  if (pending.best_of) {
+    if (*pending.best_of < r.n) {
+      return invalid_request("best_of", "best_of (" + std::to_string(*pending.best_of) +
+                                            ") must be at least n (" + std::to_string(r.n) + ")");
+    }
+    if (*pending.best_of > r.n) r.ignored.push_back("best_of");
+  }
+  std::sort(r.ignored.begin(), r.ignored.end());  // the warning names them in one order
+  if (r.echo && r.n_logprobs >= 0) {
+    return invalid_request("echo", "echo with logprobs is not supported (prompt logprobs)");
+  }
+  const size_t n_prompts = kind == OpenAiKind::kChat ? 1 : r.prompts.size();
+  if (n_prompts * static_cast<size_t>(r.n) > static_cast<size_t>(kMaxChoices)) {
+    return invalid_request(kind == OpenAiKind::kChat ? "n" : "prompt",
+                           "at most " + std::to_string(kMaxChoices) +
+                               " choices per request (prompts x n), got " +
+                               std::to_string(n_prompts * static_cast<size_t>(r.n)));
+  }
+  if (!r.seed_given) {
+    // A fresh seed per request: the same request without a seed gives
+    // another answer each time (OpenAI's behaviour), a seed reproduces one.
+    static thread_local std::mt19937_64 seeds{std::random_device{}()};
+    r.sampling.seed = seeds();
+  }
+  if (!pending.format_field.empty()) {
+    if (largest_object(root) > kMaxKeysWithSchema) {
+      return invalid_request(pending.format_field, "a body with " + pending.format_field +
+                                                       " may hold objects of at most " +
+                                                       std::to_string(kMaxKeysWithSchema) +
+                                                       " keys");
+    }
+    // Again keeping each object's key order: properties are generated in it.
+    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, false);
+    std::variant<ResponseGrammar, ApiError> grammar =
+        parse_response_format(pending.format_field, ordered.at(pending.format_field));
+    if (ApiError* e = std::get_if<ApiError>(&grammar)) return *e;
+    r.grammar = std::get<ResponseGrammar>(grammar);
   }
   return r;
 }

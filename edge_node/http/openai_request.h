@@ -3,35 +3,56 @@
 //
 //   model        string; the served model's directory name or its model id
 //                (absent: the served model)
-//   prompt       completions: a string (or a list holding one string)
+//   prompt       completions: a string, a list of strings, a list of token
+//                ids, or a list of lists of token ids (one choice set each)
 //   messages     chat: non-empty list of {"role": system|developer|user|
 //                assistant, "content": string | [{"type": "text", "text"}]}
-//   max_tokens   integer >= 1 (chat also: max_completion_tokens); absent:
-//                16 for completions (OpenAI's default), the rest of the
-//                context for chat
+//   max_tokens / max_completion_tokens
+//                integer >= 1 (max_completion_tokens wins when both are
+//                given); absent: 16 for completions (OpenAI's default), the
+//                rest of the context for chat
 //   temperature  [0, 2] (1 when absent, as OpenAI; 0 is greedy)
-//   top_p        (0, 1];  top_k  integer >= 0 (an extension; 0: off)
-//   seed         integer (negative values are taken modulo 2^64)
+//   top_p        (0, 1];  top_k  integer >= 0 (0: off);  min_p  [0, 1]
+//   seed         integer >= 0. Absent: a fresh random seed for every request
+//                (so "regenerate" gives another answer); with n > 1 choice i
+//                uses seed + i, so a seed reproduces every choice.
+//   n            1..16 choices per prompt (at most 16 choices in all)
+//   presence_penalty, frequency_penalty  [-2, 2];
+//   repetition_penalty (vLLM; llama-server's repeat_penalty)  (0, 10]
+//   logit_bias   {"token id": bias in [-100, 100]}, at most 1024 entries
+//   logprobs     completions: integer 0..20 (the chosen token's logprob and
+//                that many alternatives); chat: bool, with top_logprobs
+//                0..20. Raw model log-probabilities (common/generation/
+//                logprobs.h).
+//   echo         completions: true puts the prompt before the text (not
+//                with logprobs)
+//   best_of      completions: >= n; more than n is accepted and n are made
+//   response_format / guided_json (vLLM) / json_schema (llama-server):
+//                constrained JSON output (response_format.h)
 //   stop         string or list of at most 4 non-empty strings
-//   n            only 1;  stream  bool;  stream_options {"include_usage",
-//                "include_stats" (an extension: a last chunk with this answer's
-//                DanceMoE statistics, openai_response.h)}
+//   stream       bool;  stream_options {"include_usage", "include_stats"
+//                (an extension: a last chunk with this answer's DanceMoE
+//                statistics, openai_response.h)}
 //   ignore_eos   bool (an extension, as vLLM's: generate exactly max_tokens)
-//   user, presence_penalty / frequency_penalty (0 only), logprobs (false /
-//   null only), echo (false only): accepted for client compatibility.
+//   user         string
 //
-// A JSON null is the same as an absent field (clients send nulls). Unknown
+// Fields of OpenAI, vLLM and llama-server that the node does not implement
+// are accepted and listed in `ignored` (openai_fields.h); tool_choice
+// "required" or a named function cannot be honoured and is refused. A JSON
+// null is the same as an absent field (clients send nulls). Other unknown
 // fields are refused (a typo must not silently change sampling). Errors
 // name the field (ApiError::param). Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "common/generation/grammar.h"
 #include "common/generation/sampler.h"
 #include "common/tokenizer/chat_format.h"
 #include "edge_node/http/openai_errors.h"
@@ -40,18 +61,33 @@ namespace dancemoe::node {
 
 enum class OpenAiKind { kCompletion, kChat };
 
+// One prompt of a completions request: text, or token ids as given.
+struct PromptInput {
+  std::string text;
+  std::optional<std::vector<int32_t>> tokens;
+};
+
+inline constexpr int32_t kMaxChoices = 16;
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
 struct OpenAiRequest {
   OpenAiKind kind = OpenAiKind::kCompletion;
-  std::string model;  // empty: the served model
-  std::string prompt;
+  std::string model;                 // empty: the served model
+  std::vector<PromptInput> prompts;  // completions: at least one
   std::vector<tokenizer::ChatMessage> messages;
   std::optional<int32_t> max_tokens;
   SamplingParams sampling;
+  bool seed_given = false;  // false: sampling.seed is a fresh random seed
   std::vector<std::string> stop;
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool include_stats = false;  // stream_options.include_stats (DanceMoE's extension)
+  int32_t n = 1;
+  int32_t n_logprobs = -1;  // -1: none; else alternatives per token
+  bool echo = false;
+  std::shared_ptr<const Grammar> grammar;  // response_format; nullptr: free text
+  std::vector<std::string> ignored;        // accepted fields this node does not act on
 };
 
 std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body, OpenAiKind kind);

@@ -39,34 +39,37 @@ json reason(const std::string& finish_reason) {
 
 }  // namespace
 
-json completion_json(const ResponseHeader& h, const std::string& text,
-                     const std::string& finish_reason, const Usage& usage,
-                     const std::optional<std::string>& reasoning) {
+json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices,
+                     const Usage& usage) {
   json out = head(h, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
-  if (h.kind == OpenAiKind::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-    if (reasoning) choice["message"]["reasoning_content"] = *reasoning;
-  } else {
-    choice["text"] = text;
+  out["choices"] = json::array();
+  for (const Choice& c : choices) {
+    json choice = {
+        {"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", reason(c.finish_reason)}};
+    if (h.kind == OpenAiKind::kChat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (c.reasoning) choice["message"]["reasoning_content"] = *c.reasoning;
+    } else {
+      choice["text"] = c.text;
+    }
+    out["choices"].push_back(std::move(choice));
   }
-  out["choices"] = json::array({choice});
   out["usage"] = usage_json(usage);
   return out;
 }
 
-json chunk_json(const ResponseHeader& h, const std::string& text, const std::string& finish_reason,
-                bool first, const std::string& reasoning) {
+json chunk_json(const ResponseHeader& h, const Choice& c, bool first) {
   json out = head(h, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finish_reason)}};
+  json choice = {
+      {"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", reason(c.finish_reason)}};
   if (h.kind == OpenAiKind::kChat) {
     json delta = json::object();
     if (first) delta["role"] = "assistant";
-    if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
-    if (!text.empty() || first) delta["content"] = text;
+    if (c.reasoning && !c.reasoning->empty()) delta["reasoning_content"] = *c.reasoning;
+    if (!c.text.empty() || first) delta["content"] = c.text;
     choice["delta"] = delta;
   } else {
-    choice["text"] = text;
+    choice["text"] = c.text;
   }
   out["choices"] = json::array({choice});
   return out;

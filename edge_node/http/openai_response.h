@@ -1,18 +1,21 @@
 // The response bodies of the OpenAI-compatible API (values in, JSON out):
 //
 //   completion       {"id": "cmpl-...", "object": "text_completion", "created",
-//                     "model", "choices": [{"index": 0, "text", "logprobs": null,
+//                     "model", "choices": [{"index", "text", "logprobs",
 //                     "finish_reason": "stop" | "length"}], "usage"}
 //   chat completion  {"id": "chatcmpl-...", "object": "chat.completion", ...,
-//                     "choices": [{"index": 0, "message": {"role": "assistant",
-//                     "content"[, "reasoning_content"]}, "logprobs": null,
+//                     "choices": [{"index", "message": {"role": "assistant",
+//                     "content"[, "reasoning_content"]}, "logprobs",
 //                     "finish_reason"}], "usage"}
+//                    (one choice per prompt and n; "logprobs" null unless
+//                    asked for: openai_logprobs.h)
 //   stream chunks    the same with "object": "text_completion" /
-//                    "chat.completion.chunk" and per choice "text" / "delta"
-//                    ({"role"} first, then {"content"} and/or
-//                    {"reasoning_content"}); finish_reason null
-//                    until the last chunk; usage only in a final chunk with
-//                    no choices when stream_options.include_usage.
+//                    "chat.completion.chunk" and one choice per chunk, "text" /
+//                    "delta" ({"role"} first, then {"content"} and/or
+//                    {"reasoning_content"}) and the logprobs of the chunk's
+//                    tokens; finish_reason null until the choice's last
+//                    chunk; usage only in a final chunk with no choices when
+//                    stream_options.include_usage.
 //   stats chunk      DanceMoE's extension, last, only when asked for with
 //                    stream_options.include_stats: no choices, and
 //                    "dancemoe": the answer's statistics (generate_json.h's
@@ -52,17 +55,23 @@ struct Usage {
 std::string new_response_id(OpenAiKind kind);
 
 nlohmann::json usage_json(const Usage& usage);
-// `reasoning`: the chat answer's thinking, as "reasoning_content" beside
-// "content" (nullopt: the model does not think aloud; no field).
-nlohmann::json completion_json(const ResponseHeader& header, const std::string& text,
-                               const std::string& finish_reason, const Usage& usage,
-                               const std::optional<std::string>& reasoning = std::nullopt);
-// A stream chunk: `text` (may be empty), `finish_reason` empty: null; for
-// chat, `first` adds the assistant role to the delta and a non-empty
-// `reasoning` a "reasoning_content" delta.
-nlohmann::json chunk_json(const ResponseHeader& header, const std::string& text,
-                          const std::string& finish_reason, bool first,
-                          const std::string& reasoning = {});
+// One choice of an answer, or (streaming) the part of one in a chunk.
+struct Choice {
+  int32_t index = 0;
+  std::string text;
+  std::string finish_reason;  // empty: null
+  // The chat answer's thinking, as "reasoning_content" beside "content"
+  // (nullopt: the model does not think aloud; no field; in a chunk, an
+  // empty one is left out too).
+  std::optional<std::string> reasoning;
+  nlohmann::json logprobs;  // null unless asked for
+};
+
+nlohmann::json completion_json(const ResponseHeader& header, const std::vector<Choice>& choices,
+                               const Usage& usage);
+// A stream chunk of one choice; for chat, `first` adds the assistant role
+// to the delta.
+nlohmann::json chunk_json(const ResponseHeader& header, const Choice& part, bool first);
 nlohmann::json usage_chunk_json(const ResponseHeader& header, const Usage& usage);
 nlohmann::json stats_chunk_json(const ResponseHeader& header, const nlohmann::json& stats);
 // Every name of the model, the main one first.

@@ -3,19 +3,27 @@
 // checks -> a ticket in the request queue (429 when full) -> the engine,
 // streamed as server-sent events or answered as one JSON body.
 //
+// A request asks for one or more choices: each prompt (completions may
+// send several) times n. They run one after another on the one ticket, each
+// with its own seed (the request's seed + the choice's index); a stream
+// sends each choice's chunks in turn, tagged with its index.
+//
 // Everything that can be refused is refused before the ticket is taken, so
 // a streamed response only starts (status 200, headers) for a request the
 // engine will run. A failure of the cluster during a stream (e.g. every
 // holder of an expert unreachable) ends the stream with an error event.
 #include <httplib.h>
+#include <spdlog/spdlog.h>
 
 #include <memory>
 
 #include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
+#include "edge_node/http/openai_logprobs.h"
 #include "edge_node/http/openai_request.h"
 #include "edge_node/http/openai_response.h"
+#include "edge_node/http/prompt_tokens.h"
 #include "edge_node/http/sse_stream.h"
 
 namespace dancemoe::node {
@@ -23,25 +31,84 @@ namespace {
 
 using nlohmann::json;
 
+std::string text_or_empty(Result<std::string> text) {
+  return text.is_ok() ? std::move(*text) : std::string();
+}
+
 int64_t unix_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
+// One choice to generate.
+struct Job {
+  int32_t index = 0;
+  GenerateRequest generate;
+  std::string echo;  // completions with echo: the prompt's text, before the answer
+};
+
 // A request that passed every check, ready to be queued.
 struct Prepared {
   Endpoint endpoint = Endpoint::kCompletions;
   HttpClock::time_point start;
   ResponseHeader header;
-  GenerateRequest generate;
-  int64_t prompt_tokens = 0;
+  std::vector<Job> jobs;
+  int64_t prompt_tokens = 0;  // each prompt counted once
   bool stream = false;
   bool include_usage = false;
   bool include_stats = false;
+  bool logprobs = false;
   std::string prompt_param;                   // "prompt" / "messages"
   std::optional<ReasoningMarkers> reasoning;  // chat with a model that thinks aloud
 };
+
+ApiError too_long(const std::string& param, int64_t context, const std::string& count) {
+  return invalid_request(param,
+                         "This model's maximum context length is " + std::to_string(context) +
+                             " tokens, but the " + param + " has " + count +
+                             " tokens (no room to generate)",
+                         "context_length_exceeded");
+}
+
+// The tokens of one prompt, refused when they cannot fit (checked before
+// the whole text is tokenized: prompt_tokens.h).
+std::variant<std::vector<int32_t>, ApiError> prompt_ids(HttpContext& ctx, const ServedModel& model,
+                                                        const PromptInput& prompt, bool add_special,
+                                                        const std::string& param) {
+  std::vector<int32_t> ids;
+  if (prompt.tokens) {
+    ids = *prompt.tokens;
+    for (int32_t id : ids) {
+      if (id >= model.vocab_size) {
+        return invalid_request(param, param + ": token id " + std::to_string(id) +
+                                          " is outside the vocabulary [0, " +
+                                          std::to_string(model.vocab_size) + ")");
+      }
+    }
+  } else {
+    if (!model.has_tokenizer) {
+      return invalid_request(param,
+                             "this model has no tokenizer.json: send token ids (a list of "
+                             "integers as the prompt, or prompt_tokens to /v1/generate)",
+                             "no_tokenizer");
+    }
+    const size_t limit = static_cast<size_t>(std::max<int64_t>(model.context_tokens - 1, 0));
+    Result<PromptTokens> tokens = tokenize_within(prompt.text, limit, [&](const std::string& text) {
+      return ctx.backend.tokenize(text, add_special);
+    });
+    if (!tokens.is_ok()) return api_error_from_status(tokens.status(), param);
+    if (!tokens->complete) {
+      return too_long(param, model.context_tokens, "at least " + std::to_string(tokens->at_least));
+    }
+    ids = std::move(tokens->ids);
+  }
+  if (ids.empty()) return invalid_request(param, param + ": empty (no tokens)");
+  if (static_cast<int64_t>(ids.size()) >= model.context_tokens) {
+    return too_long(param, model.context_tokens, std::to_string(ids.size()));
+  }
+  return ids;
+}
 
 std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
                                          const std::string& body) {
@@ -52,6 +119,12 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   std::variant<OpenAiRequest, ApiError> parsed = parse_openai_request(body, kind);
   if (ApiError* e = std::get_if<ApiError>(&parsed)) return *e;
   OpenAiRequest& r = std::get<OpenAiRequest>(parsed);
+  if (!r.ignored.empty()) {
+    std::string names;
+    for (const std::string& f : r.ignored) names += (names.empty() ? "" : ", ") + f;
+    spdlog::warn("{}: ignoring fields this node does not implement: {}",
+                 kind == OpenAiKind::kChat ? "/v1/chat/completions" : "/v1/completions", names);
+  }
 
   const ServedModel model = ctx.backend.served_model();
   if (!r.model.empty() && !model.answers_to(r.model)) {
@@ -63,15 +136,23 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
     e.http_status = 404;
     return e;
   }
-  if (!model.has_tokenizer) {
-    return invalid_request(p.prompt_param,
-                           "this model has no tokenizer.json: send token ids to /v1/generate "
-                           "(prompt_tokens)",
-                           "no_tokenizer");
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (id >= model.vocab_size) {
+      return invalid_request("logit_bias", "logit_bias: token id " + std::to_string(id) +
+                                               " is outside the vocabulary [0, " +
+                                               std::to_string(model.vocab_size) + ")");
+    }
   }
-  std::string text = r.prompt;
+  if ((r.grammar || r.n_logprobs >= 0) && !model.has_tokenizer) {
+    return invalid_request(r.grammar ? "response_format" : "logprobs",
+                           "this model has no tokenizer.json", "no_tokenizer");
+  }
+  std::vector<PromptInput> prompts = r.prompts;
   bool add_special = true;
   if (kind == OpenAiKind::kChat) {
+    if (!model.has_tokenizer) {
+      return invalid_request("messages", "this model has no tokenizer.json", "no_tokenizer");
+    }
     if (!model.chat_format) {
       return invalid_request("messages",
                              "this model has no chat format (a base model: its tokenizer has no "
@@ -80,50 +161,81 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
     }
     Result<std::string> chat = tokenizer::format_chat(*model.chat_format, r.messages, true);
     if (!chat.is_ok()) return invalid_request("messages", chat.status().message());
-    text = std::move(*chat);
+    prompts = {PromptInput{std::move(*chat), std::nullopt}};
     add_special = false;  // the chat text already holds the special tokens
   }
-  Result<std::vector<int32_t>> tokens = ctx.backend.tokenize(text, add_special);
-  if (!tokens.is_ok()) return api_error_from_status(tokens.status(), p.prompt_param);
-  if (tokens->empty()) {
-    return invalid_request(p.prompt_param, p.prompt_param + ": empty (no tokens)");
-  }
-  const int64_t n_prompt = static_cast<int64_t>(tokens->size());
-  const int64_t context = model.context_tokens;
-  if (n_prompt >= context) {
-    return invalid_request(p.prompt_param,
-                           "This model's maximum context length is " + std::to_string(context) +
-                               " tokens, but the " + p.prompt_param + " has " +
-                               std::to_string(n_prompt) + " tokens (no room to generate)",
-                           "context_length_exceeded");
-  }
-  const int64_t room = context - n_prompt;
-  int64_t max_tokens = r.max_tokens ? *r.max_tokens : (kind == OpenAiKind::kChat ? room : 16);
-  if (!r.max_tokens) max_tokens = std::min(max_tokens, room);
-  if (max_tokens > room) {
-    return invalid_request(
-        "max_tokens",
-        "This model's maximum context length is " + std::to_string(context) + " tokens; the " +
-            p.prompt_param + " has " + std::to_string(n_prompt) + " and max_tokens asks for " +
-            std::to_string(max_tokens) + " more (at most " + std::to_string(room) + ")",
-        "context_length_exceeded");
-  }
   p.header = {kind, new_response_id(kind), unix_seconds(), model.name};
-  p.generate.prompt_tokens = std::move(*tokens);
-  p.generate.max_tokens = static_cast<int32_t>(max_tokens);
-  p.generate.sampling = r.sampling;
-  p.generate.stop = r.stop;
-  p.generate.ignore_eos = r.ignore_eos;
-  p.prompt_tokens = n_prompt;
+  const int64_t context = model.context_tokens;
+  for (size_t prompt_idx = 0; prompt_idx < prompts.size(); ++prompt_idx) {
+    const std::string param =
+        prompts.size() > 1 ? "prompt[" + std::to_string(prompt_idx) + "]" : p.prompt_param;
+    std::variant<std::vector<int32_t>, ApiError> ids =
+        prompt_ids(ctx, model, prompts[prompt_idx], add_special, param);
+    if (ApiError* e = std::get_if<ApiError>(&ids)) return *e;
+    std::vector<int32_t>& tokens = std::get<std::vector<int32_t>>(ids);
+    const auto n_prompt = static_cast<int64_t>(tokens.size());
+    const int64_t room = context - n_prompt;
+    int64_t max_tokens = r.max_tokens ? *r.max_tokens : (kind == OpenAiKind::kChat ? room : 16);
+    if (!r.max_tokens) max_tokens = std::min(max_tokens, room);
+    if (max_tokens > room) {
+      return invalid_request("max_tokens",
+                             "This model's maximum context length is " + std::to_string(context) +
+                                 " tokens; the " + param + " has " + std::to_string(n_prompt) +
+                                 " and max_tokens asks for " + std::to_string(max_tokens) +
+                                 " more (at most " + std::to_string(room) + ")",
+                             "context_length_exceeded");
+    }
+    std::string echo;
+    if (r.echo) {
+      if (prompts[prompt_idx].tokens) {
+        Result<std::string> text = ctx.backend.detokenize(tokens, false);
+        if (!text.is_ok()) return api_error_from_status(text.status(), "echo");
+        echo = std::move(*text);
+      } else {
+        echo = prompts[prompt_idx].text;
+      }
+    }
+    p.prompt_tokens += n_prompt;
+    for (int32_t i = 0; i < r.n; ++i) {
+      Job job;
+      job.index = static_cast<int32_t>(prompt_idx) * r.n + i;
+      job.echo = echo;
+      job.generate.prompt_tokens = tokens;
+      job.generate.max_tokens = static_cast<int32_t>(max_tokens);
+      job.generate.sampling = r.sampling;
+      job.generate.sampling.seed = r.sampling.seed + static_cast<uint64_t>(job.index);
+      job.generate.stop = r.stop;
+      job.generate.ignore_eos = r.ignore_eos;
+      job.generate.n_logprobs = r.n_logprobs;
+      job.generate.grammar = r.grammar;
+      p.jobs.push_back(std::move(job));
+    }
+  }
   p.stream = r.stream;
   p.include_usage = r.include_usage;
-  if (kind == OpenAiKind::kChat) p.reasoning = model.reasoning;
   p.include_stats = r.include_stats;
+  p.logprobs = r.n_logprobs >= 0;
+  if (kind == OpenAiKind::kChat) p.reasoning = model.reasoning;
   return p;
 }
 
-void finish_metrics(HttpContext& ctx, const Prepared& p, const GenerateResponse& out) {
-  ctx.metrics.add_tokens(p.endpoint, static_cast<uint64_t>(out.prompt_tokens), out.tokens.size());
+TokenNamer namer(HttpContext& ctx) {
+  return {[&ctx](int32_t id) {
+            const int32_t one[1] = {id};
+            return text_or_empty(ctx.backend.detokenize(one, false));
+          },
+          [&ctx](int32_t id) { return ctx.backend.token_bytes(id); }};
+}
+
+json logprobs_json(HttpContext& ctx, OpenAiKind kind, std::span<const TokenLogprobs> tokens,
+                   int64_t* text_offset) {
+  return kind == OpenAiKind::kChat ? chat_logprobs_json(tokens, namer(ctx))
+                                   : completion_logprobs_json(tokens, namer(ctx), text_offset);
+}
+
+void finish_metrics(HttpContext& ctx, const Prepared& p, uint64_t prompt_tokens,
+                    uint64_t completion_tokens) {
+  ctx.metrics.add_tokens(p.endpoint, prompt_tokens, completion_tokens);
   ctx.metrics.observe_latency(p.endpoint, seconds_since(p.start));
 }
 
@@ -145,49 +257,82 @@ struct StreamJob {
       ctx->metrics.record_cancelled(p.endpoint);
       return false;
     }
-    if (p.header.kind == OpenAiKind::kChat && !sse.send(chunk_json(p.header, "", "", true))) {
-      ctx->metrics.record_cancelled(p.endpoint);
-      return false;
+    const OpenAiKind kind = p.header.kind;
+    bool first_token = true;
+    Usage usage{p.prompt_tokens, 0};
+    std::vector<json> stats;
+    for (Job& job : p.jobs) {
+      Choice part;
+      part.index = job.index;
+      if (kind == OpenAiKind::kChat && !sse.send(chunk_json(p.header, part, true))) {
+        ctx->metrics.record_cancelled(p.endpoint);
+        return false;
+      }
+      if (!job.echo.empty()) {
+        part.text = job.echo;
+        if (!sse.send(chunk_json(p.header, part, false))) return false;
+        part.text.clear();
+      }
+      std::optional<ReasoningSplitter> split;
+      if (p.reasoning) split.emplace(*p.reasoning);
+      int64_t text_offset = static_cast<int64_t>(job.echo.size());
+      job.generate.on_text = [&](const TextDelta& delta) {
+        if (first_token) ctx->metrics.observe_first_token(p.endpoint, seconds_since(p.start));
+        first_token = false;
+        Choice c;
+        c.index = job.index;
+        if (p.logprobs) c.logprobs = logprobs_json(*ctx, kind, delta.logprobs, &text_offset);
+        if (!split) {
+          c.text = std::string(delta.text);
+          return sse.send(chunk_json(p.header, c, false));
+        }
+        const ReasoningSplitter::Delta d = split->feed(delta.text);
+        if (d.empty() && delta.logprobs.empty()) return true;
+        c.text = d.content;
+        c.reasoning = d.reasoning;
+        return sse.send(chunk_json(p.header, c, false));
+      };
+      job.generate.cancelled = gone;
+      Result<GenerateResponse> out = ctx->backend.generate(job.generate);
+      if (!out.is_ok()) {
+        ticket.reset();
+        sse.send(api_error_json(api_error_from_status(out.status(), p.prompt_param)));
+        sse.done();
+        sink.done();
+        return true;
+      }
+      if (out->finish_reason == "cancelled") {
+        ticket.reset();
+        ctx->metrics.record_cancelled(p.endpoint);
+        return false;
+      }
+      if (split) {
+        const ReasoningSplitter::Delta d = split->finish();
+        if (!d.empty()) {
+          Choice c;
+          c.index = job.index;
+          c.text = d.content;
+          c.reasoning = d.reasoning;
+          sse.send(chunk_json(p.header, c, false));
+        }
+      }
+      Choice end;
+      end.index = job.index;
+      end.finish_reason = out->finish_reason;
+      sse.send(chunk_json(p.header, end, false));
+      usage.completion_tokens += static_cast<int64_t>(out->tokens.size());
+      if (p.include_stats) stats.push_back(answer_stats_json(*out));
     }
-    bool first = true;
-    std::optional<ReasoningSplitter> split;
-    if (p.reasoning) split.emplace(*p.reasoning);
-    p.generate.on_text = [&](std::string_view text) {
-      if (first) ctx->metrics.observe_first_token(p.endpoint, seconds_since(p.start));
-      first = false;
-      if (!split) return sse.send(chunk_json(p.header, std::string(text), "", false));
-      const ReasoningSplitter::Delta d = split->feed(text);
-      return d.empty() || sse.send(chunk_json(p.header, d.content, "", false, d.reasoning));
-    };
-    p.generate.cancelled = gone;
-    Result<GenerateResponse> out = ctx->backend.generate(p.generate);
     ticket.reset();  // the next request may start while this one says goodbye
-    if (!out.is_ok()) {
-      sse.send(api_error_json(api_error_from_status(out.status(), p.prompt_param)));
-      sse.done();
-      sink.done();
-      return true;
-    }
-    if (out->finish_reason == "cancelled") {
-      ctx->metrics.record_cancelled(p.endpoint);
-      return false;
-    }
-    if (split) {
-      const ReasoningSplitter::Delta d = split->finish();
-      if (!d.empty()) sse.send(chunk_json(p.header, d.content, "", false, d.reasoning));
-    }
-    sse.send(chunk_json(p.header, "", out->finish_reason, false));
-    if (p.include_usage) {
-      sse.send(usage_chunk_json(p.header,
-                                {out->prompt_tokens, static_cast<int64_t>(out->tokens.size())}));
-    }
-    if (p.include_stats) sse.send(stats_chunk_json(p.header, answer_stats_json(*out)));
+    if (p.include_usage) sse.send(usage_chunk_json(p.header, usage));
+    for (const json& s : stats) sse.send(stats_chunk_json(p.header, s));
     if (!sse.done()) {
       ctx->metrics.record_cancelled(p.endpoint);
       return false;
     }
     sink.done();
-    finish_metrics(*ctx, p, *out);
+    finish_metrics(*ctx, p, static_cast<uint64_t>(usage.prompt_tokens),
+                   static_cast<uint64_t>(usage.completion_tokens));
     return true;
   }
 };
@@ -225,35 +370,48 @@ void handle_generation(HttpContext& ctx, OpenAiKind kind, const httplib::Request
     return;
   }
   bool first = true;
-  p.generate.on_text = [&](std::string_view) {
-    if (first) ctx.metrics.observe_first_token(p.endpoint, seconds_since(p.start));
-    first = false;
-    return true;
-  };
-  p.generate.cancelled = gone;
-  Result<GenerateResponse> out = ctx.backend.generate(p.generate);
+  std::vector<Choice> choices;
+  Usage usage{p.prompt_tokens, 0};
+  for (Job& job : p.jobs) {
+    job.generate.on_text = [&](const TextDelta&) {
+      if (first) ctx.metrics.observe_first_token(p.endpoint, seconds_since(p.start));
+      first = false;
+      return true;
+    };
+    job.generate.cancelled = gone;
+    Result<GenerateResponse> out = ctx.backend.generate(job.generate);
+    if (!out.is_ok()) {
+      ticket->reset();
+      send_api_error(res, api_error_from_status(out.status(), p.prompt_param));
+      return;
+    }
+    if (out->finish_reason == "cancelled") {
+      ticket->reset();
+      ctx.metrics.record_cancelled(p.endpoint);
+      res.status = 499;
+      return;
+    }
+    Choice c;
+    c.index = job.index;
+    c.finish_reason = out->finish_reason;
+    int64_t text_offset = static_cast<int64_t>(job.echo.size());
+    if (p.logprobs) c.logprobs = logprobs_json(ctx, kind, out->logprobs, &text_offset);
+    if (p.reasoning) {
+      ReasoningSplitter split(*p.reasoning);
+      ReasoningSplitter::Delta all = split.feed(out->text);
+      const ReasoningSplitter::Delta rest = split.finish();
+      c.text = all.content + rest.content;
+      c.reasoning = all.reasoning + rest.reasoning;
+    } else {
+      c.text = job.echo + out->text;
+    }
+    usage.completion_tokens += static_cast<int64_t>(out->tokens.size());
+    choices.push_back(std::move(c));
+  }
   ticket->reset();
-  if (!out.is_ok()) {
-    send_api_error(res, api_error_from_status(out.status(), p.prompt_param));
-    return;
-  }
-  if (out->finish_reason == "cancelled") {
-    ctx.metrics.record_cancelled(p.endpoint);
-    res.status = 499;
-    return;
-  }
-  const Usage usage{out->prompt_tokens, static_cast<int64_t>(out->tokens.size())};
-  if (p.reasoning) {
-    ReasoningSplitter split(*p.reasoning);
-    ReasoningSplitter::Delta all = split.feed(out->text);
-    const ReasoningSplitter::Delta rest = split.finish();
-    send_json(res, 200,
-              completion_json(p.header, all.content + rest.content, out->finish_reason, usage,
-                              all.reasoning + rest.reasoning));
-  } else {
-    send_json(res, 200, completion_json(p.header, out->text, out->finish_reason, usage));
-  }
-  finish_metrics(ctx, p, *out);
+  send_json(res, 200, completion_json(p.header, choices, usage));
+  finish_metrics(ctx, p, static_cast<uint64_t>(usage.prompt_tokens),
+                 static_cast<uint64_t>(usage.completion_tokens));
 }
 
 }  // namespace

@@ -68,24 +68,40 @@ struct Tokens {
   QuantizedXRow x[T];
 };
 
-// ---- Q8_0: y += sum(w x) d dx per 32-block; |w| x sign(x, w) keeps the
-// products in vpmaddubsw's range.
+// ---- Q8_0 against 16-bit activations (quant_format.h): the weights widened
+// to int16, two int16 dot products per 32-block, scaled by the block's d;
+// each group of (up to) 8 blocks shares the activation scale dx, applied
+// once per group: y += dx sum_blocks(d sum(w x)).
 template <class Isa, int T>
 void row_q8_0(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  constexpr int64_t kGroupBlocks = kQKK / kQK;
   const int64_t n_blocks = cols / kQK;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* blk = w + b * static_cast<int64_t>(sizeof(BlockQ8_0));
-    const __m256i q = load256(blk + 2);
-    const __m256i aq = _mm256_sign_epi8(q, q);
-    uint16_t dbits;
-    std::memcpy(&dbits, blk, 2);
-    const float d = _cvtsh_ss(dbits);
+  const uint8_t* blk = w;
+  const int16_t* x[T];
+  for (int t = 0; t < T; ++t) x[t] = tok.x[t].q16;
+  int64_t off = 0;  // of the current block in x
+  for (int64_t g0 = 0; g0 < n_blocks; g0 += kGroupBlocks) {
+    const uint8_t* group_end =
+        blk + (g0 + kGroupBlocks < n_blocks ? kGroupBlocks : n_blocks - g0) * sizeof(BlockQ8_0);
+    __m256 group[T];
+    for (int t = 0; t < T; ++t) group[t] = _mm256_setzero_ps();
+    for (; blk < group_end; blk += sizeof(BlockQ8_0)) {
+      const __m256i w0 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+      const __m256i w1 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)));
+      const __m256 d = _mm256_cvtph_ps(_mm_broadcastw_epi16(_mm_loadu_si16(blk)));
+      for (int t = 0; t < T; ++t) {
+        const __m256i p =
+            Isa::madd_add(_mm256_madd_epi16(w0, load256(x[t] + off)), w1, load256(x[t] + off + 16));
+        group[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), d, group[t]);
+      }
+      off += kQK;
+    }
     for (int t = 0; t < T; ++t) {
-      const __m256i xs = _mm256_sign_epi8(load256(tok.x[t].q + b * kQK), q);
-      const __m256i p = Isa::dot_u8s8(_mm256_setzero_si256(), aq, xs);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * tok.x[t].d[b]), acc[t]);
+      acc[t] = _mm256_fmadd_ps(group[t], _mm256_set1_ps(tok.x[t].d[g0 / kGroupBlocks]), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
@@ -116,18 +132,25 @@ void row_q4_0(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
 }
 
 // The 8 six-bit scales and mins of a Q4_K / Q5_K super-block as bytes
-// [sc0..sc7, m0..m7], unpacked with word operations (the layout of
-// quant_blocks.h, k_scale_min, four bytes at a time).
+// [sc0..sc7, m0..m7] (quant_blocks.h, k_scale_min), in ten vector ops:
+// bytes b0..b11 are arranged as a = [b0-3, b8-11, b4-7, b8-11] and
+// top = [0, b0-3, 0, b4-7]; then sc0-3 = a & 63, sc4-7 = (a & 15) | top's
+// bits 6-7 moved to 4-5, m0-3 = a & 63, m4-7 = a >> 4 | the same. The
+// 16-bit shifts leak bits across bytes only into bits the masks clear.
+// Reads 16 bytes from `scales` (the 12 scale bytes and 4 of what follows in
+// the block).
 inline __m128i k_scales_mins(const uint8_t* scales) {
-  uint32_t u[4];
-  std::memcpy(u, scales, 12);
-  const uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);  // m4..m7
-  const uint32_t mins03 = u[1] & low6;                        // m0..m3
-  u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);         // sc4..sc7
-  u[2] = mins03;
-  u[0] &= low6;  // sc0..sc3
-  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(u));
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+  const __m128i a =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+  const __m128i top =
+      _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+  const __m128i low =
+      _mm_and_si128(a, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m128i high_nibbles = _mm_and_si128(
+      _mm_srli_epi16(a, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15));
+  const __m128i top2 = _mm_and_si128(_mm_srli_epi16(top, 2), _mm_set1_epi8(0x30));
+  return _mm_or_si128(_mm_or_si128(low, high_nibbles), top2);
 }
 
 // vpshufb masks: int16 lane value = int16 j of each 128-bit half (j < 8).
@@ -139,30 +162,32 @@ inline __m256i broadcast_int16(__m256i both_halves, int j) {
 // ---- Q4_K / Q5_K (kFifthBit): per chunk c of 32 bytes, low nibbles are
 // sub-block 2c, high nibbles 2c + 1; each run of 32 products is scaled by its
 // 6-bit scale in Isa::madd_add. Mins: m_j x the activation's sums over
-// sub-block j (pairs of run sums), scaled by dmin.
+// sub-block j (pairs of run sums). Per super-block and token the two integer
+// results meet their float scales in one vector: lanes 0-3 the main sum
+// (d dx), lanes 4-7 minus the min sum (dmin dx), so one conversion and one
+// multiply-add per super-block.
 template <class Isa, int T, bool kFifthBit>
 void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
   __m256 acc[T];
-  __m128 acc_min[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    acc_min[t] = _mm_setzero_ps();
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i bit = _mm256_set1_epi8(0x01);
+  // Lanes 0-3 take d, 4-7 dmin (the block's two leading f16 values).
+  const __m256i d_dmin_lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
   const int64_t n_blocks = cols / kQKK;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* blk = w + b * kBlockBytes;
-    uint16_t dbits[2];
-    std::memcpy(dbits, blk, 4);
-    const float d = _cvtsh_ss(dbits[0]);
-    const float dmin = _cvtsh_ss(dbits[1]);
+  const uint8_t* blk = w;
+  for (int64_t b = 0; b < n_blocks; ++b, blk += kBlockBytes) {
+    uint32_t dbits;
+    std::memcpy(&dbits, blk, 4);
+    const __m256 d_dmin = _mm256_permutevar8x32_ps(
+        _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dbits)))),
+        d_dmin_lanes);
     const __m128i sm = k_scales_mins(blk + 4);
-    const __m128i sc16 = _mm_cvtepu8_epi16(sm);                       // sc0..sc7
-    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));  // m0..m7
-    const __m256i sc_both = _mm256_broadcastsi128_si256(sc16);
+    const __m256i sc_both = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+    const __m128i neg_mins16 =
+        _mm_sub_epi16(_mm_setzero_si128(), _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)));
     const uint8_t* qs = blk + kQsOffset;
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = load256(blk + 16);
@@ -170,6 +195,7 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
     // dependent multiply-adds, which otherwise bounds the decode speed.
     __m256i isum[T], isum_hi[T];
     for (int t = 0; t < T; ++t) isum[t] = isum_hi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load256(qs + 32 * c);
       __m256i lo = _mm256_and_si256(q, m4);
@@ -193,18 +219,20 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
       }
     }
     for (int t = 0; t < T; ++t) {
-      const float dx = tok.x[t].d[b];
       // Sums over each sub-block: pairs of the 16 run sums.
       const __m256i runs = load256(tok.x[t].sums + 16 * b);
       const __m128i sub =
           _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
-      const __m128i msum = _mm_madd_epi16(sub, mins16);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(isum[t], isum_hi[t])),
-                               _mm256_set1_ps(d * dx), acc[t]);
-      acc_min[t] = _mm_fmadd_ps(_mm_cvtepi32_ps(msum), _mm_set1_ps(dmin * dx), acc_min[t]);
+      const __m256i sum8 = _mm256_add_epi32(isum[t], isum_hi[t]);
+      const __m128i sum4 =
+          _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
+      const __m256i both =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(sum4), _mm_madd_epi16(sub, neg_mins16), 1);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(both),
+                               _mm256_mul_ps(d_dmin, _mm256_set1_ps(tok.x[t].d[b])), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]) - hsum128(acc_min[t]);
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
 }
 
 // ---- Q6_K: per half of 128 values, four groups of 32 (levels 0..63) whose
@@ -602,11 +630,58 @@ void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
 // ---- Activation quantization, bit-identical to the scalar reference: the
 // same max|x|, the same 127 / max|x| (a scalar division), x * that in f32,
 // and vcvtps2dq's round-to-nearest-even.
-inline void quantize_x_impl(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
+
+// max|x| over n (a multiple of 8) values.
+inline float abs_max(const float* x, int64_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 amax = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 8) {
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  return _mm_cvtss_f32(m);
+}
+
+// The 16-bit layout (Q8_0): 32767 levels per group of 256 (the last one
+// possibly shorter), vpackssdw's saturation matching the reference's clamp.
+inline void quantize_x_wide(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
                             void* out) {
   const int64_t group = quantized_x_group(type);
+  const int64_t n_groups = (cols + group - 1) / group;
   const int64_t row_bytes = quantized_x_row_bytes(type, cols);
-  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x + t * cols;
+    auto* row = static_cast<uint8_t*>(out) + t * row_bytes;
+    auto* q = reinterpret_cast<int16_t*>(row);
+    auto* d = reinterpret_cast<float*>(row + 2 * cols);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      const int64_t begin = g * group;
+      const int64_t len = cols - begin < group ? cols - begin : group;  // a multiple of 32
+      const float* xg = xt + begin;
+      const float a = abs_max(xg, len);
+      const float id = a > 0.0f ? 32767.0f / a : 0.0f;
+      d[g] = a / 32767.0f;
+      const __m256 vid = _mm256_set1_ps(id);
+      for (int64_t i = 0; i < len; i += 16) {
+        const __m256i v0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + i), vid));
+        const __m256i v1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + i + 8), vid));
+        // vpackssdw interleaves the 128-bit lanes: [v0 lo, v1 lo, v0 hi, v1 hi].
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(v0, v1), 0xD8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + begin + i), p);
+      }
+    }
+    const int64_t used = cols * 2 + n_groups * 4;
+    std::memset(row + used, 0, static_cast<size_t>(row_bytes - used));
+  }
+}
+
+inline void quantize_x_impl(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
+                            void* out) {
+  if (wide_x(type)) return quantize_x_wide(type, x, n_tokens, cols, out);
+  const int64_t group = quantized_x_group(type);
+  const int64_t row_bytes = quantized_x_row_bytes(type, cols);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x + t * cols;
     auto* row = static_cast<uint8_t*>(out) + t * row_bytes;
@@ -615,14 +690,7 @@ inline void quantize_x_impl(WeightType type, const float* x, int64_t n_tokens, i
     auto* sums = reinterpret_cast<int16_t*>(row + cols + cols / group * 4);
     for (int64_t g = 0; g < cols / group; ++g) {
       const float* xg = xt + g * group;
-      __m256 amax = _mm256_setzero_ps();
-      for (int64_t i = 0; i < group; i += 8) {
-        amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, _mm256_loadu_ps(xg + i)));
-      }
-      __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-      m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-      m = _mm_max_ss(m, _mm_movehdup_ps(m));
-      const float a = _mm_cvtss_f32(m);
+      const float a = abs_max(xg, group);
       const float id = a > 0.0f ? 127.0f / a : 0.0f;
       d[g] = a / 127.0f;
       const __m256 vid = _mm256_set1_ps(id);

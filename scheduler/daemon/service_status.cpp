@@ -24,6 +24,7 @@
 #include <map>
 #include <set>
 
+#include "common/base/json_nesting.h"
 #include "scheduler/daemon/service.h"
 #include "scheduler/daemon/status_query.h"
 #include "scheduler/placement/policy.h"
@@ -86,6 +87,11 @@ void SchedulerService::on_status(const std::string& routing_id, const proto::Env
   }
   nlohmann::json args = nlohmann::json::object();
   if (!request.arguments_json.empty()) {
+    if (Status deep = check_json_nesting(request.arguments_json, "StatusRequest.arguments_json");
+        !deep.is_ok()) {
+      reject(routing_id, env.sequence, deep, Rejection::kInvalidRequest);
+      return;
+    }
     args = nlohmann::json::parse(request.arguments_json, nullptr, /*allow_exceptions=*/false);
     if (args.is_discarded() || !args.is_object()) {
       reject(routing_id, env.sequence,

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/base/json_nesting.h"
 #include "common/http/http_reply.h"
 #include "common/http/prometheus_text.h"
 #include "scheduler/daemon/service.h"
@@ -212,6 +213,9 @@ void register_routes(httplib::Server& server, EndpointContext& ctx) {
   server.Post("/api/round", [&ctx](const httplib::Request& req, httplib::Response& res) {
     json args = json::object();
     if (!req.body.empty()) {
+      if (Status deep = check_json_nesting(req.body, "POST /api/round"); !deep.is_ok()) {
+        return send_error(res, deep);
+      }
       args = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
       if (args.is_discarded() || !args.is_object()) {
         return send_error(res, invalid_argument("POST /api/round: expected a JSON object "

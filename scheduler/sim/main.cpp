@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/base/json_nesting.h"
 #include "scheduler/sim/config.h"
 #include "scheduler/sim/study.h"
 
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   std::stringstream text;
   text << file.rdbuf();
   nlohmann::json json;
+  if (auto deep = dancemoe::check_json_nesting(text.str(), config_path); !deep.is_ok()) {
+    std::fprintf(stderr, "dancemoe-sim: %s\n", deep.message().c_str());
+    return 2;
+  }
   try {
     json = nlohmann::json::parse(text.str());
   } catch (const nlohmann::json::parse_error& e) {

@@ -16,7 +16,7 @@
 //
 // Writes runtime.csv (every phase), calibration.csv, summary.md (the tables of
 // docs/placement-latency.md) and latency_<link>.svg, local_steps.svg,
-// shift_<link>.svg into --out. The model (the `olmoe` preset of make-model) is
+// shift_<link>.svg into --out. The model (the `olmoe-shape` preset of make-model) is
 // generated once under the build tree.
 #include <cstdio>
 #include <sstream>
@@ -162,9 +162,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!fs::exists(o.model / "config.json")) {
-    std::printf("generating the olmoe preset in %s ...\n", o.model.c_str());
+    std::printf("generating the olmoe-shape preset in %s ...\n", o.model.c_str());
     SyntheticModelSpec spec;
-    spec.preset = "olmoe";
+    spec.preset = "olmoe-shape";
     spec.write_tokenizer = false;
     if (Status s = write_synthetic_model(spec, o.model); !s.is_ok()) {
       std::fprintf(stderr, "%s\n", s.to_string().c_str());

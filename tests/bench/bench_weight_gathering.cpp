@@ -176,7 +176,11 @@ bool prepare_models(const fs::path& work, fs::path* full, fs::path* part) {
     std::printf("generating the benchmark's model in %s ...\n", full->c_str());
     SyntheticModelSpec spec;
     spec.write_tokenizer = false;
-    spec.shape = SyntheticShape{1024, 1024, 4, 2, 1, 32, 6, 2, 64, 256, {}};
+    spec.config_overrides = {
+        {"vocab_size", "1024"},       {"hidden_size", "1024"},      {"num_hidden_layers", "4"},
+        {"num_attention_heads", "2"}, {"num_key_value_heads", "1"}, {"head_dim", "32"},
+        {"num_experts", "6"},         {"num_experts_per_tok", "2"}, {"moe_intermediate_size", "64"},
+        {"intermediate_size", "256"}, {"mlp_only_layers", "[]"},    {"decoder_sparse_step", "1"}};
     if (Status s = write_synthetic_model(spec, *full); !s.is_ok()) {
       std::fprintf(stderr, "%s\n", s.to_string().c_str());
       return false;

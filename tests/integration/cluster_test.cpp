@@ -6,7 +6,8 @@
 //
 //  - equivalence: on a placement where each node holds about half of the
 //    experts (coverage complete, no node complete), greedy output on every
-//    node equals one node holding every expert, token for token, f32 wire;
+//    node equals one node holding every expert, token for token, f32 wire
+//    (Qwen3-MoE, and a DeepSeek-V2-Lite-shaped model with shared experts);
 //  - the local-hit ratio each node computes from its own counters equals
 //    what the scheduler computes from the reports it stored;
 //  - adaptation: each node driven with prompts of its own domain, a round
@@ -29,16 +30,18 @@ const std::vector<std::string> kNodes = {"a", "b", "c"};
 struct AttachedCluster {
   // Each node gets memory for `memory_fraction` of all experts.
   AttachedCluster(const std::string& preset, double memory_fraction,
-                  std::vector<std::string> node_flags, int scheduler_port = 0)
+                  std::vector<std::string> node_flags, int scheduler_port = 0,
+                  const std::string& arch = "qwen3_moe")
       : work("cluster") {
     model = work.path() / preset;
     SyntheticModelSpec spec;
+    spec.arch = arch;
     spec.preset = preset;
     write_model(spec, model);
-    std::ifstream in(model / "config.json");
-    const json config = json::parse(in);
-    n_experts = config["num_experts"].get<int32_t>();
-    vocab = config["vocab_size"].get<int32_t>();
+    auto config = load_model_config(model);
+    REQUIRE(config.is_ok());
+    n_experts = static_cast<int32_t>(config->n_experts);
+    vocab = static_cast<int32_t>(config->vocab_size);
     layers = moe_layers_of(model);
 
     scheduler = std::make_unique<SchedulerProcess>(
@@ -157,8 +160,9 @@ json half_placement(const AttachedCluster& c) {
   return {{"nodes", nodes}};
 }
 
-void attached_cluster_equals_one_node(const std::string& preset) {
-  AttachedCluster c(preset, 0.55, {"--precision", "f32", "--wire-dtype", "f32"});
+void attached_cluster_equals_one_node(const std::string& preset,
+                                      const std::string& arch = "qwen3_moe") {
+  AttachedCluster c(preset, 0.55, {"--precision", "f32", "--wire-dtype", "f32"}, 0, arch);
   auto applied = scheduler_query(*c.scheduler, "apply", {{"placement", half_placement(c)}});
   INFO((applied.is_ok() ? applied->dump() : applied.status().to_string()));
   REQUIRE(applied.is_ok());
@@ -231,6 +235,13 @@ TEST_CASE("cluster: scheduler and three attached nodes answer as one node (tiny,
 
 TEST_CASE("cluster: scheduler and three attached nodes answer as one node (small, f32 wire)") {
   attached_cluster_equals_one_node("small");
+}
+
+// DeepSeek-V2-Lite's layout: latent attention with its compressed cache, a
+// leading dense layer and two shared experts per MoE layer -- all of it the
+// dense part every node holds; only the routed experts are placed.
+TEST_CASE("cluster: a DeepSeek-V2-Lite-shaped model on three nodes answers as one node (f32)") {
+  attached_cluster_equals_one_node("small", "deepseek_v2");
 }
 
 TEST_CASE("cluster: the scheduler adopts a placement from the nodes' domains, local hits rise") {

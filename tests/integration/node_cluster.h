@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/model/model_config.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "tests/support/child_process.h"
 #include "tests/support/cluster_keys.h"
@@ -27,17 +28,13 @@ namespace dancemoe::testing {
 
 using nlohmann::json;
 
+// The MoE layers of a model directory, as its config.json defines them.
 inline std::vector<int32_t> moe_layers_of(const std::filesystem::path& model_dir) {
-  std::ifstream in(model_dir / "config.json");
-  const json config = json::parse(in);
-  const int64_t n_layers = config["num_hidden_layers"].get<int64_t>();
-  std::vector<int64_t> dense;
-  if (config.contains("mlp_only_layers"))
-    dense = config["mlp_only_layers"].get<std::vector<int64_t>>();
+  auto config = load_model_config(model_dir);
+  REQUIRE(config.is_ok());
   std::vector<int32_t> out;
-  for (int64_t l = 0; l < n_layers; ++l) {
-    if (std::find(dense.begin(), dense.end(), l) == dense.end())
-      out.push_back(static_cast<int32_t>(l));
+  for (int64_t l = 0; l < config->n_layers; ++l) {
+    if (config->layer_is_moe[static_cast<size_t>(l)]) out.push_back(static_cast<int32_t>(l));
   }
   return out;
 }

@@ -203,7 +203,36 @@ TEST_CASE("openai api: absurd values are a 400 naming the field") {
   check_error(n.post("/v1/completions", R"({"prompt": "x", "temperature": -1})"), 400,
               "temperature");
   check_error(n.post("/v1/completions", R"({"prompt": "x", "top_p": 0})"), 400, "top_p");
-  check_error(n.post("/v1/completions", R"({"prompt": "x", "n": 3})"), 400, "n");
+  check_error(n.post("/v1/completions", R"({"prompt": "x", "n": 17})"), 400, "n");
+  check_error(n.post("/v1/completions", R"({"prompt": "x", "n": 0})"), 400, "n");
+  // The compatibility fields of issue 16, each with a bad value.
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt": "x", "presence_penalty": 3})", "presence_penalty"},
+           {R"({"prompt": "x", "frequency_penalty": -2.5})", "frequency_penalty"},
+           {R"({"prompt": "x", "repetition_penalty": 0})", "repetition_penalty"},
+           {R"({"prompt": "x", "min_p": 2})", "min_p"},
+           {R"({"prompt": "x", "logit_bias": {"x": 1}})", "logit_bias"},
+           {R"({"prompt": "x", "logit_bias": {"99999999": 1}})", "logit_bias"},
+           {R"({"prompt": "x", "logprobs": 21})", "logprobs"},
+           {R"({"prompt": "x", "echo": true, "logprobs": 2})", "echo"},
+           {R"({"prompt": "x", "best_of": 1, "n": 2})", "best_of"},
+           {R"({"prompt": "x", "max_completion_tokens": 0})", "max_completion_tokens"},
+           {R"({"prompt": [1, 99999999]})", "prompt"},
+           {R"({"prompt": ["x", 3]})", "prompt"},
+           {R"({"prompt": "x", "response_format": {"type": "yaml"}})", "response_format"},
+           {R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema":
+               {"name": "a", "schema": {"type": "string", "pattern": "a+"}}}})",
+            "response_format"},
+           {R"({"prompt": "x", "guided_regex": "a+"})", "guided_regex"},
+       }) {
+    INFO(body);
+    check_error(n.post("/v1/completions", body), 400, param);
+  }
+  const std::string chat = R"({"messages": [{"role": "user", "content": "x"}], )";
+  check_error(n.post("/v1/chat/completions", chat + R"("top_logprobs": 2})"), 400, "top_logprobs");
+  check_error(n.post("/v1/chat/completions", chat + R"("logprobs": 2})"), 400, "logprobs");
+  check_error(n.post("/v1/chat/completions", chat + R"("tool_choice": "required"})"), 400,
+              "tool_choice");
   check_error(n.post("/v1/completions", R"({"prompt": "x", "bogus": 1})"), 400, "bogus",
               "unknown_parameter");
   check_error(n.post("/v1/completions", R"({"prompt": ""})"), 400, "prompt");

@@ -74,4 +74,123 @@ TEST_CASE("openai client: the openai npm package completes, chats, streams and s
   CHECK(e["wrong_key"]["class"] == "AuthenticationError");
 }
 
+namespace {
+
+// Whether `text` is a JSON value matching the person schema of openai_features.mjs.
+void check_person(const std::string& text) {
+  INFO("output: " << text);
+  const json v = json::parse(text, nullptr, false);
+  REQUIRE(v.is_object());
+  CHECK(v.size() == 4);
+  REQUIRE(v["name"].is_string());
+  CHECK(json(v["name"]).get<std::string>().size() <= 12 * 4);
+  REQUIRE(v["age"].is_number_integer());
+  CHECK(v["age"].get<int64_t>() >= 0);
+  CHECK(v["age"].get<int64_t>() <= 150);
+  CHECK((v["role"] == "admin" || v["role"] == "user"));
+  REQUIRE(v["tags"].is_array());
+  CHECK(v["tags"].size() <= 3);
+  for (const json& tag : v["tags"]) CHECK(tag.is_string());
+}
+
+}  // namespace
+
+TEST_CASE("openai client: seeds, n, logprobs, penalties, prompts, json_schema and tokenize") {
+  const std::filesystem::path node_js = "/usr/bin/node";
+  const std::filesystem::path package = source_dir() / "tests/fixtures/npm/openai/package.json";
+  if (!std::filesystem::exists(node_js) || !std::filesystem::exists(package)) {
+    MESSAGE("SKIPPED: no Node.js or no openai package (deploy/install-deps.sh)");
+    return;
+  }
+  OpenAiTestNode n({"--api-key", "e2e-key"});
+  const std::string script =
+      (source_dir() / "tests/integration/openai_client/openai_features.mjs").string();
+  const ProcessResult r =
+      run_process({"/usr/bin/env", "NODE_PATH=" + (source_dir() / "tests/fixtures/npm").string(),
+                   node_js.string(), script, n.base_url() + "/v1", "e2e-key", n.model_name()},
+                  std::chrono::seconds(240));
+  INFO("stdout: " << r.out.substr(0, 4000) << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+
+  // A fresh seed per request: three unseeded answers are not all the same;
+  // a seed repeats its answer.
+  const json& unseeded = out["seeds"]["unseeded"];
+  CHECK_FALSE((unseeded[0] == unseeded[1] && unseeded[1] == unseeded[2]));
+  CHECK(out["seeds"]["seeded"][0] == out["seeds"]["seeded"][1]);
+
+  CHECK(out["n"]["indexes"] == json::array({0, 1, 2}));
+  CHECK(out["n"]["contents"][0] == out["n"]["single"]);
+  CHECK(out["n"]["usage"]["completion_tokens"].get<int64_t>() >= 3);
+
+  const json& lp = out["chat_logprobs"]["content"];
+  CHECK(lp.size() == out["chat_logprobs"]["completion_tokens"].get<size_t>());
+  for (const json& t : lp) {
+    CHECK(t["logprob"].get<double>() <= 0.0);
+    REQUIRE(t["top_logprobs"].size() == 2);
+    CHECK(t["top_logprobs"][0]["token"] == t["token"]);  // greedy
+    CHECK(t["bytes"].is_array());
+  }
+  const json& s = out["stream_logprobs"];
+  CHECK(s["tokens"] == s["whole_tokens"]);
+  CHECK(s["text"] == s["whole_text"]);
+  CHECK(s["tokens"].size() == s["usage"]["completion_tokens"].get<size_t>());
+  const json& cl = out["completion_logprobs"];
+  CHECK(cl["tokens"].size() == cl["token_logprobs"].size());
+  CHECK(cl["top_logprobs"].size() == cl["tokens"].size());
+  for (const json& top : cl["top_logprobs"]) CHECK(top.size() >= 1);
+  CHECK(cl["text_offset"][0] == 0);
+
+  CHECK(out["penalised"].is_string());
+  const std::string biased = out["biased"];
+  CHECK_FALSE(biased.empty());
+  CHECK(biased == std::string(biased.size(), biased[0]));  // one forced token, repeated
+  CHECK(out["listed"].size() == 2);
+  CHECK(out["listed"][1]["index"] == 1);
+  CHECK(out["token_prompts"]["n"] == 2);
+  CHECK(out["token_prompts"]["usage"]["prompt_tokens"] == 5);
+  CHECK(out["max_completion_tokens"] == 3);
+
+  CHECK(out["json_object"]["finish_reason"] == "stop");
+  CHECK(json::parse(out["json_object"]["content"].get<std::string>(), nullptr, false).is_object());
+  for (const json& one : out["json_schema"]) {
+    CHECK(one["finish_reason"] == "stop");
+    check_person(one["content"]);
+  }
+  check_person(out["json_schema_stream"]);
+
+  CHECK(out["ignored_fields"] == 1);
+  CHECK(n.node().process().log().find("ignoring fields this node does not implement: "
+                                      "metadata, reasoning_effort, service_tier, store") !=
+        std::string::npos);
+
+  const json& tok = out["tokenize"];
+  CHECK(tok["content"] == "Hello world");
+  std::string pieces;
+  for (const json& t : tok["tokens"]) pieces += t["piece"].get<std::string>();
+  CHECK(pieces == "Hello world");
+
+  const json& e = out["errors"];
+  for (const auto& [field, param] :
+       std::vector<std::pair<std::string, std::string>>{{"n", "n"},
+                                                        {"top_logprobs", "top_logprobs"},
+                                                        {"presence_penalty", "presence_penalty"},
+                                                        {"logit_bias", "logit_bias"},
+                                                        {"logit_bias_range", "logit_bias"},
+                                                        {"response_format", "response_format"},
+                                                        {"schema", "response_format"},
+                                                        {"misspelt", "presense_penalty"},
+                                                        {"prompt_ids", "prompt"}}) {
+    INFO(field);
+    REQUIRE(e[field].is_object());
+    CHECK(e[field]["status"] == 400);
+    CHECK(e[field]["class"] == "BadRequestError");
+    CHECK(e[field]["param"] == param);
+  }
+  CHECK(e["schema"]["code"] == "unsupported_schema");
+  CHECK(e["schema"]["message"].get<std::string>().find("properties.zip.pattern: 'pattern' is not "
+                                                       "supported") != std::string::npos);
+  CHECK(e["misspelt"]["code"] == "unknown_parameter");
+}
+
 }  // namespace dancemoe::testing

@@ -305,6 +305,67 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
   }
 }
 
+TEST_CASE("kernel parity: attention sinks join the softmax without a value") {
+  std::mt19937 rng(11);
+  const int64_t n_heads = 8, n_kv_heads = 2, head_dim = 40;
+  for (int64_t n_ctx : {int64_t{1}, int64_t{7}, int64_t{70}, int64_t{129}}) {
+    const int64_t kv_stride = n_kv_heads * head_dim;
+    const std::vector<float> q = random_floats(rng, n_heads * head_dim);
+    const std::vector<float> k = random_floats(rng, n_ctx * kv_stride);
+    const std::vector<float> v = random_floats(rng, n_ctx * kv_stride);
+    // Sinks from far below the scores (no effect) to far above (most weight).
+    const std::vector<float> sinks = {-30.0f, -1.0f, 0.0f, 0.5f, 1.0f, 2.0f, 4.0f, 30.0f};
+    auto run = [&](const CpuKernels& kernels, const float* with_sinks, std::vector<float>* out) {
+      std::vector<float> scratch(static_cast<size_t>(n_ctx));
+      AttentionArgs args;
+      args.q = q.data();
+      args.k = k.data();
+      args.v = v.data();
+      args.kv_stride = kv_stride;
+      args.n_ctx = n_ctx;
+      args.n_heads = n_heads;
+      args.n_kv_heads = n_kv_heads;
+      args.head_dim = head_dim;
+      args.scale = 0.5f;
+      args.out = out->data();
+      args.scratch = scratch.data();
+      args.sinks = with_sinks;
+      args.head_begin = 0;
+      args.head_end = n_heads;
+      kernels.attention(args);
+    };
+    std::vector<float> plain(static_cast<size_t>(n_heads * head_dim));
+    std::vector<float> want(plain.size());
+    run(reference(), nullptr, &plain);
+    run(reference(), sinks.data(), &want);
+    // The reference by its definition: out_sink = out * Z / (Z + exp(sink)),
+    // Z = sum_j exp(s_j).
+    for (int64_t h = 0; h < n_heads; ++h) {
+      const int64_t kvh = h / (n_heads / n_kv_heads);
+      double z = 0.0;
+      for (int64_t j = 0; j < n_ctx; ++j) {
+        double s = 0.0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          s += q[static_cast<size_t>(h * head_dim + d)] *
+               k[static_cast<size_t>(j * kv_stride + kvh * head_dim + d)];
+        }
+        z += std::exp(0.5 * s);
+      }
+      const double keep = z / (z + std::exp(static_cast<double>(sinks[static_cast<size_t>(h)])));
+      for (int64_t d = 0; d < head_dim; ++d) {
+        const size_t i = static_cast<size_t>(h * head_dim + d);
+        CHECK(want[i] == doctest::Approx(plain[i] * keep).epsilon(1e-4).scale(1e-6));
+      }
+    }
+    for (const CpuKernels* kernels : simd_levels()) {
+      INFO(level_name(*kernels), " n_ctx ", n_ctx);
+      std::vector<float> got(want.size(), 0.0f);
+      run(*kernels, sinks.data(), &got);
+      CHECK(normalised_error(got, want) <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("kernel parity: conversions are bit-exact at every size") {
   std::mt19937 rng(3);
   for (int64_t n : kSizes) {

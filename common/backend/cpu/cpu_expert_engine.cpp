@@ -13,6 +13,9 @@ constexpr int64_t kRowAlign = 16;
 // A slice carries at least this many (token x row) products before a job is
 // cut further: one token's whole expert at decode, finer slices at prefill.
 constexpr int64_t kTokenRowsPerSlice = 8 * 512;
+// Jobs of at most this many tokens are computed whole by one thread when
+// there are enough of them (the decode split in the header).
+constexpr int64_t kDecodeTokensPerJob = 4;
 
 }  // namespace
 
@@ -50,8 +53,16 @@ void CpuExpertEngine::plan_slices(std::span<const ExpertJob> jobs, bool down,
   }
 }
 
-void CpuExpertEngine::quantize_hidden(const kernels::CpuKernels& k,
-                                      std::span<const ExpertJob> jobs) {
+bool CpuExpertEngine::split_by_job(std::span<const ExpertJob> jobs) const {
+  int64_t n_jobs = 0;
+  for (const ExpertJob& job : jobs) {
+    if (static_cast<int64_t>(job.tokens.size()) > kDecodeTokensPerJob) return false;
+    n_jobs += job.tokens.empty() ? 0 : 1;
+  }
+  return n_jobs >= 2 * static_cast<int64_t>(pool_.size());
+}
+
+void CpuExpertEngine::plan_hidden_q(std::span<const ExpertJob> jobs) {
   hidden_q_offsets_.assign(jobs.size(), -1);
   if (precision_ != ComputePrecision::kBF16) return;
   int64_t bytes = 0;
@@ -62,15 +73,46 @@ void CpuExpertEngine::quantize_hidden(const kernels::CpuKernels& k,
     bytes += static_cast<int64_t>(job.tokens.size()) *
              kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
   }
-  if (bytes == 0) return;
   if (hidden_q_.size() < static_cast<size_t>(bytes)) hidden_q_.resize(static_cast<size_t>(bytes));
-  pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j, int) {
-    const int64_t at = hidden_q_offsets_[static_cast<size_t>(j)];
-    if (at < 0) return;
-    const ExpertJob& job = jobs[static_cast<size_t>(j)];
-    k.quantize_x(job.down.type, hidden_f32_.data() + inter_offsets_[static_cast<size_t>(j)],
-                 static_cast<int64_t>(job.tokens.size()), job.down.cols, hidden_q_.data() + at);
-  });
+}
+
+void CpuExpertEngine::quantize_hidden_rows(const kernels::CpuKernels& k, const ExpertJob& job,
+                                           size_t j) {
+  const int64_t at = hidden_q_offsets_[j];
+  if (at < 0) return;
+  k.quantize_x(job.down.type, hidden_f32_.data() + inter_offsets_[j],
+               static_cast<int64_t>(job.tokens.size()), job.down.cols, hidden_q_.data() + at);
+}
+
+void CpuExpertEngine::gate_up_rows(const kernels::CpuKernels& k, const ExpertJob& job, size_t j,
+                                   const ActivationsView& x, int64_t hidden, int64_t r0,
+                                   int64_t r1) {
+  const bool bf16 = precision_ == ComputePrecision::kBF16;
+  const int64_t n = static_cast<int64_t>(job.tokens.size());
+  const int64_t inter = job.gate.rows;
+  const int64_t off = inter_offsets_[j];
+  const ActivationsView xj = x.rows_from(row_offsets_[j], hidden);
+  matmul_rows(k, job.gate, xj, n, gate_.data() + off, inter, r0, r1);
+  matmul_rows(k, job.up, xj, n, up_.data() + off, inter, r0, r1);
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t at = off + t * inter + r0;
+    k.swiglu(gate_.data() + at, up_.data() + at, r1 - r0, hidden_f32_.data() + at);
+    if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, r1 - r0, hidden_bf16_.data() + at);
+  }
+}
+
+void CpuExpertEngine::down_rows(const kernels::CpuKernels& k, const ExpertJob& job, size_t j,
+                                int64_t hidden, int64_t r0, int64_t r1) {
+  const bool bf16 = precision_ == ComputePrecision::kBF16;
+  const int64_t off = inter_offsets_[j];
+  ActivationsView hj{hidden_f32_.data() + off, bf16 ? hidden_bf16_.data() + off : nullptr, {}, {}};
+  if (hidden_q_offsets_[j] >= 0) {
+    const auto layout = static_cast<size_t>(kernels::quantized_x_layout(job.down.type));
+    hj.quantized[layout] = hidden_q_.data() + hidden_q_offsets_[j];
+    hj.quantized_row_bytes[layout] = kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
+  }
+  matmul_rows(k, job.down, hj, static_cast<int64_t>(job.tokens.size()),
+              down_.data() + row_offsets_[j] * hidden, hidden, r0, r1);
 }
 
 void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,
@@ -111,51 +153,38 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
   if (bf16 && hidden_bf16_.size() < n_inter) hidden_bf16_.resize(n_inter);
   if (down_.size() < static_cast<size_t>(rows * hidden))
     down_.resize(static_cast<size_t>(rows * hidden));
-
-  // (1) gate, up, SwiGLU.
+  plan_hidden_q(jobs);
   const ActivationsView xg = gathered_.view();
-  plan_slices(jobs, /*down=*/false, &slices_);
-  pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
-    const Slice& slice = slices_[static_cast<size_t>(s)];
-    const ExpertJob& job = jobs[static_cast<size_t>(slice.job)];
-    const int64_t n = static_cast<int64_t>(job.tokens.size());
-    const int64_t inter = job.gate.rows;
-    const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
-    const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
-    const ActivationsView xj = xg.rows_from(row0, hidden);
-    float* g = gate_.data() + off;
-    float* u = up_.data() + off;
-    matmul_rows(k, job.gate, xj, n, g, inter, slice.row_begin, slice.row_end);
-    matmul_rows(k, job.up, xj, n, u, inter, slice.row_begin, slice.row_end);
-    const int64_t width = slice.row_end - slice.row_begin;
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t at = off + t * inter + slice.row_begin;
-      k.swiglu(gate_.data() + at, up_.data() + at, width, hidden_f32_.data() + at);
-      if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, width, hidden_bf16_.data() + at);
-    }
-  });
 
-  // The SwiGLU outputs quantized for block-format down projections (bf16 mode).
-  quantize_hidden(k, jobs);
-
-  // (2) down, into per-job rows of down_.
-  plan_slices(jobs, /*down=*/true, &slices_);
-  pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
-    const Slice& slice = slices_[static_cast<size_t>(s)];
-    const ExpertJob& job = jobs[static_cast<size_t>(slice.job)];
-    const int64_t n = static_cast<int64_t>(job.tokens.size());
-    const int64_t row0 = row_offsets_[static_cast<size_t>(slice.job)];
-    const int64_t off = inter_offsets_[static_cast<size_t>(slice.job)];
-    ActivationsView hj{
-        hidden_f32_.data() + off, bf16 ? hidden_bf16_.data() + off : nullptr, {}, {}};
-    if (hidden_q_offsets_[static_cast<size_t>(slice.job)] >= 0) {
-      const auto layout = static_cast<size_t>(kernels::quantized_x_layout(job.down.type));
-      hj.quantized[layout] = hidden_q_.data() + hidden_q_offsets_[static_cast<size_t>(slice.job)];
-      hj.quantized_row_bytes[layout] = kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
-    }
-    matmul_rows(k, job.down, hj, n, down_.data() + row0 * hidden, hidden, slice.row_begin,
-                slice.row_end);
-  });
+  if (split_by_job(jobs)) {
+    pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t s, int) {
+      const size_t j = static_cast<size_t>(s);
+      const ExpertJob& job = jobs[j];
+      if (job.tokens.empty()) return;
+      gate_up_rows(k, job, j, xg, hidden, 0, job.gate.rows);
+      quantize_hidden_rows(k, job, j);
+      down_rows(k, job, j, hidden, 0, job.down.rows);
+    });
+  } else {
+    // (1) gate, up, SwiGLU.
+    plan_slices(jobs, /*down=*/false, &slices_);
+    pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
+      const Slice& slice = slices_[static_cast<size_t>(s)];
+      const size_t j = static_cast<size_t>(slice.job);
+      gate_up_rows(k, jobs[j], j, xg, hidden, slice.row_begin, slice.row_end);
+    });
+    // The SwiGLU outputs quantized for block-format down projections (bf16 mode).
+    pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j, int) {
+      quantize_hidden_rows(k, jobs[static_cast<size_t>(j)], static_cast<size_t>(j));
+    });
+    // (2) down, into per-job rows of down_.
+    plan_slices(jobs, /*down=*/true, &slices_);
+    pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
+      const Slice& slice = slices_[static_cast<size_t>(s)];
+      const size_t j = static_cast<size_t>(slice.job);
+      down_rows(k, jobs[j], j, hidden, slice.row_begin, slice.row_end);
+    });
+  }
 
   // (3) out[t] += w * down row, per token, experts in job order.
   combine_start_.assign(static_cast<size_t>(n_tokens) + 1, 0);

@@ -2,14 +2,20 @@
 // ExpertEngine, common/inference/expert_engine.h). begin() does all the work;
 // finish() has nothing left to do.
 //
-// Work split, three pool calls: (1) gate, up and SwiGLU, (2) down, each in
-// chunks that are a row slice of ONE job, so every chunk streams one long
-// contiguous run of weights (at decode a whole expert's gate+up is one 2 MB
-// run: stream start-up per chunk, not arithmetic, is what small chunks cost);
-// jobs with many tokens are cut into more slices so the threads stay busy.
-// Chunks write disjoint per-job scratch. (3) the weighted combine into
-// `out`, by token, adding each token's experts in job order, so the result
-// does not depend on the thread count.
+// Work split. Decode (every job has at most kDecodeTokensPerJob tokens and
+// there are at least two jobs per thread): ONE pool call whose chunks are
+// whole jobs -- gate, up, SwiGLU, the hidden rows' quantization and down of
+// one expert in a row on one thread, so a MoE layer costs one barrier, not
+// three, and each thread streams whole experts (a few MB of contiguous
+// weights). Otherwise (prefill, a dense layer, few experts), three pool
+// calls: (1) gate, up and SwiGLU, (2) down, each in chunks that are a row
+// slice of ONE job, so every chunk streams one long contiguous run of
+// weights; jobs with many tokens are cut into more slices so the threads
+// stay busy. Either way chunks write disjoint per-job scratch and every
+// output row is computed by the same kernel call on the same inputs, so the
+// two splits give the same bits. Then the weighted combine into `out`, by
+// token, adding each token's experts in job order, so the result does not
+// depend on the thread count.
 //
 // Not thread-safe (it owns scratch buffers that only grow).
 #pragma once
@@ -46,10 +52,21 @@ class CpuExpertEngine final : public ExpertEngine {
     int64_t row_begin;
     int64_t row_end;
   };
+  // The decode split above applies (one chunk per job).
+  bool split_by_job(std::span<const ExpertJob> jobs) const;
   void plan_slices(std::span<const ExpertJob> jobs, bool down, std::vector<Slice>* slices) const;
+  // Rows [r0, r1) of job j's gate and up, then SwiGLU into hidden_f32_ (and
+  // hidden_bf16_ in bf16 mode). x: the gathered rows of every job.
+  void gate_up_rows(const kernels::CpuKernels& k, const ExpertJob& job, size_t j,
+                    const ActivationsView& x, int64_t hidden, int64_t r0, int64_t r1);
   // hidden_q_: each job's SwiGLU rows quantized for its block-format down
   // projection (bf16 mode); hidden_q_offsets_[j] = -1 where none is needed.
-  void quantize_hidden(const kernels::CpuKernels& k, std::span<const ExpertJob> jobs);
+  // plan_hidden_q sizes it, quantize_hidden_rows fills job j's part.
+  void plan_hidden_q(std::span<const ExpertJob> jobs);
+  void quantize_hidden_rows(const kernels::CpuKernels& k, const ExpertJob& job, size_t j);
+  // Rows [r0, r1) of job j's down projection into its rows of down_.
+  void down_rows(const kernels::CpuKernels& k, const ExpertJob& job, size_t j, int64_t hidden,
+                 int64_t r0, int64_t r1);
 
   std::unique_ptr<ThreadPool> owned_pool_;  // set by the owning constructor
   ThreadPool& pool_;

@@ -32,13 +32,9 @@ CpuForward::CpuForward(const ModelConfig& config, const DenseWeights& weights,
       weights_(weights),
       precision_(precision),
       pool_(pool),
-      dense_mlp_(pool, precision) {
-  const int64_t half = config_.head_dim / 2;
-  inv_freq_.resize(static_cast<size_t>(half));
-  for (int64_t i = 0; i < half; ++i) {
-    inv_freq_[static_cast<size_t>(i)] =
-        1.0 / std::pow(config_.rope_theta, static_cast<double>(2 * i) / config_.head_dim);
-  }
+      dense_mlp_(pool, precision),
+      rope_(rope_frequencies(config)),
+      softmax_scale_(attention_softmax_scale(config)) {
   attention_scratch_.resize(static_cast<size_t>(pool_.size()));
 }
 
@@ -51,7 +47,8 @@ std::string CpuForward::describe() const {
 int64_t CpuForward::max_batch_tokens() const { return INT64_MAX; }
 
 Result<KvCache> CpuForward::new_cache(int64_t capacity) {
-  return KvCache::create(config_.n_layers, config_.kv_dim(), capacity);
+  return KvCache::create(config_.n_layers, config_.cache_key_dim(), config_.cache_value_dim(),
+                         capacity);
 }
 
 void CpuForward::prepare(int64_t n, int64_t capacity) {
@@ -59,27 +56,51 @@ void CpuForward::prepare(int64_t n, int64_t capacity) {
   grow(&h_, n * config_.hidden_size);
   xn_.resize(n, config_.hidden_size, precision);
   grow(&q_, n * config_.q_dim());
-  grow(&k_, n * config_.kv_dim());
-  grow(&v_, n * config_.kv_dim());
-  attn_.resize(n, config_.q_dim(), precision);
+  if (config_.attention == AttentionKind::kGrouped) {
+    grow(&k_, n * config_.kv_dim());
+    grow(&v_, n * config_.kv_dim());
+  }
+  attn_.resize(n, config_.attention_out_dim(), precision);
   grow(&proj_, n * config_.hidden_size);
   grow(&router_logits_, n * std::max<int64_t>(config_.n_experts, 1));
   for (auto& scratch : attention_scratch_) grow(&scratch, capacity);
 }
 
-void CpuForward::rope_tables(int64_t pos0, int64_t n) {
-  const int64_t half = config_.head_dim / 2;
-  grow(&rope_cos_, n * half);
-  grow(&rope_sin_, n * half);
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t i = 0; i < half; ++i) {
-      // HF computes the angle in f32 (position * inv_freq); doing it in
-      // double and rounding once differs by < 1 ulp at the positions we use.
-      const double angle = static_cast<double>(pos0 + t) * inv_freq_[static_cast<size_t>(i)];
-      rope_cos_[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
-      rope_sin_[static_cast<size_t>(t * half + i)] = static_cast<float>(std::sin(angle));
+void CpuForward::rotate(float* x, int64_t n_heads, int64_t stride, int64_t t) const {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const int64_t dim = config_.rope_dim();
+  const int64_t half = dim / 2;
+  const float* cos = rope_cos_.data() + t * half;
+  const float* sin = rope_sin_.data() + t * half;
+  if (config_.rope_layout == RopeLayout::kPairs) {
+    // (x[2i], x[2i + 1]) pairs -> halves, in place, as DeepSeek's code does
+    // before rotating: q . k is unchanged since q and k are permuted alike.
+    thread_local std::vector<float> tmp;
+    tmp.resize(static_cast<size_t>(dim));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* head = x + h * stride;
+      for (int64_t i = 0; i < half; ++i) {
+        tmp[static_cast<size_t>(i)] = head[2 * i];
+        tmp[static_cast<size_t>(half + i)] = head[2 * i + 1];
+      }
+      std::memcpy(head, tmp.data(), static_cast<size_t>(dim) * sizeof(float));
     }
   }
+  if (dim == stride) {
+    k.rope(x, n_heads, dim, cos, sin);
+    return;
+  }
+  for (int64_t h = 0; h < n_heads; ++h) k.rope(x + h * stride, 1, dim, cos, sin);
+}
+
+void CpuForward::project(const kernels::WeightView& w, const ActivationsView& x, float* y,
+                         int64_t y_stride) {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  const int64_t n_chunks = chunk_count(w.rows, rows_per_chunk(w), pool_.size());
+  pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
+    const Range r = split_range(w.rows, chunk, n_chunks, kRowAlign);
+    matmul_rows(k, w, x, n_, y, y_stride, r.begin, r.end);
+  });
 }
 
 Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
@@ -94,7 +115,7 @@ Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
   n_ = n;
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   prepare(n, cache.capacity());
-  rope_tables(pos0, n);
+  rope_tables(rope_, pos0, n, &rope_cos_, &rope_sin_);
 
   // Embedding rows, widened to f32.
   const kernels::WeightView& embed = weights_.embed();
@@ -132,6 +153,7 @@ void CpuForward::norm_rows(const float* weight) {
 }
 
 Status CpuForward::attention(int64_t layer, KvCache& cache) {
+  if (config_.attention == AttentionKind::kLatent) return latent_attention(layer, cache);
   project_qkv(layer);
   position_and_cache(layer, cache);
   attend(layer, cache);
@@ -176,7 +198,6 @@ void CpuForward::position_and_cache(int64_t layer, KvCache& cache) {
   const int64_t pos0 = cache.n_past();
   float* k_cache = cache.keys(layer);
   float* v_cache = cache.values(layer);
-  const int64_t half = head_dim / 2;
   for (int64_t t = 0; t < n_; ++t) {
     float* q = q_.data() + t * q_dim;
     float* kk = k_.data() + t * kv_dim;
@@ -195,10 +216,8 @@ void CpuForward::position_and_cache(int64_t layer, KvCache& cache) {
       k.rmsnorm(q, aw.q_norm, q_dim, config_.rms_norm_eps, q);
       k.rmsnorm(kk, aw.k_norm, kv_dim, config_.rms_norm_eps, kk);
     }
-    const float* cos = rope_cos_.data() + t * half;
-    const float* sin = rope_sin_.data() + t * half;
-    k.rope(q, config_.n_heads, head_dim, cos, sin);
-    k.rope(kk, config_.n_kv_heads, head_dim, cos, sin);
+    rotate(q, config_.n_heads, head_dim, t);
+    rotate(kk, config_.n_kv_heads, head_dim, t);
     std::memcpy(k_cache + (pos0 + t) * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
     std::memcpy(v_cache + (pos0 + t) * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
   }
@@ -218,7 +237,9 @@ void CpuForward::attend(int64_t layer, KvCache& cache) {
   const float* v_cache = cache.values(layer);
   const int64_t n_heads = config_.n_heads;
   const int64_t group = n_heads / config_.n_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float scale = softmax_scale_;
+  const int64_t window = config_.is_sliding(layer) ? config_.sliding_window : 0;
+  const float* sinks = weights_.layer(layer).attention.sinks;
   const int64_t n_items = n * n_heads;
   // Short contexts are cheaper on one thread than a pool round trip.
   const int64_t n_attention_chunks =
@@ -229,12 +250,16 @@ void CpuForward::attend(int64_t layer, KvCache& cache) {
     for (int64_t i = r.begin; i < r.end;) {
       const int64_t t = i / n_heads;
       const int64_t head_end = std::min(r.end - t * n_heads, n_heads);
+      // Token t sees positions [first, pos0 + t]: all of them, or the
+      // window's last ones on a sliding layer.
+      const int64_t first = window > 0 ? std::max<int64_t>(0, pos0 + t + 1 - window) : 0;
       kernels::AttentionArgs args;
       args.q = q_.data() + t * q_dim;
-      args.k = k_cache;
-      args.v = v_cache;
+      args.k = k_cache + first * kv_dim;
+      args.v = v_cache + first * kv_dim;
       args.kv_stride = kv_dim;
-      args.n_ctx = pos0 + t + 1;
+      args.n_ctx = pos0 + t + 1 - first;
+      args.sinks = sinks;
       args.n_heads = n_heads;
       args.n_kv_heads = config_.n_kv_heads;
       args.head_dim = head_dim;
@@ -262,6 +287,9 @@ void CpuForward::project_out(int64_t layer) {
     const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
     matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
     for (int64_t t = 0; t < n; ++t) {
+      if (aw.o_bias != nullptr) {
+        k.axpy(1.0f, aw.o_bias + r.begin, proj_.data() + t * hidden + r.begin, r.end - r.begin);
+      }
       k.axpy(1.0f, proj_.data() + t * hidden + r.begin, h_.data() + t * hidden + r.begin,
              r.end - r.begin);
     }
@@ -304,9 +332,43 @@ Status CpuForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObserv
     matmul_rows(k, lw.router, rows, r.end - r.begin, router_logits_.data() + r.begin * n_experts,
                 n_experts, 0, n_experts);
   });
-  route_tokens(config_, router_logits_.data(), n, &routing_);
+  if (lw.router_bias != nullptr) {
+    for (int64_t t = 0; t < n; ++t) {
+      k.axpy(1.0f, lw.router_bias, router_logits_.data() + t * n_experts, n_experts);
+    }
+  }
+  route_tokens(config_, router_logits_.data(), n, lw.router_choice_bias, &routing_);
   if (observer) observer(layer, routing_);
+  if (lw.shared_gate.data != nullptr) shared_expert(layer);
   return executor.run_layer(layer, xn_.f32(), n, hidden, routing_, h_.data());
+}
+
+// The shared expert belongs to the dense part: computed here, on the
+// forward's own pool, before the executor runs the routed ones.
+void CpuForward::shared_expert(int64_t layer) {
+  const int64_t n = n_;
+  const int64_t hidden = config_.hidden_size;
+  const LayerWeights& lw = weights_.layer(layer);
+  dense_job_.resize(1);
+  ExpertJob& job = dense_job_[0];
+  job.gate = lw.shared_gate;
+  job.up = lw.shared_up;
+  job.down = lw.shared_down;
+  job.tokens.resize(static_cast<size_t>(n));
+  job.weights.assign(static_cast<size_t>(n), 1.0f);
+  for (int64_t t = 0; t < n; ++t) job.tokens[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  if (lw.shared_expert_gate.data != nullptr) {
+    // sigmoid(shared_expert_gate . x) per token, in f32 (Qwen2-MoE).
+    const kernels::CpuKernels& k = kernels::cpu_kernels();
+    for (int64_t t = 0; t < n; ++t) {
+      float gate = 0.0f;
+      kernels::MatmulArgs args{lw.shared_expert_gate, 1, &gate, 1, 0, 1};
+      k.matmul_f32(args, xn_.f32() + t * hidden);
+      job.weights[static_cast<size_t>(t)] = 1.0f / (1.0f + std::exp(-gate));
+    }
+  }
+  dense_mlp_.begin(dense_job_, xn_.f32(), n, hidden, h_.data());
+  dense_mlp_.finish();
 }
 
 Status CpuForward::finish(int64_t first_row, int64_t n_rows, float* logits) {

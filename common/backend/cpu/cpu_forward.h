@@ -3,9 +3,13 @@
 // (common/inference/forward_engine.h) and the reference the other backends
 // are checked against.
 //
-// Matrix products are split across the pool by output rows; attention by
-// (token, head). bf16 compute mode rounds activations to bf16 before each
-// bf16-weight product, except the router's, which always sees f32.
+// The blocks each layer's config selects (model_config.h): grouped attention
+// with its options (q/k/v/o biases, q/k norms, partial rotary, sliding
+// window, sinks) or latent attention (MLA, cpu_latent_attention.cpp); the
+// router with its scoring, biases and groups (common/inference/routing.h),
+// shared experts and dense MLPs. Matrix products are split across the pool
+// by output rows; attention by (token, head). bf16 compute mode rounds activations to bf16 before
+// each bf16-weight product, except the router's, which always sees f32.
 //
 // Dense MLP layers run on an expert engine of its own over the same pool
 // (every core of the forward), not on a device's: a dense layer belongs to
@@ -22,6 +26,7 @@
 #include "common/inference/activations.h"
 #include "common/inference/dense_weights.h"
 #include "common/inference/forward_engine.h"
+#include "common/inference/rope.h"
 #include "common/model/model_config.h"
 #include "common/runtime/thread_pool.h"
 
@@ -44,13 +49,23 @@ class CpuForward final : public ForwardEngine {
 
  private:
   void prepare(int64_t n_tokens, int64_t capacity);
-  void rope_tables(int64_t pos0, int64_t n_tokens);
   void norm_rows(const float* weight);
-  // The steps of attention().
+  // y[0, n_) = x W^T over the pool, by chunks of rows (y: [n_, y_stride]).
+  void project(const kernels::WeightView& w, const ActivationsView& x, float* y, int64_t y_stride);
+  // Rotates the leading rope_dim dimensions of each of n_heads heads of
+  // width `stride` in x (one token's), with row t of the rope tables.
+  void rotate(float* x, int64_t n_heads, int64_t stride, int64_t t) const;
+  // Grouped attention, in four steps.
   void project_qkv(int64_t layer);
   void position_and_cache(int64_t layer, KvCache& cache);
   void attend(int64_t layer, KvCache& cache);
+  // attn_ through o_proj (+ its bias), added into the residual stream h_.
   void project_out(int64_t layer);
+  // Multi-head latent attention (cpu_latent_attention.cpp).
+  Status latent_attention(int64_t layer, KvCache& cache);
+  // The shared expert of an MoE layer, added into h_ (weight 1, or its
+  // sigmoid gate per token).
+  void shared_expert(int64_t layer);
 
   const ModelConfig& config_;
   const DenseWeights& weights_;
@@ -59,20 +74,29 @@ class CpuForward final : public ForwardEngine {
   CpuExpertEngine dense_mlp_;
   int64_t n_ = 0;  // tokens of the current batch
 
-  std::vector<double> inv_freq_;  // [head_dim / 2]
-  std::vector<float> rope_cos_;   // [n_tokens, head_dim / 2]
+  RopeFrequencies rope_;  // inv_freq [rope_dim / 2], attention factor
+  float softmax_scale_ = 1.0f;
+  std::vector<float> rope_cos_;  // [n_tokens, rope_dim / 2]
   std::vector<float> rope_sin_;
   std::vector<float> h_;              // [n_tokens, hidden] residual stream
   ActivationBuffer xn_;               // [n_tokens, hidden] normalised
   std::vector<float> q_;              // [n_tokens, q_dim]
   std::vector<float> k_;              // [n_tokens, kv_dim]
   std::vector<float> v_;              // [n_tokens, kv_dim]
-  ActivationBuffer attn_;             // [n_tokens, q_dim]
+  ActivationBuffer attn_;             // [n_tokens, attention_out_dim]
   std::vector<float> proj_;           // [n_tokens, hidden] attention output projection
   std::vector<float> router_logits_;  // [n_tokens, n_experts]
   RoutingDecision routing_;
   std::vector<std::vector<float>> attention_scratch_;  // per thread, [capacity]
   std::vector<ExpertJob> dense_job_;
+  // Latent attention scratch (cpu_latent_attention.cpp).
+  ActivationBuffer latent_q_;       // [n_tokens, q_lora_rank] normalised q_a output
+  ActivationBuffer latent_kv_;      // [n_tokens, kv_lora_rank] normalised latent
+  std::vector<float> kv_a_;         // [n_tokens, kv_lora_rank + rope_dim]
+  std::vector<float> q_absorbed_;   // [n_tokens, n_heads, kv_lora_rank]
+  std::vector<float> o_latent_;     // [n_tokens, n_heads, kv_lora_rank]
+  std::vector<float> kv_expanded_;  // [n_ctx, n_heads * (nope + v)] (prefill path)
+  std::vector<float> row_scratch_;  // one dequantized weight row per thread
 };
 
 }  // namespace dancemoe::backend

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/inference/rope.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/embedding.cuh"
@@ -223,11 +224,10 @@ Status CudaForward::allocate() {
   buf_->device = std::move(keep_device);
   buf_->host = std::move(keep_host);
 
-  std::vector<double> inv_freq(static_cast<size_t>(config_.head_dim / 2));
-  for (size_t i = 0; i < inv_freq.size(); ++i) {
-    inv_freq[i] = 1.0 / std::pow(config_.rope_theta, static_cast<double>(2 * i) /
-                                                         static_cast<double>(config_.head_dim));
-  }
+  // rope_scaling's frequencies; its attention factor scales cos and sin of
+  // every (fully rotated) q and k, i.e. every score by its square, which the
+  // attention scale carries (attention()).
+  const std::vector<double> inv_freq = rope_frequencies(config_).inv_freq;
   device_->make_current();
   if (cudaMemcpy(buf_->inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double),
                  cudaMemcpyHostToDevice) != cudaSuccess) {
@@ -408,7 +408,8 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   at.n_heads = config_.n_heads;
   at.n_kv_heads = config_.n_kv_heads;
   at.head_dim = config_.head_dim;
-  at.scale = 1.0f / std::sqrt(static_cast<float>(config_.head_dim));
+  const double factor = rope_frequencies(config_).attention_factor;
+  at.scale = attention_softmax_scale(config_) * static_cast<float>(factor * factor);
   at.out = buf_->attn;
   at.out_stride = Q;
   at.out_bf16 = buf_->attn_b;

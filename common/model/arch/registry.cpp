@@ -5,7 +5,9 @@
 namespace dancemoe::arch {
 
 std::span<const ArchitectureSpec> supported_architectures() {
-  static const std::array<ArchitectureSpec, 2> kSpecs = {qwen3_moe_spec(), mixtral_spec()};
+  static const std::array<ArchitectureSpec, 7> kSpecs = {
+      qwen3_moe_spec(),   mixtral_spec(),     olmoe_spec(),   qwen2_moe_spec(),
+      deepseek_v2_spec(), deepseek_v3_spec(), glm4_moe_spec()};
   return kSpecs;
 }
 
@@ -26,9 +28,7 @@ Status read_common_fields(const JsonField& f, ModelConfig* c) {
   c->rms_norm_eps = static_cast<float>(eps);
   DMOE_ASSIGN_OR_RETURN(c->tie_word_embeddings, f.bool_or("tie_word_embeddings", false));
   DMOE_ASSIGN_OR_RETURN(c->attention_bias, f.bool_or("attention_bias", false));
-  if (f.has("rope_scaling")) {
-    return f.member_error("rope_scaling", "null (rope scaling is not supported yet)");
-  }
+  DMOE_RETURN_IF_ERROR(read_rope_scaling(f, c));
   DMOE_ASSIGN_OR_RETURN(std::vector<int64_t> eos, f.int_or_int_list("eos_token_id"));
   for (int64_t id : eos) c->eos_token_ids.push_back(static_cast<int32_t>(id));
   if (f.has("bos_token_id")) {
@@ -36,6 +36,12 @@ Status read_common_fields(const JsonField& f, ModelConfig* c) {
     c->bos_token_id = static_cast<int32_t>(bos);
   }
   return Status::ok();
+}
+
+Status refuse_unless(const JsonField& f, std::string_view field, const nlohmann::json& allowed,
+                     std::string_view what) {
+  if (!f.has(field) || f.json().at(std::string(field)) == allowed) return Status::ok();
+  return f.member_error(field, what);
 }
 
 }  // namespace dancemoe::arch

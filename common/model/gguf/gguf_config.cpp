@@ -282,8 +282,22 @@ std::string gguf_tensor_name(TensorRole role, int64_t layer) {
       return layer_name(layer, "ffn_up.weight");
     case TensorRole::kDenseDown:
       return layer_name(layer, "ffn_down.weight");
+    default:  // blocks of families without GGUF names here (gguf_supports refuses them)
+      return {};
   }
-  return {};
+}
+
+Status gguf_supports(const ModelConfig& c) {
+  if (c.model_type != "qwen3_moe" && c.model_type != "mixtral") {
+    return invalid_argument(c.hf_architecture +
+                            ": no GGUF names for this architecture here (GGUF: "
+                            "Qwen3MoeForCausalLM, MixtralForCausalLM)");
+  }
+  if (c.sliding_window > 0 || c.rope_scaling.type != RopeScaling::Type::kNone) {
+    return invalid_argument(c.hf_architecture +
+                            ": sliding_window and rope_scaling are not written to GGUF files yet");
+  }
+  return Status::ok();
 }
 
 std::string gguf_single_expert_name(TensorRole role, int64_t layer, int64_t expert) {

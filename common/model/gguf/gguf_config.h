@@ -31,6 +31,10 @@ namespace dancemoe::gguf {
 // config.json text for the file's metadata and tensors.
 Result<std::string> config_json_from_gguf(const File& file, std::string_view file_name);
 
+// ok when a config can be written as GGUF (its architecture has GGUF names
+// here and every block it uses has keys); else invalid_argument naming what.
+Status gguf_supports(const ModelConfig& config);
+
 // "qwen3moe" or "llama" for a supported config.
 std::string_view gguf_architecture(const ModelConfig& config);
 

@@ -20,11 +20,6 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
-bool is_expert_role(TensorRole role) {
-  return role == TensorRole::kExpertGate || role == TensorRole::kExpertUp ||
-         role == TensorRole::kExpertDown;
-}
-
 // Every (role, layer) the architecture needs (experts: one entry per layer).
 std::vector<std::pair<TensorRole, int64_t>> required(const ModelConfig& c) {
   std::vector<std::pair<TensorRole, int64_t>> out = {{TensorRole::kEmbed, 0},
@@ -206,7 +201,7 @@ Result<std::unique_ptr<GgufModel>> GgufModel::open(const std::filesystem::path& 
 Status GgufModel::build_slices() {
   const ModelConfig& c = config_;
   for (const auto& [role, layer] : required(c)) {
-    const bool experts = is_expert_role(role);
+    const bool experts = is_expert_matrix_role(role);
     const std::vector<int64_t> shape = c.expected_shape(role);
     // GGUF dims run fastest-first: [cols, rows] (+ [n_experts]); vectors [n].
     std::vector<int64_t> dims(shape.rbegin(), shape.rend());

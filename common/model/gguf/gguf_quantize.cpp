@@ -155,6 +155,7 @@ Status add_tokenizer(const Checkpoint& ckpt, GgufWriter* w) {
 Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::filesystem::path& out,
                                          const QuantizeOptions& options) {
   const ModelConfig& c = ckpt.config();
+  DMOE_RETURN_IF_ERROR(gguf_supports(c));
   const std::vector<Entry> entries = plan(c, options.mixture);
   GgufWriter w;
   w.set_string("general.architecture", std::string(gguf_architecture(c)));

@@ -21,11 +21,6 @@ namespace fs = std::filesystem;
 constexpr TensorRole kExpertRoles[3] = {TensorRole::kExpertGate, TensorRole::kExpertUp,
                                         TensorRole::kExpertDown};
 
-bool is_expert_role(TensorRole role) {
-  return role == TensorRole::kExpertGate || role == TensorRole::kExpertUp ||
-         role == TensorRole::kExpertDown;
-}
-
 SplitTensor split_tensor(const TensorLocation& t) {
   SplitTensor s;
   s.name = t.name;

@@ -8,6 +8,7 @@
 #include "common/base/file_util.h"
 #include "common/model/checkpoint.h"
 #include "common/model/safetensors_writer.h"
+#include "common/model/synthetic/synthetic_configs.h"
 #include "common/tokenizer/synthetic_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "kernels/cpu/numeric.h"
@@ -91,95 +92,67 @@ struct PlannedTensor {
   Init init;
 };
 
-std::vector<PlannedTensor> plan_tensors(const SyntheticModelSpec& s, const SyntheticShape& m) {
-  std::vector<PlannedTensor> out;
-  const float inv_hidden = 1.0f / std::sqrt(static_cast<float>(m.hidden_size));
-  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
-    out.push_back({TensorSpec{std::move(name), s.dtype, std::move(shape)}, init});
-  };
-  auto matrix = [&](std::string name, int64_t rows, int64_t cols) {
-    add(std::move(name), {rows, cols}, Init{0.0f, 1.0f / std::sqrt(static_cast<float>(cols))});
-  };
-  auto norm = [&](std::string name, int64_t n) { add(std::move(name), {n}, Init{1.0f, 0.06f}); };
-  const bool mixtral = s.arch == "mixtral";
-  const int64_t q_dim = m.n_heads * m.head_dim;
-  const int64_t kv_dim = m.n_kv_heads * m.head_dim;
-
-  // Untied embeddings have unit variance (the residual stream starts at the
-  // scale of a layer's output). Tied ones double as the LM head, where unit
-  // variance would make every token predict itself (h . e_t dominates), so
-  // they are scaled like a projection instead.
-  const float embed_std = s.tie_word_embeddings ? 2.0f * inv_hidden : 1.0f;
-  add("model.embed_tokens.weight", {m.vocab_size, m.hidden_size}, Init{0.0f, embed_std});
-  for (int64_t l = 0; l < m.n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    norm(p + "input_layernorm.weight", m.hidden_size);
-    norm(p + "post_attention_layernorm.weight", m.hidden_size);
-    matrix(p + "self_attn.q_proj.weight", q_dim, m.hidden_size);
-    matrix(p + "self_attn.k_proj.weight", kv_dim, m.hidden_size);
-    matrix(p + "self_attn.v_proj.weight", kv_dim, m.hidden_size);
-    matrix(p + "self_attn.o_proj.weight", m.hidden_size, q_dim);
-    if (!mixtral) {
-      norm(p + "self_attn.q_norm.weight", m.head_dim);
-      norm(p + "self_attn.k_norm.weight", m.head_dim);
-    }
-    bool dense = false;
-    for (int64_t d : m.mlp_only_layers) dense = dense || d == l;
-    if (dense) {
-      matrix(p + "mlp.gate_proj.weight", m.dense_intermediate_size, m.hidden_size);
-      matrix(p + "mlp.up_proj.weight", m.dense_intermediate_size, m.hidden_size);
-      matrix(p + "mlp.down_proj.weight", m.hidden_size, m.dense_intermediate_size);
-      continue;
-    }
-    const std::string moe = mixtral ? p + "block_sparse_moe." : p + "mlp.";
-    // A router twice as sharp as a plain 1/sqrt(fan_in) projection: routing
-    // depends on the token rather than being near-uniform.
-    add(moe + "gate.weight", {m.n_experts, m.hidden_size}, Init{0.0f, 2.0f * inv_hidden});
-    for (int64_t e = 0; e < m.n_experts; ++e) {
-      const std::string ep = moe + "experts." + std::to_string(e) + ".";
-      const int64_t inter = m.moe_intermediate_size;
-      matrix(ep + (mixtral ? "w1.weight" : "gate_proj.weight"), inter, m.hidden_size);
-      matrix(ep + (mixtral ? "w3.weight" : "up_proj.weight"), inter, m.hidden_size);
-      matrix(ep + (mixtral ? "w2.weight" : "down_proj.weight"), m.hidden_size, inter);
-    }
+// The initial values of a tensor of `role` and `shape`.
+Init init_for(TensorRole role, const std::vector<int64_t>& shape, bool tied, int64_t hidden) {
+  const float inv_hidden = 1.0f / std::sqrt(static_cast<float>(hidden));
+  switch (role) {
+    case TensorRole::kEmbed:
+      // Untied embeddings have unit variance (the residual stream starts at
+      // the scale of a layer's output). Tied ones double as the LM head,
+      // where unit variance would make every token predict itself (h . e_t
+      // dominates), so they are scaled like a projection instead.
+      return Init{0.0f, tied ? 2.0f * inv_hidden : 1.0f};
+    case TensorRole::kFinalNorm:
+    case TensorRole::kInputNorm:
+    case TensorRole::kPostAttentionNorm:
+    case TensorRole::kQNorm:
+    case TensorRole::kKNorm:
+    case TensorRole::kQANorm:
+    case TensorRole::kKvANorm:
+      return Init{1.0f, 0.06f};
+    case TensorRole::kRouter:
+      // A router twice as sharp as a plain 1/sqrt(fan_in) projection:
+      // routing depends on the token rather than being near-uniform.
+      return Init{0.0f, 2.0f * inv_hidden};
+    case TensorRole::kSinks:
+      return Init{0.0f, 1.0f};
+    case TensorRole::kRouterBias:
+      return Init{0.0f, 0.3f};
+    case TensorRole::kRouterChoiceBias:
+      // Large enough to change some choices of a sigmoid router.
+      return Init{0.0f, 0.05f};
+    default:
+      if (is_vector_role(role)) return Init{0.0f, 0.05f};  // biases
+      return Init{0.0f, 1.0f / std::sqrt(static_cast<float>(shape.back()))};
   }
-  norm("model.norm.weight", m.hidden_size);
-  if (!s.tie_word_embeddings) matrix("lm_head.weight", m.vocab_size, m.hidden_size);
+}
+
+// Every tensor the config's blocks need, under its published name.
+std::vector<PlannedTensor> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& c) {
+  std::vector<PlannedTensor> out;
+  for (const RequiredTensor& req : required_tensors(c)) {
+    std::vector<int64_t> shape = c.expected_shape(req.role);
+    const Init init = init_for(req.role, shape, c.tie_word_embeddings, c.hidden_size);
+    out.push_back(
+        {TensorSpec{c.tensor_name(req.role, req.layer, req.expert), s.dtype, std::move(shape)},
+         init});
+  }
   return out;
 }
 
-ordered_json config_json(const SyntheticModelSpec& s, const SyntheticShape& m,
-                         const std::vector<int64_t>& eos, std::optional<int64_t> bos) {
-  ordered_json c;
-  const bool mixtral = s.arch == "mixtral";
-  c["architectures"] = {mixtral ? "MixtralForCausalLM" : "Qwen3MoeForCausalLM"};
-  c["model_type"] = s.arch;
-  c["vocab_size"] = m.vocab_size;
-  c["hidden_size"] = m.hidden_size;
-  c["intermediate_size"] = mixtral ? m.moe_intermediate_size : m.dense_intermediate_size;
-  if (!mixtral) c["moe_intermediate_size"] = m.moe_intermediate_size;
-  c["num_hidden_layers"] = m.n_layers;
-  c["num_attention_heads"] = m.n_heads;
-  c["num_key_value_heads"] = m.n_kv_heads;
-  c["head_dim"] = m.head_dim;
-  c["hidden_act"] = "silu";
-  c["max_position_embeddings"] = 4096;
-  c["rope_theta"] = 1000000.0;
-  c["rope_scaling"] = nullptr;
-  c["rms_norm_eps"] = mixtral ? 1e-5 : 1e-6;
-  c["tie_word_embeddings"] = s.tie_word_embeddings;
-  c["attention_bias"] = false;
-  if (mixtral) {
-    c["num_local_experts"] = m.n_experts;
-    c["num_experts_per_tok"] = m.n_experts_per_token;
-    c["sliding_window"] = nullptr;
-  } else {
-    c["num_experts"] = m.n_experts;
-    c["num_experts_per_tok"] = m.n_experts_per_token;
-    c["norm_topk_prob"] = s.norm_topk_prob;
-    c["decoder_sparse_step"] = 1;
-    c["mlp_only_layers"] = m.mlp_only_layers;
-    c["use_sliding_window"] = false;
+// The preset's config.json with the tokenizer's ids, the vocabulary it
+// needs, and the --set overrides.
+Result<ordered_json> config_json(const SyntheticModelSpec& s, int64_t min_vocab,
+                                 const std::vector<int64_t>& eos, std::optional<int64_t> bos) {
+  DMOE_ASSIGN_OR_RETURN(
+      ordered_json c, synthetic_config(s.arch, s.preset, s.tie_word_embeddings, s.norm_topk_prob));
+  c["vocab_size"] = std::max(c["vocab_size"].get<int64_t>(), min_vocab);
+  for (const auto& [key, value] : s.config_overrides) {
+    try {
+      c[key] = ordered_json::parse(value);
+    } catch (const ordered_json::exception&) {
+      return invalid_argument("--set " + key + "=" + value + ": the value is not JSON");
+    }
   }
   if (bos) c["bos_token_id"] = *bos;
   if (eos.size() == 1) c["eos_token_id"] = eos[0];
@@ -203,7 +176,7 @@ Status copy_file_into(const std::filesystem::path& from, const std::filesystem::
 // byte-level BPE tokenizer of exactly the model's vocabulary size. Returns
 // the end-of-sequence and beginning-of-sequence ids for config.json.
 Status write_tokenizer_files(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
-                             SyntheticShape* shape, std::vector<int64_t>* eos,
+                             int64_t preset_vocab, int64_t* min_vocab, std::vector<int64_t>* eos,
                              std::optional<int64_t>* bos) {
   if (spec.tokenizer_json) {
     const std::filesystem::path source = *spec.tokenizer_json;
@@ -214,13 +187,13 @@ Status write_tokenizer_files(const SyntheticModelSpec& spec, const std::filesyst
     }
   } else {
     DMOE_RETURN_IF_ERROR(
-        tokenizer::write_synthetic_tokenizer(out_dir, static_cast<int32_t>(shape->vocab_size)));
+        tokenizer::write_synthetic_tokenizer(out_dir, static_cast<int32_t>(preset_vocab)));
   }
   DMOE_ASSIGN_OR_RETURN(std::unique_ptr<tokenizer::Tokenizer> tok,
                         tokenizer::Tokenizer::load(out_dir / "tokenizer.json"));
   // Round the embedding up to a multiple of 128 rows, as real checkpoints do.
   const int64_t needed = (static_cast<int64_t>(tok->vocab_size()) + 127) / 128 * 128;
-  shape->vocab_size = std::max(shape->vocab_size, needed);
+  *min_vocab = needed;
   if (auto id = tok->eos_id()) eos->push_back(*id);
   if (auto id = tok->token_id("<|endoftext|>"); id && (eos->empty() || *id != (*eos)[0])) {
     eos->push_back(*id);
@@ -231,44 +204,12 @@ Status write_tokenizer_files(const SyntheticModelSpec& spec, const std::filesyst
 
 }  // namespace
 
-Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset) {
-  if (arch != "qwen3_moe" && arch != "mixtral") {
-    return invalid_argument("unknown --arch '" + arch + "' (expected qwen3_moe or mixtral)");
-  }
-  const bool qwen = arch == "qwen3_moe";
-  if (preset == "tiny") {
-    return SyntheticShape{512,
-                          64,
-                          4,
-                          4,
-                          2,
-                          16,
-                          8,
-                          2,
-                          qwen ? 32 : 64,
-                          128,
-                          qwen ? std::vector<int64_t>{1} : std::vector<int64_t>{}};
-  }
-  if (preset == "small") {
-    return SyntheticShape{4096, 256, 8, 8, 4, 32, 16, 4, 256, 1024, {}};
-  }
-  if (preset == "medium") {
-    return SyntheticShape{32000, 1024, 16, 16, 8, 64, 32, 8, 512, 2048, {}};
-  }
-  if (preset == "olmoe") {
-    // OLMoE's routing shape (16 MoE layers x 64 experts, top-8) at a small
-    // width, so the shared OLMoE trace can be replayed on it
-    // (tests/bench/bench_placement_runtime.cpp).
-    return SyntheticShape{1024, 512, 16, 8, 4, 64, 64, 8, 64, 512, {}};
-  }
-  return invalid_argument("unknown --preset '" + preset +
-                          "' (expected tiny, small, medium or olmoe)");
-}
-
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,
                              const LoadProgress& progress) {
-  DMOE_ASSIGN_OR_RETURN(SyntheticShape shape, synthetic_shape(spec.arch, spec.preset));
-  if (spec.shape) shape = *spec.shape;
+  // The preset's config first: an unknown --arch or --preset writes nothing.
+  DMOE_ASSIGN_OR_RETURN(
+      ordered_json preset,
+      synthetic_config(spec.arch, spec.preset, spec.tie_word_embeddings, spec.norm_topk_prob));
   if (spec.n_shards < 1) return invalid_argument("--shards must be at least 1");
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -276,17 +217,24 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
 
   std::vector<int64_t> eos;
   std::optional<int64_t> bos;
+  int64_t min_vocab = 0;
   if (spec.write_tokenizer) {
-    DMOE_RETURN_IF_ERROR(write_tokenizer_files(spec, out_dir, &shape, &eos, &bos));
+    DMOE_RETURN_IF_ERROR(write_tokenizer_files(spec, out_dir, preset["vocab_size"].get<int64_t>(),
+                                               &min_vocab, &eos, &bos));
   }
-  DMOE_RETURN_IF_ERROR(
-      write_file(out_dir / "config.json", config_json(spec, shape, eos, bos).dump(2) + "\n"));
+  DMOE_ASSIGN_OR_RETURN(ordered_json config, config_json(spec, min_vocab, eos, bos));
+  const std::string config_text = config.dump(2) + "\n";
+  // The tensors follow from the config as the runtime reads it, so a --set
+  // that changes the blocks changes the tensors with them.
+  DMOE_ASSIGN_OR_RETURN(ModelConfig parsed,
+                        parse_model_config(config_text, (out_dir / "config.json").string()));
+  DMOE_RETURN_IF_ERROR(write_file(out_dir / "config.json", config_text));
   ordered_json generation = {{"do_sample", false}};
   if (bos) generation["bos_token_id"] = *bos;
   if (!eos.empty()) generation["eos_token_id"] = eos;
   DMOE_RETURN_IF_ERROR(write_file(out_dir / "generation_config.json", generation.dump(2) + "\n"));
 
-  const std::vector<PlannedTensor> plan = plan_tensors(spec, shape);
+  const std::vector<PlannedTensor> plan = plan_tensors(spec, parsed);
   uint64_t total = 0;
   for (const PlannedTensor& t : plan) total += t.spec.n_bytes();
   const uint64_t per_shard =

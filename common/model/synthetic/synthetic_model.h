@@ -9,14 +9,17 @@
 // arithmetic, so the same seed gives the same bytes on every machine and in
 // any shard layout.
 //
-// Init scales keep activations in a sane range and routing non-degenerate:
-// embeddings ~unit variance, projections ~1/sqrt(fan_in), norm weights 1±0.1.
+// The tensors are the ones the config's blocks need (required_tensors),
+// under the family's published names. Init scales keep activations in a
+// sane range and routing non-degenerate: embeddings ~unit variance,
+// projections ~1/sqrt(fan_in), norm weights 1±0.1, biases small.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/base/status.h"
@@ -25,16 +28,9 @@
 
 namespace dancemoe {
 
-// The shape fields of a preset, for documentation and tests.
-struct SyntheticShape {
-  int64_t vocab_size, hidden_size, n_layers, n_heads, n_kv_heads, head_dim;
-  int64_t n_experts, n_experts_per_token, moe_intermediate_size, dense_intermediate_size;
-  std::vector<int64_t> mlp_only_layers;  // qwen3_moe: dense layers among MoE layers
-};
-
 struct SyntheticModelSpec {
-  std::string arch = "qwen3_moe";  // "qwen3_moe" or "mixtral"
-  std::string preset = "tiny";     // "tiny", "small", "medium"
+  std::string arch = "qwen3_moe";  // synthetic_architectures() (synthetic_configs.h)
+  std::string preset = "tiny";     // "tiny", "small", "medium", "olmoe-shape"
   uint64_t seed = 1;
   DType dtype = DType::kBF16;
   int n_shards = 1;
@@ -45,11 +41,10 @@ struct SyntheticModelSpec {
   // vocabulary is large enough, else none is written.
   std::optional<std::filesystem::path> tokenizer_json;
   bool write_tokenizer = true;
-  // A shape of its own instead of the preset's (benchmarks that need one).
-  std::optional<SyntheticShape> shape;
+  // config.json fields replaced after the preset's (make-model --set
+  // KEY=JSON), e.g. {"sliding_window", "6"}; the tensors follow the result.
+  std::vector<std::pair<std::string, std::string>> config_overrides;
 };
-
-Result<SyntheticShape> synthetic_shape(const std::string& arch, const std::string& preset);
 
 // Writes the checkpoint, then its expert manifest (expert_manifest.h).
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesystem::path& out_dir,

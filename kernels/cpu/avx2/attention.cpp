@@ -1,12 +1,13 @@
 // One query position against n_ctx cached positions, per query head h:
 //   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
-//   p      = softmax(s)
+//   p      = softmax(s)     (over [s, sinks[h]] with attention sinks)
 //   out[h] = sum_j p[j] v[j, kvh]
 // q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]; scratch: [n_ctx]
 #include <immintrin.h>
 
 #include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx2/avx2_util.h"
+#include "kernels/cpu/scalar/scalar_ops.h"
 
 namespace dancemoe::kernels::avx2 {
 namespace {
@@ -81,7 +82,11 @@ void attention(const AttentionArgs& a) {
     const int64_t kv_offset = (h / group) * a.head_dim;
     scores(a.q + h * a.head_dim, a.k + kv_offset, a.kv_stride, a.n_ctx, a.head_dim, a.scale,
            a.scratch);
-    softmax(a.scratch, a.n_ctx);
+    if (a.sinks == nullptr) {
+      softmax(a.scratch, a.n_ctx);
+    } else {  // rare (gpt-oss): the scalar softmax is a small share of the work
+      scalar::softmax_with_sink(a.scratch, a.n_ctx, a.sinks[h]);
+    }
     weighted_sum(a.scratch, a.v + kv_offset, a.kv_stride, a.n_ctx, a.head_dim,
                  a.out + h * a.head_dim);
   }

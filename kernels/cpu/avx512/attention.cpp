@@ -1,6 +1,6 @@
 // One query position against n_ctx cached positions, per query head h:
 //   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
-//   p      = softmax(s)
+//   p      = softmax(s)     (over [s, sinks[h]] with attention sinks)
 //   out[h] = sum_j p[j] v[j, kvh]
 // q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]
 //
@@ -154,8 +154,10 @@ void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
   for (int g = 0; g < G; ++g) {
     q[g] = a.q + (h0 + g) * a.head_dim;
     out[g] = a.out + (h0 + g) * a.head_dim;
-    running_max[g] = -__builtin_inff();
-    running_sum[g] = 0.0f;
+    // An attention sink is a first position with no value: it starts the
+    // running maximum and sum.
+    running_max[g] = a.sinks != nullptr ? a.sinks[h0 + g] : -__builtin_inff();
+    running_sum[g] = a.sinks != nullptr ? 1.0f : 0.0f;
     for (int64_t d = 0; d < a.head_dim; ++d) out[g][d] = 0.0f;
   }
   for (int64_t j0 = 0; j0 < a.n_ctx; j0 += kBlock) {

@@ -1,11 +1,27 @@
 // One query position against n_ctx cached positions, per query head h:
 //   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
-//   p      = softmax(s)
+//   p      = softmax(s)                        (with a sink: softmax over [s, sink],
+//                                               the sink's share dropped)
 //   out[h] = sum_j p[j] v[j, kvh]
 // q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]; scratch: [n_ctx]
+#include <cmath>
+
 #include "kernels/cpu/scalar/scalar_ops.h"
 
 namespace dancemoe::kernels::scalar {
+
+// p[j] = exp(s[j]) / (sum_i exp(s[i]) + exp(sink)), in place. Shared by the
+// AVX2 level, whose softmax has no sink.
+void softmax_with_sink(float* s, int64_t n, float sink) {
+  float max_s = sink;
+  for (int64_t j = 0; j < n; ++j) max_s = s[j] > max_s ? s[j] : max_s;
+  float sum = std::exp(sink - max_s);
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - max_s);
+    sum += s[j];
+  }
+  for (int64_t j = 0; j < n; ++j) s[j] /= sum;
+}
 
 void attention(const AttentionArgs& a) {
   const int64_t group = a.n_heads / a.n_kv_heads;
@@ -15,7 +31,11 @@ void attention(const AttentionArgs& a) {
     for (int64_t j = 0; j < a.n_ctx; ++j) {
       a.scratch[j] = a.scale * dot(qh, a.k + j * a.kv_stride + kv_offset, a.head_dim);
     }
-    softmax(a.scratch, a.n_ctx);
+    if (a.sinks == nullptr) {
+      softmax(a.scratch, a.n_ctx);
+    } else {
+      softmax_with_sink(a.scratch, a.n_ctx, a.sinks[h]);
+    }
     float* oh = a.out + h * a.head_dim;
     for (int64_t d = 0; d < a.head_dim; ++d) oh[d] = 0.0f;
     for (int64_t j = 0; j < a.n_ctx; ++j) {

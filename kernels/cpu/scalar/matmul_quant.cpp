@@ -3,7 +3,7 @@
 //   W: [rows, cols] in blocks (cpu/quant_blocks.h), x_q: [n_tokens] rows
 // Within a block everything is integer; each block (K formats: each
 // super-block) then adds its integer sums times its float scales:
-//   Q8_0  acc += sum(qs * q) * (d * dx)
+//   Q8_0  acc += sum(qs * q) * (d * dx)   (q 16-bit, dx per 256 values: quant_format.h)
 //   Q4_0  acc += (sum(q4 * q) - 8 sum(q)) * (d * dx)
 //   Q4_K  acc += sum_j sc_j sum(q4 * q) * (d * dx) - sum_j m_j sum_j(q) * (dmin * dx)
 //   Q5_K  the same with 5-bit q
@@ -26,8 +26,8 @@ float dot_q8_0(const uint8_t* w, const QuantizedXRow& x, int64_t cols) {
   for (int64_t b = 0; b < cols / kQK; ++b) {
     const auto* blk = reinterpret_cast<const BlockQ8_0*>(w + b * sizeof(BlockQ8_0));
     int sum = 0;
-    for (int i = 0; i < kQK; ++i) sum += blk->qs[i] * x.q[b * kQK + i];
-    acc += static_cast<float>(sum) * (load_f16(&blk->d) * x.d[b]);
+    for (int i = 0; i < kQK; ++i) sum += blk->qs[i] * x.q16[b * kQK + i];
+    acc += static_cast<float>(sum) * (load_f16(&blk->d) * x.d[b * kQK / kQKK]);
   }
   return acc;
 }

@@ -81,8 +81,8 @@ int run(Options o) {
 
   Generator generator(tf, **tok, collect_eos_ids(tf.config(), **tok));
   Result<GenerationResult> result =
-      generator.generate(*ids, *cache, o.generation, [](std::string_view piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
+      generator.generate(*ids, *cache, o.generation, [](const TextDelta& delta) {
+        std::fwrite(delta.text.data(), 1, delta.text.size(), stdout);
         std::fflush(stdout);
         return true;
       });

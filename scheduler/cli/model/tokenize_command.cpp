@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/base/json_nesting.h"
 #include "common/tokenizer/tokenizer.h"
 #include "scheduler/cli/command_registry.h"
 
@@ -48,7 +49,9 @@ int run_tokenize(const TokenizeOptions& options) {
   size_t line_number = 0;
   while (std::getline(in, line)) {
     ++line_number;
-    const nlohmann::json value = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool shallow = check_json_nesting(line, "line").is_ok();
+    const nlohmann::json value =
+        shallow ? nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false) : nullptr;
     if (!value.is_string()) {
       std::fprintf(stderr,
                    "dancemoe tokenize: %s:%zu: expected one JSON string literal per line, "

@@ -60,6 +60,61 @@ TEST_CASE("sampler: invalid parameters name the field") {
   CHECK(p.validate().message().find("top_k") != std::string::npos);
 }
 
+TEST_CASE("sampler: penalties and logit_bias change the row as OpenAI and vLLM define them") {
+  SamplingParams p;
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  p.repetition_penalty = 2.0f;
+  p.logit_bias = {{3, 10.0f}};
+  Sampler s(p);
+  const std::vector<int32_t> prompt = {0};
+  s.set_prompt(prompt);
+  s.accept(1);
+  s.accept(1);
+  s.accept(2);
+  std::vector<float> row = {4.0f, -2.0f, 1.0f, 0.0f, 5.0f};
+  s.adjust(row);
+  CHECK(row[0] == doctest::Approx(2.0f));                 // prompt only: repetition 4 / 2
+  CHECK(row[1] == doctest::Approx(-4.0f - 0.5f - 0.5f));  // -2 * 2, presence, 2 x frequency
+  CHECK(row[2] == doctest::Approx(0.5f - 0.5f - 0.25f));  // 1 / 2, presence, 1 x frequency
+  CHECK(row[3] == doctest::Approx(10.0f));                // bias
+  CHECK(row[4] == doctest::Approx(5.0f));                 // untouched
+}
+
+TEST_CASE("sampler: min_p drops unlikely tokens and masked tokens are never drawn") {
+  const float inf = INFINITY;
+  const std::vector<float> logits = {std::log(0.6f), std::log(0.35f), std::log(0.05f), -inf};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.min_p = 0.2f;  // keeps p >= 0.12
+  p.seed = 3;
+  Sampler s(p);
+  for (int i = 0; i < 500; ++i) {
+    const int32_t t = s.sample(logits);
+    CHECK((t == 0 || t == 1));
+  }
+}
+
+TEST_CASE("sampler: the new parameters are validated with their names and ranges") {
+  SamplingParams p;
+  p.presence_penalty = 2.5f;
+  CHECK(p.validate().message().find("presence_penalty must be in [-2, 2]") != std::string::npos);
+  p = {};
+  p.frequency_penalty = -3.0f;
+  CHECK(p.validate().message().find("frequency_penalty") != std::string::npos);
+  p = {};
+  p.repetition_penalty = 0.0f;
+  CHECK(p.validate().message().find("repetition_penalty must be in (0, 10]") != std::string::npos);
+  p = {};
+  p.min_p = 1.5f;
+  CHECK(p.validate().message().find("min_p") != std::string::npos);
+  p = {};
+  p.logit_bias = {{5, 101.0f}};
+  CHECK(p.validate().message().find("logit_bias: the bias of token 5") != std::string::npos);
+  p.logit_bias = {{5, 100.0f}};
+  CHECK(p.validate().is_ok());
+}
+
 TEST_CASE("stop matcher: holds back possible stop prefixes and cuts at the stop") {
   StopMatcher m({"\nUser:", "###"});
   CHECK(m.push("Hello") == "Hello");

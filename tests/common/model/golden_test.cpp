@@ -1,7 +1,9 @@
-// Golden test: the tiny Qwen3-MoE (plain, and tied + no top-k renorm) and
-// tiny Mixtral checkpoints against logits from an independent PyTorch
-// implementation (tests/fixtures/golden/reference_forward.py), in f32
-// compute: full-prompt forward, token-by-token decode and 32 greedy steps.
+// Golden test: a tiny checkpoint of each family (and of each RoPE scaling
+// type, Mixtral's sliding window, DeepSeek-V2's grouped routing) against
+// logits from an independent PyTorch implementation
+// (tests/fixtures/golden/reference_forward.py), in f32 compute: full-prompt
+// forward, token-by-token decode and 32 greedy steps; and decoding with the
+// KV cache against re-running the whole prefix in this runtime.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -24,21 +26,51 @@ struct Golden {
   SyntheticModelSpec spec;
 };
 
+// The tiny model of each golden, as tests/fixtures/golden/regenerate.sh
+// makes it (make-model --preset tiny --seed 7 --no-tokenizer + these).
 std::vector<Golden> goldens() {
-  std::vector<Golden> out(3);
-  out[0].name = "qwen3_moe_tiny";
-  out[0].spec.arch = "qwen3_moe";
-  out[1].name = "qwen3_moe_tiny_tied";
-  out[1].spec.arch = "qwen3_moe";
-  out[1].spec.tie_word_embeddings = true;
-  out[1].spec.norm_topk_prob = false;
-  out[2].name = "mixtral_tiny";
-  out[2].spec.arch = "mixtral";
-  for (Golden& g : out) {
+  using Sets = std::vector<std::pair<std::string, std::string>>;
+  auto golden = [](std::string name, std::string arch, Sets sets = {}) {
+    Golden g;
+    g.name = std::move(name);
+    g.spec.arch = std::move(arch);
+    g.spec.config_overrides = std::move(sets);
     g.spec.preset = "tiny";
     g.spec.seed = 7;
     g.spec.write_tokenizer = false;
-  }
+    return g;
+  };
+  std::vector<Golden> out;
+  out.push_back(golden("qwen3_moe_tiny", "qwen3_moe"));
+  out.push_back(golden("qwen3_moe_tiny_tied", "qwen3_moe"));
+  out.back().spec.tie_word_embeddings = true;
+  out.back().spec.norm_topk_prob = false;
+  out.push_back(golden("mixtral_tiny", "mixtral"));
+  // Mistral's sliding window, shorter than the prompt.
+  out.push_back(golden("mixtral_tiny_sliding", "mixtral", {{"sliding_window", "6"}}));
+  // RoPE scaling, each type (positions reach 48, so the scaled low
+  // frequencies matter).
+  out.push_back(golden("qwen3_moe_tiny_linear", "qwen3_moe",
+                       {{"rope_scaling", R"({"rope_type": "linear", "factor": 4.0})"}}));
+  out.push_back(golden("qwen3_moe_tiny_yarn", "qwen3_moe",
+                       {{"rope_scaling", R"({"rope_type": "yarn", "factor": 8.0,
+                          "original_max_position_embeddings": 64})"}}));
+  out.push_back(golden("qwen3_moe_tiny_llama3", "qwen3_moe",
+                       {{"rope_scaling", R"({"rope_type": "llama3", "factor": 8.0,
+                          "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                          "original_max_position_embeddings": 64})"}}));
+  out.push_back(golden("olmoe_tiny", "olmoe"));
+  out.push_back(golden("qwen2_moe_tiny", "qwen2_moe"));
+  out.push_back(golden("deepseek_v2_tiny", "deepseek_v2"));  // V2-Lite's layout
+  // DeepSeek-V2's: q through q_lora_rank, group-limited greedy routing, scaling.
+  out.push_back(golden("deepseek_v2_tiny_grouped", "deepseek_v2",
+                       {{"q_lora_rank", "24"},
+                        {"topk_method", "\"group_limited_greedy\""},
+                        {"n_group", "4"},
+                        {"topk_group", "2"},
+                        {"routed_scaling_factor", "16.0"}}));
+  out.push_back(golden("deepseek_v3_tiny", "deepseek_v3"));
+  out.push_back(golden("glm4_moe_tiny", "glm4_moe"));
   return out;
 }
 
@@ -101,6 +133,42 @@ TEST_CASE("golden: tiny models match the independent PyTorch reference in f32") 
       CHECK(worst <= kTolerance);
       CHECK(generated == greedy);
     }
+  }
+}
+
+TEST_CASE("golden: decoding with the KV cache equals re-running the whole prefix") {
+  for (const Golden& golden : goldens()) {
+    CAPTURE(golden.name);
+    const auto dir = testing::source_dir() / "tests/fixtures/golden" / golden.name;
+    nlohmann::json meta = nlohmann::json::parse(std::ifstream(dir / "meta.json"));
+    std::vector<int32_t> ids = meta["prompt_ids"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> greedy = meta["greedy_tokens"].get<std::vector<int32_t>>();
+    ids.insert(ids.end(), greedy.begin(), greedy.begin() + 16);
+    testing::TempDir tmp("rerun");
+    testing::write_model(golden.spec, tmp.path());
+    auto model = testing::open_model(tmp.path());
+    Transformer& tf = model->transformer();
+    const int64_t vocab = tf.config().vocab_size;
+    std::vector<float> all;
+    {
+      auto cache = tf.new_cache(64);
+      REQUIRE(cache.is_ok());
+      REQUIRE(tf.forward(ids, *cache, LogitsMode::kAll, &all).is_ok());
+    }
+    // A prefix in one batch, then the rest one token at a time (a latent
+    // attention model switches from its expanded to its absorbed path).
+    auto cache = tf.new_cache(64);
+    REQUIRE(cache.is_ok());
+    std::vector<float> logits;
+    const size_t prefix = 5;
+    REQUIRE(tf.forward(std::span(ids).first(prefix), *cache, LogitsMode::kLast, &logits).is_ok());
+    float worst = max_abs_diff(logits, std::span(all).subspan((prefix - 1) * vocab, vocab));
+    for (size_t t = prefix; t < ids.size(); ++t) {
+      REQUIRE(tf.forward(std::span(&ids[t], 1), *cache, LogitsMode::kLast, &logits).is_ok());
+      worst = std::max(worst, max_abs_diff(logits, std::span(all).subspan(t * vocab, vocab)));
+    }
+    MESSAGE(golden.name, " cached decode vs re-run max abs difference ", worst);
+    CHECK(worst <= 1e-4f);
   }
 }
 

@@ -29,19 +29,22 @@ TEST_CASE("openai request: completion fields are read, with OpenAI's defaults") 
           "stream": true, "stream_options": {"include_usage": true}, "user": "u1",
           "presence_penalty": 0, "logprobs": null, "ignore_eos": true})");
   CHECK(r.model == "small");
-  CHECK(r.prompt == "Hello");
+  REQUIRE(r.prompts.size() == 1);
+  CHECK(r.prompts[0].text == "Hello");
   CHECK(r.max_tokens == 7);
   CHECK(r.sampling.temperature == doctest::Approx(0.5));
   CHECK(r.sampling.top_p == doctest::Approx(0.9));
   CHECK(r.sampling.top_k == 5);
   CHECK(r.sampling.seed == 42);
+  CHECK(r.seed_given);
   CHECK(r.stop == std::vector<std::string>{"\n", "END"});
   CHECK(r.stream);
   CHECK(r.include_usage);
   CHECK(r.ignore_eos);
 
   OpenAiRequest d = ok_of(R"({"prompt": ["one prompt"], "max_tokens": null, "stop": "x"})");
-  CHECK(d.prompt == "one prompt");
+  REQUIRE(d.prompts.size() == 1);
+  CHECK(d.prompts[0].text == "one prompt");
   CHECK_FALSE(d.max_tokens.has_value());  // the route picks 16 (completions)
   CHECK(d.sampling.temperature == doctest::Approx(1.0));
   CHECK(d.stop == std::vector<std::string>{"x"});
@@ -91,14 +94,38 @@ TEST_CASE("openai request: absurd values name the field") {
   CHECK(error_of(R"({"prompt": "x", "temperature": 2.5})").param == "temperature");
   CHECK(error_of(R"({"prompt": "x", "top_p": 0})").param == "top_p");
   CHECK(error_of(R"({"prompt": "x", "top_p": 1.01})").param == "top_p");
-  CHECK(error_of(R"({"prompt": "x", "top_k": -1})").param == "top_k");
+  CHECK(error_of(R"({"prompt": "x", "top_k": -2})").param == "top_k");  // -1 is vLLM's "off"
   // A negative seed wrapped to 2^64 - 1 (and so ran unseeded-looking).
   CHECK(error_of(R"({"prompt": "x", "seed": -1})").param == "seed");
-  CHECK(error_of(R"({"prompt": "x", "n": 2})").param == "n");
+  CHECK(error_of(R"({"prompt": "x", "n": 17})").param == "n");
+  CHECK(error_of(R"({"prompt": "x", "n": 0})").param == "n");
+  CHECK(error_of(R"({"prompt": ["a", "b", "c"], "n": 6})").param == "prompt");  // 18 choices
   CHECK(error_of(R"({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]})").param == "stop");
   CHECK(error_of(R"({"prompt": "x", "stop": ""})").param == "stop");
-  CHECK(error_of(R"({"prompt": "x", "frequency_penalty": 0.5})").param == "frequency_penalty");
-  CHECK(error_of(R"({"prompt": "x", "echo": true})").param == "echo");
+  CHECK(error_of(R"({"prompt": "x", "frequency_penalty": 2.5})").param == "frequency_penalty");
+  CHECK(error_of(R"({"prompt": "x", "presence_penalty": -3})").param == "presence_penalty");
+  CHECK(error_of(R"({"prompt": "x", "repetition_penalty": 0})").param == "repetition_penalty");
+  CHECK(error_of(R"({"prompt": "x", "min_p": 1.5})").param == "min_p");
+  CHECK(error_of(R"({"prompt": "x", "echo": true, "logprobs": 1})").param == "echo");
+  CHECK(error_of(R"({"prompt": "x", "logprobs": 21})").param == "logprobs");
+  CHECK(error_of(R"({"prompt": "x", "logprobs": "yes"})").param == "logprobs");
+  CHECK(error_of(R"({"prompt": "x", "best_of": 1, "n": 2})").param == "best_of");
+  CHECK(error_of(R"({"prompt": "x", "logit_bias": {"abc": 1}})").param == "logit_bias");
+  CHECK(error_of(R"({"prompt": "x", "logit_bias": {"5": 101}})").param == "logit_bias.5");
+  CHECK(error_of(R"({"prompt": "x", "logit_bias": [1]})").param == "logit_bias");
+  CHECK(error_of(R"({"prompt": [1, -2]})").param == "prompt");
+  CHECK(error_of(R"({"prompt": []})").param == "prompt");
+  CHECK(error_of(R"({"prompt": [[1], "x", 3]})").param == "prompt");
+  CHECK(error_of(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": 3})",
+                 OpenAiKind::kChat)
+            .param == "logprobs");
+  CHECK(error_of(R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 3})",
+                 OpenAiKind::kChat)
+            .param == "top_logprobs");
+  CHECK(error_of(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true,
+                     "top_logprobs": 21})",
+                 OpenAiKind::kChat)
+            .param == "top_logprobs");
   CHECK(error_of(R"({"messages": []})", OpenAiKind::kChat).param == "messages");
   CHECK(error_of(R"({"messages": [{"role": "tool", "content": "x"}]})", OpenAiKind::kChat).param ==
         "messages[0].role");
@@ -113,6 +140,113 @@ TEST_CASE("openai request: missing and unknown fields are refused") {
   // Each endpoint's own input only.
   CHECK(error_of(R"({"prompt": "x"})", OpenAiKind::kChat).param == "prompt");
   CHECK(error_of(R"({"prompt": "x", "messages": []})").param == "messages");
+}
+
+TEST_CASE("openai request: the compatibility fields are read") {
+  OpenAiRequest r = ok_of(
+      R"({"prompt": ["a", "b"], "n": 3, "presence_penalty": -0.5, "frequency_penalty": 1.5,
+          "repetition_penalty": 1.2, "min_p": 0.05, "top_k": -1, "logprobs": 4,
+          "logit_bias": {"17": -100, "3": 2.5}, "max_completion_tokens": 9, "max_tokens": 5,
+          "seed": 3})");
+  REQUIRE(r.prompts.size() == 2);
+  CHECK(r.prompts[1].text == "b");
+  CHECK(r.n == 3);
+  CHECK(r.sampling.presence_penalty == doctest::Approx(-0.5));
+  CHECK(r.sampling.frequency_penalty == doctest::Approx(1.5));
+  CHECK(r.sampling.repetition_penalty == doctest::Approx(1.2));
+  CHECK(r.sampling.min_p == doctest::Approx(0.05));
+  CHECK(r.sampling.top_k == 0);  // vLLM's -1: off
+  CHECK(r.n_logprobs == 4);
+  CHECK(ok_of(R"({"prompt": "x", "echo": true})").echo);
+  CHECK(r.max_tokens == 9);  // max_completion_tokens wins
+  REQUIRE(r.sampling.logit_bias.size() == 2);
+  CHECK(r.sampling.logit_bias[0] == std::pair<int32_t, float>{17, -100.0f});
+
+  OpenAiRequest ids = ok_of(R"({"prompt": [[1, 2], [3]]})");
+  REQUIRE(ids.prompts.size() == 2);
+  CHECK(ids.prompts[0].tokens == std::vector<int32_t>{1, 2});
+  CHECK(ok_of(R"({"prompt": [5, 6, 7]})").prompts[0].tokens == std::vector<int32_t>{5, 6, 7});
+
+  OpenAiRequest chat = ok_of(R"({"messages": [{"role": "user", "content": "x"}],
+                                 "logprobs": true, "top_logprobs": 2, "repeat_penalty": 1.1})",
+                             OpenAiKind::kChat);
+  CHECK(chat.n_logprobs == 2);
+  CHECK(chat.sampling.repetition_penalty == doctest::Approx(1.1));
+  CHECK(ok_of(R"({"messages": [{"role": "user", "content": "x"}], "logprobs": false})",
+              OpenAiKind::kChat)
+            .n_logprobs == -1);
+}
+
+TEST_CASE("openai request: without a seed every request gets a fresh one") {
+  const OpenAiRequest a = ok_of(R"({"prompt": "x"})");
+  const OpenAiRequest b = ok_of(R"({"prompt": "x"})");
+  CHECK_FALSE(a.seed_given);
+  CHECK(a.sampling.seed != b.sampling.seed);
+  CHECK(ok_of(R"({"prompt": "x", "seed": 0})").sampling.seed == 0);
+}
+
+TEST_CASE(
+    "openai request: fields of other servers are ignored by name, output-changing ones refused") {
+  const OpenAiRequest r = ok_of(
+      R"({"prompt": "x", "metadata": {"a": 1}, "store": true, "mirostat": 2, "cache_prompt": true,
+          "suffix": "y", "best_of": 3})");
+  CHECK(r.ignored == std::vector<std::string>{"best_of", "cache_prompt", "metadata", "mirostat",
+                                              "store", "suffix"});
+  const OpenAiRequest chat =
+      ok_of(R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "auto",
+                "reasoning_effort": "low", "parallel_tool_calls": false})",
+            OpenAiKind::kChat);
+  CHECK(chat.ignored.size() == 4);
+  const ApiError regex = error_of(R"({"prompt": "x", "guided_regex": "a+"})");
+  CHECK(regex.param == "guided_regex");
+  CHECK(regex.code == "unsupported_parameter");
+  CHECK(error_of(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
+                 OpenAiKind::kChat)
+            .param == "tool_choice");
+  // A chat-only field on completions is still unknown.
+  CHECK(error_of(R"({"prompt": "x", "reasoning_effort": "low"})").code == "unknown_parameter");
+}
+
+TEST_CASE("openai request: response_format builds a grammar or names the schema's problem") {
+  CHECK(ok_of(R"({"prompt": "x", "response_format": {"type": "text"}})").grammar == nullptr);
+  CHECK(ok_of(R"({"prompt": "x", "response_format": {"type": "json_object"}})").grammar != nullptr);
+  CHECK(ok_of(R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema":
+                  {"name": "p", "strict": true, "schema": {"type": "object", "properties":
+                  {"a": {"type": "integer"}}, "required": ["a"]}}}})")
+            .grammar != nullptr);
+  CHECK(ok_of(R"({"prompt": "x", "guided_json": "{\"type\": \"integer\"}"})").grammar != nullptr);
+  CHECK(ok_of(R"({"prompt": "x", "json_schema": {"type": "boolean"}})").grammar != nullptr);
+  const ApiError pattern = error_of(
+      R"({"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+          "schema": {"properties": {"zip": {"type": "string", "pattern": "[0-9]+"}}}}}})");
+  CHECK(pattern.param == "response_format");
+  CHECK(pattern.code == "unsupported_schema");
+  CHECK(pattern.message ==
+        "response_format.json_schema.schema.properties.zip.pattern: 'pattern' is not supported");
+  CHECK(error_of(R"({"prompt": "x", "response_format": {"type": "yaml"}})").param ==
+        "response_format");
+  CHECK(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema"}})")
+            .message.find("response_format.json_schema: expected an object") == 0);
+  CHECK(error_of(R"({"prompt": "x", "response_format": {"type": "json_schema",
+                     "json_schema": {"name": "p"}}})")
+            .code == "missing_required");
+  CHECK(error_of(R"({"prompt": "x", "response_format": {"type": "json_object"},
+                     "guided_json": {}})")
+            .message.find("both constrain the output") != std::string::npos);
+}
+
+TEST_CASE("openai request: a 100k-deep body is refused by its depth, not echoed") {
+  const std::string deep = R"({"prompt": "x", "temperature": )" + std::string(100000, '[') +
+                           std::string(100000, ']') + "}";
+  std::variant<OpenAiRequest, ApiError> r = parse_openai_request(deep, OpenAiKind::kCompletion);
+  REQUIRE(std::holds_alternative<ApiError>(r));
+  CHECK(std::get<ApiError>(r).message.find("nested deeper than 128 levels") != std::string::npos);
+  // Shallow enough to parse, still shown in a bounded way.
+  const std::string nested =
+      R"({"prompt": "x", "temperature": )" + std::string(100, '[') + std::string(100, ']') + "}";
+  const ApiError e = error_of(nested.c_str());
+  CHECK(e.param == "temperature");
+  CHECK(e.message.size() < 200);
 }
 
 }  // namespace dancemoe::node

@@ -83,11 +83,19 @@ TEST_CASE("gguf runtime: a Q8_0 file stays close to bf16 and is used in place") 
       quantize(dir.path() / "hf", dir.path() / "tiny-q8_0.gguf", gguf::Mixture::kQ8_0);
   auto ref = testing::open_model(dir.path() / "hf", ComputePrecision::kBF16);
   auto q8 = testing::open_model(gguf, ComputePrecision::kBF16);
+  auto q8_exact = testing::open_model(gguf, ComputePrecision::kF32);
   const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
   const std::vector<float> a = logits(*ref, ids), b = logits(*q8, ids);
-  // Q8_0 keeps ~8 bits per weight and int8 activations: a few percent of the
-  // logits' range at most on this random-weight model.
-  CHECK(testing::max_abs_diff(a, b) <= 0.05f * max_abs(a));
+  // The runtime computes the Q8_0 model almost exactly: its 16-bit
+  // activations against the f32 reference of the same weights.
+  CHECK(testing::max_abs_diff(logits(*q8_exact, ids), b) <= 1e-3f * max_abs(a));
+  // Q8_0 keeps ~8 bits per weight: on average within a percent of the
+  // logits' range of bf16 on this random-weight model. (Not the maximum: a
+  // token whose top-2 experts nearly tie may route differently and move
+  // further; this seed has one.)
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
+  CHECK(sum / static_cast<double>(a.size()) <= 0.01 * max_abs(a));
   CHECK(testing::max_abs_diff(a, b) > 0.0f);  // it is a different computation
   // In place: the experts point into the file's mapping and own no slot.
   const ExpertStore& store = q8->experts();

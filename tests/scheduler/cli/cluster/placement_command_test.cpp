@@ -152,6 +152,16 @@ TEST_CASE("cli placement solve: bad input names the field and exits with 2") {
   CHECK(run.err.find("malformed JSON") != std::string::npos);
 }
 
+TEST_CASE("cli placement solve: a 100k-deep input is an error naming the file, not a crash") {
+  testing::TempDir dir("cli_solve_deep");
+  const auto path = dir.path() / "deep.json";
+  std::ofstream(path) << R"({"model": )" << std::string(100000, '[') << std::string(100000, ']')
+                      << "}";
+  const Run run = run_cli(dir, "placement solve --input '" + path.string() + "' --policy optimal");
+  CHECK(run.exit_code == 2);
+  CHECK(run.err.find("deep.json: JSON nested deeper than 128 levels") != std::string::npos);
+}
+
 TEST_CASE("cli placement solve: infeasible memory says how much is missing") {
   testing::TempDir dir("cli-placement");
   auto small = problem_json();
