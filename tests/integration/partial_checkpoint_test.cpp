@@ -346,19 +346,22 @@ TEST_CASE("partial checkpoints: an experts-only node from a header-only copy ser
   REQUIRE(nodes["x"]->wait_ready());
   REQUIRE(eventually([&] { return nodes["a"]->stats()["placement_version"].get<uint64_t>() == 1; },
                      60s));
-  const auto listed = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
-  REQUIRE(listed.exit_code == 0);
-  bool seen = false;
-  const json listed_nodes = json::parse(listed.out)["nodes"];
-  for (const json& n : listed_nodes) {
-    if (n["id"] != "x") continue;
-    seen = true;
-    CHECK(n["role"] == "experts");
-    CHECK(n["http_endpoint"] == "");
-    CHECK(n["experts_held"].get<int64_t>() > 0);
-    CHECK(n["placement_version"].get<uint64_t>() == 1);
-  }
-  CHECK(seen);
+  // x reports the committed version with its next heartbeat, after a does.
+  json x;
+  REQUIRE(eventually(
+      [&] {
+        const auto listed = run_process(scheduler.cli_command({kCli, "nodes", "--json"}));
+        if (listed.exit_code != 0) return false;
+        const json listed_nodes = json::parse(listed.out)["nodes"];
+        for (const json& n : listed_nodes) {
+          if (n["id"] == "x") x = n;
+        }
+        return x.is_object() && x["placement_version"].get<uint64_t>() == 1;
+      },
+      30s));
+  CHECK(x["role"] == "experts");
+  CHECK(x["http_endpoint"] == "");
+  CHECK(x["experts_held"].get<int64_t>() > 0);
   const json out = nodes["a"]->generate(greedy({9, 10, 11, 12, 13, 14}, 6));
   CHECK(out["activations"]["remote"].get<int64_t>() > 0);
   CHECK(out["activations"]["offloaded"].get<int64_t>() == 0);
