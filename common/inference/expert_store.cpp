@@ -56,7 +56,7 @@ bool ExpertStore::holds_as_stored(ExpertRef key) const {
 }
 
 Status ExpertStore::check_installable(ExpertRef key) const {
-  if (checkpoint_.manifest() == nullptr || holds_as_stored(key)) return Status::ok();
+  if (checkpoint_.expert_digests() == nullptr || holds_as_stored(key)) return Status::ok();
   return failed_precondition(
       "layer " + std::to_string(key.layer) + " expert " + std::to_string(key.expert) +
       ": the model's manifest lists the checkpoint's " +
@@ -140,7 +140,8 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   // Nothing becomes resident as stored that the manifest does not vouch
   // for, whether it came from the files or from a peer (expert_manifest.h);
   // a converted expert's source was checked before conversion (load()).
-  if (const ExpertManifest* manifest = checkpoint_.manifest(); manifest && holds_as_stored(key)) {
+  if (const ExpertManifest* manifest = checkpoint_.expert_digests();
+      manifest && holds_as_stored(key)) {
     DMOE_RETURN_IF_ERROR(
         manifest->check(key, expert_digest({base, gate.n_bytes}, {base + up_offset, up.n_bytes},
                                            {base + down_offset, down.n_bytes})));
@@ -268,9 +269,17 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
   }
   if (!has_residency && usable_in_place(key)) return make_resident_in_place(key, device);
   if (holds_as_stored(key)) {
-    return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
+    // A split checkpoint's file is named in errors (read_tensor names it
+    // already when it is missing or of the wrong size).
+    Status loaded = make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
       return checkpoint_.read_tensor(t, dst);
     });
+    if (!loaded.is_ok() && checkpoint_.is_split() &&
+        loaded.code() == StatusCode::kInvalidArgument &&
+        loaded.message().find(checkpoint_.expert_location(key)) == std::string::npos) {
+      return loaded.with_context(checkpoint_.expert_location(key));
+    }
+    return loaded;
   }
   // Converted (--expert-type): the stored bytes are read whole, checked
   // against the manifest when there is one, then converted.
@@ -283,8 +292,9 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
     stored[i].resize(parts[i]->n_bytes);
     DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(*parts[i], stored[i].data()));
   }
-  if (const ExpertManifest* manifest = checkpoint_.manifest()) {
-    DMOE_RETURN_IF_ERROR(manifest->check(key, expert_digest(stored[0], stored[1], stored[2])));
+  if (const ExpertManifest* manifest = checkpoint_.expert_digests()) {
+    DMOE_RETURN_IF_ERROR(manifest->check(key, expert_digest(stored[0], stored[1], stored[2]))
+                             .with_context(checkpoint_.expert_location(key)));
   }
   int next = 0;
   return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {

@@ -73,6 +73,7 @@ class ExpertStore {
 
   // The format experts are held in: convert_to, or the stored one.
   kernels::WeightType held_type() const;
+  const Checkpoint& checkpoint() const { return checkpoint_; }
 
   int32_t n_devices() const { return static_cast<int32_t>(arenas_.size()); }
   // Device `device` keeps copies of its experts (a GPU): told of every expert

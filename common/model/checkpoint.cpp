@@ -17,6 +17,7 @@
 #include "common/model/gguf/gguf_model.h"
 #include "common/model/published_mxfp4.h"
 #include "common/model/safetensors.h"
+#include "common/model/split/split_index.h"
 #include "common/model/stacked_experts.h"
 #include "kernels/quant_format.h"
 
@@ -47,6 +48,10 @@ Checkpoint::~Checkpoint() = default;
 Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path& model_dir) {
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = model_dir;
+  if (SplitIndex::present(model_dir)) {
+    DMOE_RETURN_IF_ERROR(ckpt->open_split(model_dir));
+    return ckpt;
+  }
   if (gguf::is_gguf_path(model_dir)) {
     DMOE_RETURN_IF_ERROR(ckpt->open_gguf(model_dir));
     return ckpt;
@@ -166,15 +171,14 @@ Status Checkpoint::check_required_tensors() const {
                        config_.hf_architecture + ") is missing from the safetensors files");
     }
     if (loc->raw_u8) {
-      return invalid_argument(files_[loc->file_index].string() + ": tensor '" + name +
-                              "' has dtype U8; " + config_.hf_architecture +
-                              " needs it as F32, F16 or BF16");
+      return invalid_argument(location_name(*loc) + ": tensor '" + name + "' has dtype U8; " +
+                              config_.hf_architecture + " needs it as F32, F16 or BF16");
     }
     const std::vector<int64_t> expected = config_.expected_shape(req.role);
     if (loc->shape != expected) {
-      return invalid_argument(files_[loc->file_index].string() + ": tensor '" + name +
-                              "' has shape " + shape_text(loc->shape) +
-                              ", but config.json implies " + shape_text(expected));
+      return invalid_argument(location_name(*loc) + ": tensor '" + name + "' has shape " +
+                              shape_text(loc->shape) + ", but config.json implies " +
+                              shape_text(expected));
     }
   }
   return Status::ok();
@@ -271,6 +275,7 @@ void Checkpoint::compute_model_id() {
 std::optional<Digest> Checkpoint::manifest_identity() const {
   if (manifest_) return manifest_->identity();
   if (gguf_) return gguf_->manifest_identity();
+  if (split_) return split_->manifest_identity;
   return std::nullopt;
 }
 
@@ -296,6 +301,18 @@ bool Checkpoint::has(TensorRole role, int64_t layer, int64_t expert) const {
 }
 
 Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
+  if (t.in_expert_file.layer >= 0) {
+    const ExpertRef key = t.in_expert_file;
+    return expert_files_->read(key, expert_bytes(key.layer, key.expert), t.file_offset, dst,
+                               t.n_bytes);
+  }
+  if (split_ && !split_->has_dense) {
+    return failed_precondition(
+        dir_.string() +
+        " is a header-only copy (dancemoe model headers): it has no weights, not "
+        "even tensor '" +
+        t.name + "'");
+  }
   if (t.mapped != nullptr) {
     if (!t.interleaved_qk) {
       std::memcpy(dst, t.mapped, t.n_bytes);

@@ -9,7 +9,12 @@
 //     (gguf/gguf_model.h): memory-mapped; the metadata gives the config and
 //     the tokenizer; every tensor is also reachable in place
 //     (TensorLocation::mapped), so weights in a format the kernels compute
-//     with need no copy.
+//     with need no copy;
+//   - a split checkpoint (split/split_index.h: `dancemoe model split` or
+//     `headers`): the dense part in dense.bin (absent in a header-only
+//     copy) and the experts this node has on disk, one file each; the index
+//     gives every tensor's type and shape, so sizes and the model id are
+//     known without the weights.
 // Either way every tensor the architecture needs is checked (present, its
 // shape what the config implies) before any tensor data is read, and
 // tensors are named by their HuggingFace names (config().tensor_name). The
@@ -31,6 +36,7 @@
 #include "common/base/unique_fd.h"
 #include "common/model/expert_manifest.h"
 #include "common/model/model_config.h"
+#include "common/model/split/expert_files.h"
 #include "common/tensor/dtype.h"
 #include "common/tokenizer/tokenizer.h"
 #include "kernels/kernels.h"
@@ -43,6 +49,7 @@ using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 namespace gguf {
 class GgufModel;
 }
+struct SplitIndex;
 
 // A tensor that is not stored as one contiguous run but assembled from one
 // by read_tensor() (gpt-oss's published experts, common/model/stacked_experts.h):
@@ -78,6 +85,10 @@ struct TensorLocation {
   // (`type` means nothing for it).
   bool raw_u8 = false;
 
+  // A split checkpoint's expert tensor: its bytes are at file_offset of
+  // that expert's own file (split/expert_files.h); layer -1 otherwise.
+  ExpertRef in_expert_file{-1, -1};
+
   // The bytes can be used where they are, as they are.
   bool usable_in_place() const { return mapped != nullptr && !interleaved_qk; }
 };
@@ -102,7 +113,26 @@ class Checkpoint {
   bool has(TensorRole role, int64_t layer = 0, int64_t expert = 0) const;
 
   // Reads a tensor's bytes into dst (n_bytes of them), rows in HF order.
+  // A split checkpoint's missing expert file is not_found naming the file;
+  // a header-only copy's dense tensor is failed_precondition.
   Status read_tensor(const TensorLocation& tensor, void* dst) const;
+
+  // A split checkpoint (split/split_index.h).
+  bool is_split() const { return split_ != nullptr; }
+  // False for a header-only copy (`dancemoe model headers`): no weights at all.
+  bool has_dense_weights() const;
+  // The expert's weights are on this machine's disk (always, but for a
+  // split checkpoint: its file is there with the right size).
+  bool has_expert_weights(ExpertRef key) const;
+  // Where the expert's weights are read from, for messages.
+  std::string expert_location(ExpertRef key) const;
+  // A split checkpoint's expert files (the node's local expert store);
+  // nullptr otherwise.
+  const ExpertFiles* expert_files() const { return expert_files_.get(); }
+  // The digests experts are checked against when they become resident: the
+  // manifest's, or a split checkpoint's index's (the bytes as stored, GGUF
+  // blocks included); nullptr when there are none (loaded unverified).
+  const ExpertManifest* expert_digests() const;
 
   // Stable identity of the model, whatever its file format or precision:
   // SHA-256 over the architecture and shapes (the ModelConfig fields that
@@ -141,6 +171,9 @@ class Checkpoint {
  private:
   Checkpoint();
   Status open_gguf(const std::filesystem::path& path);
+  Status open_split(const std::filesystem::path& dir);
+  // The file a tensor lives in, for messages.
+  std::string location_name(const TensorLocation& tensor) const;
   Status index_file(uint32_t file_index, const std::filesystem::path& path,
                     const std::unordered_map<std::string, std::string>* expected_names);
   Status check_required_tensors() const;
@@ -157,6 +190,9 @@ class Checkpoint {
   std::optional<ExpertManifest> manifest_;
   std::string model_id_;
   std::unique_ptr<gguf::GgufModel> gguf_;
+  std::unique_ptr<SplitIndex> split_;
+  std::optional<ExpertManifest> split_digests_;
+  std::unique_ptr<ExpertFiles> expert_files_;
 };
 
 }  // namespace dancemoe

@@ -27,7 +27,9 @@ struct RawNodeFlags {
   std::string report_interval = "10s";
   std::string expert_source = "auto";
   std::string migration_rate;
+  std::string role = "full";
   bool no_overlap = false;
+  bool no_weight_gathering = false;
   CLI::Option* report_interval_option = nullptr;
 };
 
@@ -186,6 +188,9 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_flag("--no-overlap", raw->no_overlap,
                "wait for remote experts before computing local ones (benchmarks)");
+  app.add_flag("--no-weight-gathering", raw->no_weight_gathering,
+               "always send a remote expert's tokens, never fetch its weights into the offload "
+               "cache for a long prompt");
   app.add_option("--max-call-tokens", o->max_call_tokens,
                  "tokens per expert call, served and sent (larger sets are split)")
       ->capture_default_str();
@@ -207,6 +212,10 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--coactivation-pairs", o->coactivation_pairs,
                  "co-activation pairs reported per layer and window (0: none)")
       ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--role", raw->role,
+                 "full (prompts and experts) or experts (no dense weights and no HTTP: only its "
+                 "experts and weight transfers for the other nodes; CPU devices)")
       ->capture_default_str();
   app.add_option("--expert-source", raw->expert_source,
                  "where migrations load experts: local (files), peer (fetch), auto (files, else "
@@ -304,11 +313,23 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     return invalid_argument("--expert-source: expected local, peer or auto, got '" +
                             raw.expert_source + "'");
   }
+  if (raw.role == "full") {
+    o->role = NodeRole::kFull;
+  } else if (raw.role == "experts") {
+    o->role = NodeRole::kExperts;
+    if (o->devices.first_cuda() >= 0) {
+      return invalid_argument("--role experts: computes on CPU devices only for now; --devices " +
+                              raw.devices + " names a GPU");
+    }
+  } else {
+    return invalid_argument("--role: expected full or experts, got '" + raw.role + "'");
+  }
   if (!raw.migration_rate.empty()) {
     DMOE_ASSIGN_OR_RETURN(uint64_t rate, parse_byte_size(raw.migration_rate, "--migration-rate"));
     o->throttle.max_bytes_per_s = static_cast<double>(rate);
   }
   o->overlap = !raw.no_overlap;
+  o->weight_gathering = !raw.no_weight_gathering;
   if (o->devices.n_threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
     return invalid_argument("--threads/--service-threads must be >= 0 and --service-workers >= 1");
   }
