@@ -1,14 +1,13 @@
 // The CPU expert engine on gpt-oss's experts: MXFP4 weights computed in
 // place, biases before the activation and after down, the clamped SwiGLU --
 // against the expert written out from its dequantized weights.
-#include "common/backend/cpu/cpu_expert_engine.h"
-
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/inference/expert_store.h"
 #include "kernels/quantize.h"
 #include "tests/support/model_fixtures.h"
