@@ -91,7 +91,8 @@ TEST_CASE("mxfp4: sizes and names follow GGUF") {
   REQUIRE(parse_weight_type("MXFP4", &parsed));
   CHECK(parsed == kType);
   CHECK(quantized_x_group(kType) == 32);
-  CHECK(quantized_x_layout(kType) == quantized_x_layout(WeightType::kQ8_0));
+  // 8-bit activations in groups of 32, as Q4_0 (Q8_0 has 16-bit ones).
+  CHECK(quantized_x_layout(kType) == quantized_x_layout(WeightType::kQ4_0));
 }
 
 TEST_CASE("mxfp4: dequantization matches the OCP definition on every code and exponent") {
