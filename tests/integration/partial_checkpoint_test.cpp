@@ -99,7 +99,8 @@ bool all_at_version(std::map<std::string, std::unique_ptr<NodeProcess>>& nodes, 
 }  // namespace
 
 TEST_CASE(
-    "partial checkpoints: split and headers from the CLI keep the model id; bad input named") {
+    "partial checkpoints: split and headers from the CLI keep the model id, and bad input is "
+    "named") {
   Splits s;
   const auto info = [&](const fs::path& dir) {
     auto r = run_process({kCli, "model-info", "--model", dir.string()});
