@@ -16,6 +16,7 @@ packages=(
   libsqlite3-dev libspdlog-dev doctest-dev libpcre2-dev libutf8proc-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
   libsodium-dev clang-format python3 python3-numpy iproute2 procps
+  python3-jinja2  # the reference renderer the chat template tests compare against (tests/fixtures/chat_templates)
   curl  # the docs' curl examples are run as written (tests/integration/docs_examples_test.cpp)
   qemu-user  # runs the kernel tests on an emulated AVX2-only CPU (tests/kernels/run_under_qemu.sh)
   # The browser tests (tests/integration/browser_test.cpp) drive Debian's

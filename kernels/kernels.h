@@ -14,7 +14,7 @@
 //   math; the SIMD versions implement the same signature and are checked
 //   against it by tests/kernels/parity_test.cpp (quant_parity_test.cpp for
 //   the quantized formats).
-// - Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) are blocks exactly as
+// - Quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4) are blocks exactly as
 //   GGUF stores them (kernels/quant_format.h); they are computed in place.
 //
 // This folder is a leaf: it includes nothing else of the project.
@@ -32,11 +32,12 @@ enum class WeightType : uint8_t {
   kF32 = 0,
   kF16 = 1,
   kBF16 = 2,
-  kQ8_0 = 3,  // 32 values: f16 scale + 32 x int8
-  kQ4_0 = 4,  // 32 values: f16 scale + 32 x 4 bits, offset 8
-  kQ4_K = 5,  // 256 values: 8 sub-blocks of 32 with 6-bit scales and mins, 4 bits each
-  kQ5_K = 6,  // as Q4_K with a fifth bit per value
-  kQ6_K = 7,  // 256 values: 16 sub-blocks of 16 with 8-bit scales, 6 bits each
+  kQ8_0 = 3,   // 32 values: f16 scale + 32 x int8
+  kQ4_0 = 4,   // 32 values: f16 scale + 32 x 4 bits, offset 8
+  kQ4_K = 5,   // 256 values: 8 sub-blocks of 32 with 6-bit scales and mins, 4 bits each
+  kQ5_K = 6,   // as Q4_K with a fifth bit per value
+  kQ6_K = 7,   // 256 values: 16 sub-blocks of 16 with 8-bit scales, 6 bits each
+  kMXFP4 = 8,  // 32 values: E8M0 shared exponent + 32 x E2M1 (cpu/mxfp4_block.h)
 };
 
 // A weight matrix W: [rows, cols] row-major, as HuggingFace Linear stores it
@@ -132,6 +133,11 @@ struct CpuKernels {
 
   // out = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+
+  // gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+  // out = (u + 1) * g * sigmoid(alpha * g).
+  void (*swiglu_clamped)(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                         float* out);
 
   void (*attention)(const AttentionArgs& args);
 

@@ -13,8 +13,8 @@ struct FormatInfo {
 
 // Indexed by WeightType.
 constexpr FormatInfo kFormats[kWeightTypeCount] = {
-    {"f32", 1, 4},    {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},
-    {"q4_0", 32, 18}, {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210},
+    {"f32", 1, 4},      {"f16", 1, 2},      {"bf16", 1, 2},     {"q8_0", 32, 34},  {"q4_0", 32, 18},
+    {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"mxfp4", 32, 17},
 };
 
 const FormatInfo& info(WeightType type) { return kFormats[static_cast<int>(type)]; }

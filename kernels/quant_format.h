@@ -8,7 +8,7 @@
 //
 // Quantized activations (what quantize_x writes, one row per token) come in
 // two groupings, chosen by the weight format:
-//   - 32 values per scale for Q8_0 and Q4_0 (the weight block is 32 too);
+//   - 32 values per scale for Q8_0, Q4_0 and MXFP4 (the weight block is 32 too);
 //   - 256 values per scale for the K formats (one scale per super-block, so
 //     the integer sums of a whole super-block can be added before any float).
 // A row of `cols` values (cols a multiple of the grouping) is, in order:
@@ -49,18 +49,18 @@
 
 namespace dancemoe::kernels {
 
-inline constexpr int kWeightTypeCount = 8;
+inline constexpr int kWeightTypeCount = 9;
 
-// True for the block formats (Q8_0 ... Q6_K).
+// True for the block formats (Q8_0 ... Q6_K, MXFP4).
 bool is_block_format(WeightType type);
-// Values per block: 32 (Q8_0, Q4_0), 256 (K formats), 1 (float types).
+// Values per block: 32 (Q8_0, Q4_0, MXFP4), 256 (K formats), 1 (float types).
 int64_t weight_block_values(WeightType type);
-// Bytes per block: 34, 18, 144, 176, 210; 4 / 2 / 2 for f32 / f16 / bf16.
+// Bytes per block: 34, 18, 144, 176, 210, 17; 4 / 2 / 2 for f32 / f16 / bf16.
 int64_t weight_block_bytes(WeightType type);
 // Bytes of one row of `cols` values; cols must be a multiple of the block.
 int64_t weight_row_bytes(WeightType type, int64_t cols);
 // Lower-case names as ggml prints them: "f32", "f16", "bf16", "q8_0",
-// "q4_0", "q4_K", "q5_K", "q6_K".
+// "q4_0", "q4_K", "q5_K", "q6_K", "mxfp4".
 std::string_view weight_type_name(WeightType type);
 // Parses those names, case-insensitively ("Q4_K" and "q4_k" too).
 bool parse_weight_type(std::string_view text, WeightType* type);
@@ -86,7 +86,7 @@ QuantizedXRow quantized_x_row(WeightType type, const void* x_q, int64_t cols, in
 static inline bool wide_x(WeightType type) { return type == WeightType::kQ8_0; }
 
 // The distinct layouts of quantized activations: 8-bit 32-value groups
-// (Q4_0), 256-value groups interleaved (Q4_K, Q5_K), 256-value groups in
+// (Q4_0, MXFP4), 256-value groups interleaved (Q4_K, Q5_K), 256-value groups in
 // value order (Q6_K), 16-bit 32-value groups (Q8_0). Weights of types with
 // the same layout can share one quantize_x of their input.
 inline constexpr int kQuantizedXLayouts = 4;

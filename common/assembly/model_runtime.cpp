@@ -55,6 +55,12 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(const std::filesystem::
 
 Result<std::unique_ptr<ModelRuntime>> ModelRuntime::open(std::unique_ptr<Checkpoint> checkpoint,
                                                          const RuntimeOptions& options) {
+  if (!options.load_dense && options.devices.first_cuda() >= 0) {
+    return invalid_argument(
+        "an experts-only runtime (--role experts) computes on CPU devices only for now; drop the "
+        "cuda devices from --devices " +
+        options.devices.text());
+  }
   std::unique_ptr<ModelRuntime> rt(new ModelRuntime());
   rt->checkpoint_ = std::move(checkpoint);
   rt->device_options_ = options.devices;
@@ -178,16 +184,18 @@ Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vect
     DMOE_RETURN_IF_ERROR(store_->check_key(key));
     expert_total += store_->expert_bytes(key);
   }
-  const uint64_t dense_total = checkpoint_->dense_bytes();
+  const uint64_t dense_total = options.load_dense ? checkpoint_->dense_bytes() : 0;
   const uint64_t total = dense_total + expert_total;
   LoadProgress dense_progress, expert_progress;
   if (options.progress) {
     dense_progress = [&](uint64_t done, uint64_t) { options.progress(done, total); };
     expert_progress = [&](uint64_t done, uint64_t) { options.progress(dense_total + done, total); };
   }
-  DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*checkpoint_, dense_progress,
-                                                               options.copy_mapped_weights));
-  dense_.emplace(std::move(dense));
+  if (options.load_dense) {
+    DMOE_ASSIGN_OR_RETURN(DenseWeights dense, DenseWeights::load(*checkpoint_, dense_progress,
+                                                                 options.copy_mapped_weights));
+    dense_.emplace(std::move(dense));
+  }
   return store_->load_many(keys, devices, expert_progress);
 }
 
@@ -232,8 +240,13 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
     engines[d] = std::make_unique<backend::CpuExpertEngine>(*pool, precision_);
   }
 
-  std::unique_ptr<ForwardEngine> forward;
   description_.clear();
+  if (!options.load_dense) {  // experts only: CPU engines, nothing else
+    computer_ = std::make_unique<ExpertComputer>(std::move(engines));
+    description_ = "experts only on " + device_options_.text();
+    return Status::ok();
+  }
+  std::unique_ptr<ForwardEngine> forward;
   if (options.devices.first_cuda() >= 0) {
     gpus_ = std::make_unique<Gpus>();
     gpus_->fallback_pool = std::make_unique<ThreadPool>(forward_threads, forward_cpus);
@@ -318,7 +331,7 @@ Result<std::unique_ptr<ExpertComputer>> ModelRuntime::new_expert_computer(int cp
 }
 
 uint64_t ModelRuntime::resident_weight_bytes() const {
-  return dense_->n_bytes() + store_->resident_bytes();
+  return (dense_ ? dense_->n_bytes() : 0) + store_->resident_bytes();
 }
 
 }  // namespace dancemoe

@@ -73,6 +73,10 @@ struct RuntimeOptions : DeviceRequest {
   // anonymous huge-page memory instead (--copy-weights): faster streaming
   // on some virtual machines, at the price of a load copy.
   bool copy_mapped_weights = false;
+  // false: experts only (`dancemoe-node --role experts`) -- no dense
+  // weights, forward, executor or Transformer (has_dense() is false; dense(),
+  // executor() and transformer() must not be called); CPU devices only.
+  bool load_dense = true;
   // Builds the MoE executor from the assembled parts (the node's
   // distributed executor); null: a LocalMoeExecutor.
   std::function<Result<std::unique_ptr<MoeExecutor>>(ModelRuntime&)> make_executor;
@@ -89,6 +93,7 @@ class ModelRuntime {
 
   const Checkpoint& checkpoint() const { return *checkpoint_; }
   const ModelConfig& config() const { return checkpoint_->config(); }
+  bool has_dense() const { return dense_.has_value(); }
   const DenseWeights& dense() const { return *dense_; }
   ExpertStore& experts() { return *store_; }
   const ExpertStore& experts() const { return *store_; }

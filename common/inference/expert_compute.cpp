@@ -133,6 +133,7 @@ void ExpertComputer::begin(std::span<const ExpertJob> jobs, const float* x, int6
     copy.up = job.up;
     copy.down = job.down;
     copy.device = job.device;
+    copy.ffn = job.ffn;
     copy.tokens.assign(job.tokens.begin(), job.tokens.end());
     copy.weights.assign(job.weights.begin(), job.weights.end());
   }

@@ -6,7 +6,11 @@
 // (common/backend/backend_registry.h).
 //
 // Contract of begin(jobs, x, n_tokens, hidden, out), for every engine:
-//   out[t] += sum_{j : t in job j} w_{j,t} * down_j(silu(gate_j x[t]) * up_j x[t])
+//   out[t] += sum_{j : t in job j} w_{j,t} * expert_j(x[t])
+//   expert_j as ExpertJob defines it (expert_job.h): down(silu(gate x) * up x),
+//   plus job.ffn's biases and clamped activation where set (gpt-oss). An
+//   engine that cannot compute a job's ffn is never given one (the backend
+//   refuses such models at load).
 //   x, out: [n_tokens, hidden] host f32. The work may still be running when
 //   begin() returns (a GPU engine only enqueues it); finish() waits for it and
 //   completes `out`. The caller must not touch x, out or the jobs in between:

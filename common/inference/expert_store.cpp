@@ -56,7 +56,7 @@ bool ExpertStore::holds_as_stored(ExpertRef key) const {
 }
 
 Status ExpertStore::check_installable(ExpertRef key) const {
-  if (checkpoint_.manifest() == nullptr || holds_as_stored(key)) return Status::ok();
+  if (checkpoint_.expert_digests() == nullptr || holds_as_stored(key)) return Status::ok();
   return failed_precondition(
       "layer " + std::to_string(key.layer) + " expert " + std::to_string(key.expert) +
       ": the model's manifest lists the checkpoint's " +
@@ -84,6 +84,7 @@ void assign_expert(const ExpertWeights& weights, ExpertJob* job) {
   job->up = weights.up;
   job->down = weights.down;
   job->device = weights.device;
+  job->ffn = weights.ffn;
 }
 
 Status ExpertStore::check_device(int32_t device) const {
@@ -139,7 +140,8 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   // Nothing becomes resident as stored that the manifest does not vouch
   // for, whether it came from the files or from a peer (expert_manifest.h);
   // a converted expert's source was checked before conversion (load()).
-  if (const ExpertManifest* manifest = checkpoint_.manifest(); manifest && holds_as_stored(key)) {
+  if (const ExpertManifest* manifest = checkpoint_.expert_digests();
+      manifest && holds_as_stored(key)) {
     DMOE_RETURN_IF_ERROR(
         manifest->check(key, expert_digest({base, gate.n_bytes}, {base + up_offset, up.n_bytes},
                                            {base + down_offset, down.n_bytes})));
@@ -177,7 +179,40 @@ bool ExpertStore::usable_in_place(ExpertRef key) const {
   return true;
 }
 
+Status ExpertStore::attach_ffn(ExpertWeights* expert) const {
+  const ModelConfig& c = checkpoint_.config();
+  expert->ffn = ExpertFfn{};
+  if (c.expert_activation == ExpertActivation::kClampedSwiGLU) {
+    expert->ffn.clamped = true;
+    expert->ffn.alpha = c.swiglu_alpha;
+    expert->ffn.limit = c.swiglu_limit;
+  }
+  if (!c.expert_bias) return Status::ok();
+  const ExpertRef key = expert->key;
+  const TensorRole roles[3] = {TensorRole::kExpertGateBias, TensorRole::kExpertUpBias,
+                               TensorRole::kExpertDownBias};
+  int64_t total = 0;
+  for (TensorRole role : roles) total += c.expected_shape(role)[0];
+  expert->biases.assign(static_cast<size_t>(total), 0.0f);
+  std::vector<uint8_t> stored;
+  int64_t at = 0;
+  const float* starts[3];
+  for (int i = 0; i < 3; ++i) {
+    const TensorLocation& t = checkpoint_.tensor(roles[i], key.layer, key.expert);
+    stored.resize(t.n_bytes);
+    DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(t, stored.data()));
+    kernels::dequantize_values(t.type, stored.data(), t.shape[0], expert->biases.data() + at);
+    starts[i] = expert->biases.data() + at;
+    at += t.shape[0];
+  }
+  expert->ffn.gate_bias = starts[0];
+  expert->ffn.up_bias = starts[1];
+  expert->ffn.down_bias = starts[2];
+  return Status::ok();
+}
+
 Status ExpertStore::publish(std::shared_ptr<ExpertWeights> expert) {
+  DMOE_RETURN_IF_ERROR(attach_ffn(expert.get()));
   const ExpertRef key = expert->key;
   const int32_t device = expert->device;
   std::shared_ptr<ExpertResidency> residency;
@@ -234,9 +269,17 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
   }
   if (!has_residency && usable_in_place(key)) return make_resident_in_place(key, device);
   if (holds_as_stored(key)) {
-    return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
+    // A split checkpoint's file is named in errors (read_tensor names it
+    // already when it is missing or of the wrong size).
+    Status loaded = make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {
       return checkpoint_.read_tensor(t, dst);
     });
+    if (!loaded.is_ok() && checkpoint_.is_split() &&
+        loaded.code() == StatusCode::kInvalidArgument &&
+        loaded.message().find(checkpoint_.expert_location(key)) == std::string::npos) {
+      return loaded.with_context(checkpoint_.expert_location(key));
+    }
+    return loaded;
   }
   // Converted (--expert-type): the stored bytes are read whole, checked
   // against the manifest when there is one, then converted.
@@ -249,8 +292,9 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
     stored[i].resize(parts[i]->n_bytes);
     DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(*parts[i], stored[i].data()));
   }
-  if (const ExpertManifest* manifest = checkpoint_.manifest()) {
-    DMOE_RETURN_IF_ERROR(manifest->check(key, expert_digest(stored[0], stored[1], stored[2])));
+  if (const ExpertManifest* manifest = checkpoint_.expert_digests()) {
+    DMOE_RETURN_IF_ERROR(manifest->check(key, expert_digest(stored[0], stored[1], stored[2]))
+                             .with_context(checkpoint_.expert_location(key)));
   }
   int next = 0;
   return make_resident(key, device, [&](const TensorLocation& t, uint8_t* dst) {

@@ -42,6 +42,11 @@ struct ExpertWeights {
   kernels::WeightView up;    // [moe_intermediate, hidden]
   kernels::WeightView down;  // [hidden, moe_intermediate]
   uint64_t n_bytes = 0;      // exact weight bytes (sum of the three tensors)
+  // Biases and activation (gpt-oss; plain otherwise). The biases are read
+  // from the checkpoint's dense part whenever the expert becomes resident
+  // -- also when its weights came from a peer -- and live in `biases`.
+  ExpertFfn ffn;
+  std::vector<float> biases;  // [inter] gate, [inter] up, [hidden] down
 };
 
 // How the store holds experts. By default as stored: a GGUF file's experts
@@ -68,6 +73,7 @@ class ExpertStore {
 
   // The format experts are held in: convert_to, or the stored one.
   kernels::WeightType held_type() const;
+  const Checkpoint& checkpoint() const { return checkpoint_; }
 
   int32_t n_devices() const { return static_cast<int32_t>(arenas_.size()); }
   // Device `device` keeps copies of its experts (a GPU): told of every expert
@@ -132,8 +138,10 @@ class ExpertStore {
   Status make_resident_in_place(ExpertRef key, int32_t device);
   bool usable_in_place(ExpertRef key) const;
   // Makes `expert` the resident copy of its key (unless another thread has
-  // put one on the same device meanwhile).
+  // put one on the same device meanwhile), after attach_ffn.
   Status publish(std::shared_ptr<ExpertWeights> expert);
+  // Sets expert->ffn from the config, reading the expert's biases.
+  Status attach_ffn(ExpertWeights* expert) const;
   Status check_device(int32_t device) const;
   // Tells the device of an expert the store dropped (no lock held).
   void release_from_device(const std::shared_ptr<const ExpertWeights>& dropped);

@@ -15,7 +15,10 @@
 #include "common/base/sha256.h"
 #include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_model.h"
+#include "common/model/published_mxfp4.h"
 #include "common/model/safetensors.h"
+#include "common/model/split/split_index.h"
+#include "common/model/stacked_experts.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe {
@@ -45,6 +48,10 @@ Checkpoint::~Checkpoint() = default;
 Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path& model_dir) {
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = model_dir;
+  if (SplitIndex::present(model_dir)) {
+    DMOE_RETURN_IF_ERROR(ckpt->open_split(model_dir));
+    return ckpt;
+  }
   if (gguf::is_gguf_path(model_dir)) {
     DMOE_RETURN_IF_ERROR(ckpt->open_gguf(model_dir));
     return ckpt;
@@ -90,6 +97,9 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::filesystem::path
     return not_found(model_dir.string() +
                      ": no model.safetensors or model.safetensors.index.json found");
   }
+  if (ckpt->config_.stacked_experts) {
+    DMOE_RETURN_IF_ERROR(add_stacked_expert_views(ckpt->config_, ckpt->files_, &ckpt->tensors_));
+  }
   DMOE_RETURN_IF_ERROR(ckpt->check_required_tensors());
   DMOE_ASSIGN_OR_RETURN(ckpt->manifest_, ExpertManifest::read(model_dir, ckpt->config_));
   ckpt->compute_model_id();
@@ -133,6 +143,7 @@ Status Checkpoint::index_file(uint32_t file_index, const std::filesystem::path& 
     TensorLocation loc;
     loc.name = t.name;
     loc.type = to_weight_type(t.dtype);
+    loc.raw_u8 = t.dtype == DType::kU8;
     loc.shape = t.shape;
     loc.file_index = file_index;
     loc.file_offset = header.data_offset + t.data_begin;
@@ -159,11 +170,15 @@ Status Checkpoint::check_required_tensors() const {
       return not_found(dir_.string() + ": tensor '" + name + "' required by config.json (" +
                        config_.hf_architecture + ") is missing from the safetensors files");
     }
+    if (loc->raw_u8) {
+      return invalid_argument(location_name(*loc) + ": tensor '" + name + "' has dtype U8; " +
+                              config_.hf_architecture + " needs it as F32, F16 or BF16");
+    }
     const std::vector<int64_t> expected = config_.expected_shape(req.role);
     if (loc->shape != expected) {
-      return invalid_argument(files_[loc->file_index].string() + ": tensor '" + name +
-                              "' has shape " + shape_text(loc->shape) +
-                              ", but config.json implies " + shape_text(expected));
+      return invalid_argument(location_name(*loc) + ": tensor '" + name + "' has shape " +
+                              shape_text(loc->shape) + ", but config.json implies " +
+                              shape_text(expected));
     }
   }
   return Status::ok();
@@ -260,6 +275,7 @@ void Checkpoint::compute_model_id() {
 std::optional<Digest> Checkpoint::manifest_identity() const {
   if (manifest_) return manifest_->identity();
   if (gguf_) return gguf_->manifest_identity();
+  if (split_) return split_->manifest_identity;
   return std::nullopt;
 }
 
@@ -285,6 +301,18 @@ bool Checkpoint::has(TensorRole role, int64_t layer, int64_t expert) const {
 }
 
 Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
+  if (t.in_expert_file.layer >= 0) {
+    const ExpertRef key = t.in_expert_file;
+    return expert_files_->read(key, expert_bytes(key.layer, key.expert), t.file_offset, dst,
+                               t.n_bytes);
+  }
+  if (split_ && !split_->has_dense) {
+    return failed_precondition(
+        dir_.string() +
+        " is a header-only copy (dancemoe model headers): it has no weights, not "
+        "even tensor '" +
+        t.name + "'");
+  }
   if (t.mapped != nullptr) {
     if (!t.interleaved_qk) {
       std::memcpy(dst, t.mapped, t.n_bytes);
@@ -302,12 +330,17 @@ Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
     }
     return Status::ok();
   }
+  if (t.view) return read_view(t, static_cast<uint8_t*>(dst));
+  return pread_all(t, t.file_offset, t.n_bytes, static_cast<uint8_t*>(dst));
+}
+
+Status Checkpoint::pread_all(const TensorLocation& t, uint64_t offset, uint64_t n_bytes,
+                             uint8_t* out) const {
   const int fd = fds_[t.file_index].get();
-  auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
-  while (done < t.n_bytes) {
-    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(t.n_bytes - done, 64ull << 20));
-    const ssize_t got = ::pread(fd, out + done, chunk, static_cast<off_t>(t.file_offset + done));
+  while (done < n_bytes) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(n_bytes - done, 64ull << 20));
+    const ssize_t got = ::pread(fd, out + done, chunk, static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       return unavailable(files_[t.file_index].string() + ": reading tensor '" + t.name +
@@ -315,6 +348,42 @@ Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
                          (got < 0 ? std::strerror(errno) : "unexpected end of file") + ")");
     }
     done += static_cast<uint64_t>(got);
+  }
+  return Status::ok();
+}
+
+// Reads the stored rows in runs of about 16 MiB (the span from a run's
+// first row to its last, strides included) and gathers them.
+Status Checkpoint::read_view(const TensorLocation& t, uint8_t* dst) const {
+  const TensorView& v = *t.view;
+  const int64_t rows = t.shape[0];
+  const uint64_t out_row = t.n_bytes / static_cast<uint64_t>(rows);
+  const uint64_t n_blocks = v.row_bytes / kPublishedMxfp4BlockBytes;
+  const uint64_t stride = std::max<uint64_t>(v.row_stride, 1);
+  const int64_t run = std::max<int64_t>(1, static_cast<int64_t>((16ull << 20) / stride));
+  std::vector<uint8_t> span, scales;
+  for (int64_t r0 = 0; r0 < rows; r0 += run) {
+    const int64_t n = std::min(run, rows - r0);
+    const uint64_t first = static_cast<uint64_t>(r0);
+    const uint64_t last = static_cast<uint64_t>(n - 1);
+    span.resize(last * v.row_stride + v.row_bytes);
+    DMOE_RETURN_IF_ERROR(
+        pread_all(t, t.file_offset + first * v.row_stride, span.size(), span.data()));
+    if (v.published_mxfp4) {
+      scales.resize(last * v.scales_stride + n_blocks);
+      DMOE_RETURN_IF_ERROR(
+          pread_all(t, v.scales_offset + first * v.scales_stride, scales.size(), scales.data()));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* row = span.data() + static_cast<uint64_t>(i) * v.row_stride;
+      uint8_t* out = dst + (first + static_cast<uint64_t>(i)) * out_row;
+      if (v.published_mxfp4) {
+        mxfp4_from_published(row, scales.data() + static_cast<uint64_t>(i) * v.scales_stride,
+                             static_cast<int64_t>(n_blocks), out);
+      } else {
+        std::memcpy(out, row, v.row_bytes);
+      }
+    }
   }
   return Status::ok();
 }

@@ -9,7 +9,12 @@
 //     (gguf/gguf_model.h): memory-mapped; the metadata gives the config and
 //     the tokenizer; every tensor is also reachable in place
 //     (TensorLocation::mapped), so weights in a format the kernels compute
-//     with need no copy.
+//     with need no copy;
+//   - a split checkpoint (split/split_index.h: `dancemoe model split` or
+//     `headers`): the dense part in dense.bin (absent in a header-only
+//     copy) and the experts this node has on disk, one file each; the index
+//     gives every tensor's type and shape, so sizes and the model id are
+//     known without the weights.
 // Either way every tensor the architecture needs is checked (present, its
 // shape what the config implies) before any tensor data is read, and
 // tensors are named by their HuggingFace names (config().tensor_name). The
@@ -31,6 +36,7 @@
 #include "common/base/unique_fd.h"
 #include "common/model/expert_manifest.h"
 #include "common/model/model_config.h"
+#include "common/model/split/expert_files.h"
 #include "common/tensor/dtype.h"
 #include "common/tokenizer/tokenizer.h"
 #include "kernels/kernels.h"
@@ -43,6 +49,22 @@ using LoadProgress = std::function<void(uint64_t done, uint64_t total)>;
 namespace gguf {
 class GgufModel;
 }
+struct SplitIndex;
+
+// A tensor that is not stored as one contiguous run but assembled from one
+// by read_tensor() (gpt-oss's published experts, common/model/stacked_experts.h):
+// row r (r < shape[0]; a vector has one element per row) is row_bytes bytes
+// at file_offset + r * row_stride. With published_mxfp4 those bytes are the
+// row's MXFP4 codes in gpt-oss's layout and its E8M0 scales (row_bytes / 16
+// of them) are at scales_offset + r * scales_stride of the same file; the
+// tensor is then kMXFP4 blocks (common/model/published_mxfp4.h).
+struct TensorView {
+  uint64_t row_bytes = 0;
+  uint64_t row_stride = 0;
+  bool published_mxfp4 = false;
+  uint64_t scales_offset = 0;
+  uint64_t scales_stride = 0;
+};
 
 struct TensorLocation {
   std::string name;
@@ -57,6 +79,15 @@ struct TensorLocation {
   // GGUF "llama" q/k: rows stored in llama.cpp's interleaved order.
   // read_tensor() returns HF order; `mapped` does not.
   bool interleaved_qk = false;
+  // Assembled from stored rows (see TensorView); n_bytes is the result's size.
+  std::optional<TensorView> view;
+  // A safetensors U8 tensor: raw bytes only views read, never a weight
+  // (`type` means nothing for it).
+  bool raw_u8 = false;
+
+  // A split checkpoint's expert tensor: its bytes are at file_offset of
+  // that expert's own file (split/expert_files.h); layer -1 otherwise.
+  ExpertRef in_expert_file{-1, -1};
 
   // The bytes can be used where they are, as they are.
   bool usable_in_place() const { return mapped != nullptr && !interleaved_qk; }
@@ -82,7 +113,26 @@ class Checkpoint {
   bool has(TensorRole role, int64_t layer = 0, int64_t expert = 0) const;
 
   // Reads a tensor's bytes into dst (n_bytes of them), rows in HF order.
+  // A split checkpoint's missing expert file is not_found naming the file;
+  // a header-only copy's dense tensor is failed_precondition.
   Status read_tensor(const TensorLocation& tensor, void* dst) const;
+
+  // A split checkpoint (split/split_index.h).
+  bool is_split() const { return split_ != nullptr; }
+  // False for a header-only copy (`dancemoe model headers`): no weights at all.
+  bool has_dense_weights() const;
+  // The expert's weights are on this machine's disk (always, but for a
+  // split checkpoint: its file is there with the right size).
+  bool has_expert_weights(ExpertRef key) const;
+  // Where the expert's weights are read from, for messages.
+  std::string expert_location(ExpertRef key) const;
+  // A split checkpoint's expert files (the node's local expert store);
+  // nullptr otherwise.
+  const ExpertFiles* expert_files() const { return expert_files_.get(); }
+  // The digests experts are checked against when they become resident: the
+  // manifest's, or a split checkpoint's index's (the bytes as stored, GGUF
+  // blocks included); nullptr when there are none (loaded unverified).
+  const ExpertManifest* expert_digests() const;
 
   // Stable identity of the model, whatever its file format or precision:
   // SHA-256 over the architecture and shapes (the ModelConfig fields that
@@ -121,9 +171,15 @@ class Checkpoint {
  private:
   Checkpoint();
   Status open_gguf(const std::filesystem::path& path);
+  Status open_split(const std::filesystem::path& dir);
+  // The file a tensor lives in, for messages.
+  std::string location_name(const TensorLocation& tensor) const;
   Status index_file(uint32_t file_index, const std::filesystem::path& path,
                     const std::unordered_map<std::string, std::string>* expected_names);
   Status check_required_tensors() const;
+  Status read_view(const TensorLocation& tensor, uint8_t* dst) const;
+  Status pread_all(const TensorLocation& tensor, uint64_t offset, uint64_t n_bytes,
+                   uint8_t* dst) const;
   void compute_model_id();
 
   std::filesystem::path dir_;
@@ -134,6 +190,9 @@ class Checkpoint {
   std::optional<ExpertManifest> manifest_;
   std::string model_id_;
   std::unique_ptr<gguf::GgufModel> gguf_;
+  std::unique_ptr<SplitIndex> split_;
+  std::optional<ExpertManifest> split_digests_;
+  std::unique_ptr<ExpertFiles> expert_files_;
 };
 
 }  // namespace dancemoe

@@ -153,7 +153,7 @@ Status ExpertManifest::check(ExpertRef key, const Digest& digest) const {
   if (want == nullptr) return invalid_argument(where(key) + " is not in the model's manifest");
   if (*want != digest) {
     return invalid_argument("the weights of " + where(key) + " have SHA-256 " + to_hex(digest) +
-                            ", the model's manifest (" + kFileName + ") says " + to_hex(*want) +
+                            ", the model's manifest (" + source_ + ") says " + to_hex(*want) +
                             "; refusing them");
   }
   return Status::ok();

@@ -29,6 +29,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,13 @@ using Digest = std::array<uint8_t, 32>;
 class ExpertManifest {
  public:
   static constexpr const char* kFileName = "dancemoe-manifest.json";
+
+  ExpertManifest() = default;
+  // A table of digests from elsewhere -- `per_layer[layer]` (empty for a
+  // dense layer), e.g. those a split checkpoint's index records
+  // (split/split_index.h); `source` names it in check()'s messages.
+  ExpertManifest(std::vector<std::vector<Digest>> per_layer, std::string source)
+      : digests_(std::move(per_layer)), source_(std::move(source)) {}
 
   // The manifest of `dir`, nullopt when it has none; errors name the file
   // and the entry (a missing or extra layer or expert, a malformed digest).
@@ -67,6 +75,7 @@ class ExpertManifest {
  private:
   // [layer] -> digests of its experts (empty for a dense layer).
   std::vector<std::vector<Digest>> digests_;
+  std::string source_ = kFileName;
 };
 
 // A digest written as 64 lower-case hex characters; nullopt otherwise.

@@ -139,6 +139,10 @@ std::string ModelConfig::tensor_name(TensorRole role, int64_t layer, int64_t exp
   return substitute(naming[role], layer, expert);
 }
 
+std::string tensor_name_from_pattern(const std::string& pattern, int64_t layer, int64_t expert) {
+  return substitute(pattern, layer, expert);
+}
+
 std::vector<int64_t> ModelConfig::expected_shape(TensorRole role) const {
   const int64_t rope = rope_dim();
   switch (role) {

@@ -149,6 +149,20 @@ struct TensorNaming {
   std::array<std::string, kTensorRoleCount> patterns;
 };
 
+// The stacked tensors in which gpt-oss publishes each MoE layer's routed
+// experts ("{L}" the layer): [n_experts, ...] each, gate and up rows
+// interleaved (gate = even rows), weights as MXFP4 blocks + scales (U8).
+// The per-expert tensors the runtime reads are views of them
+// (common/model/stacked_experts.h).
+struct StackedExpertNames {
+  std::string gate_up_blocks;  // [E, 2 inter, hidden / 32, 16]
+  std::string gate_up_scales;  // [E, 2 inter, hidden / 32]
+  std::string gate_up_bias;    // [E, 2 inter]
+  std::string down_blocks;     // [E, hidden, inter / 32, 16]
+  std::string down_scales;     // [E, hidden, inter / 32]
+  std::string down_bias;       // [E, hidden]
+};
+
 struct ModelConfig {
   std::string hf_architecture;  // e.g. "Qwen3MoeForCausalLM"
   std::string model_type;       // e.g. "qwen3_moe"
@@ -218,6 +232,9 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
 
   TensorNaming naming;
+  // Set when the routed experts are stored stacked (gpt-oss); naming then
+  // holds the names of the per-expert views.
+  std::optional<StackedExpertNames> stacked_experts;
 
   // Width of q (all heads) and of k / v (all kv heads) of grouped attention;
   // MLA: q is n_heads * head_dim too.
@@ -249,6 +266,9 @@ struct ModelConfig {
   // Checks the relations between fields (heads divisible, k <= n_experts ...).
   Status validate(const std::string& file_name) const;
 };
+
+// A tensor name pattern with "{L}" / "{E}" replaced by layer / expert.
+std::string tensor_name_from_pattern(const std::string& pattern, int64_t layer, int64_t expert = 0);
 
 // One tensor a model needs: its role, layer and expert.
 struct RequiredTensor {

@@ -22,6 +22,8 @@ w::DType to_wire(DType d) {
       return w::DType::F16;
     case DType::kBF16:
       return w::DType::BF16;
+    case DType::kU8:  // never a hidden-state type (dtype.h); the options only give float types
+      break;
   }
   return w::DType::F32;
 }
@@ -68,6 +70,8 @@ struct Encoder {
     auto resident_devices = b.CreateVector(m.resident_devices);
     auto expert_type = b.CreateString(m.expert_type);
     auto expert_layer_bytes = b.CreateVector(m.expert_layer_bytes);
+    auto expert_files = refs(m.expert_files);
+    auto role = b.CreateString(m.role);
     w::RegisterBuilder rb(b);
     rb.add_node_id(node_id);
     rb.add_model_id(model_id);
@@ -81,6 +85,9 @@ struct Encoder {
     rb.add_migration_headroom_bytes(m.migration_headroom_bytes);
     rb.add_expert_type(expert_type);
     rb.add_expert_layer_bytes(expert_layer_bytes);
+    rb.add_expert_files_partial(m.expert_files_partial);
+    rb.add_expert_files(expert_files);
+    rb.add_role(role);
     return {w::Body::Register, rb.Finish().Union()};
   }
   std::pair<w::Body, fb::Offset<void>> operator()(const RegisterReply& m) {
@@ -342,6 +349,16 @@ Result<Body> Decoder::decode_register(const w::Envelope& e) const {
   DMOE_RETURN_IF_ERROR(list_size(m->expert_layer_bytes(), "Register.expert_layer_bytes"));
   if (m->expert_layer_bytes()) {
     r.expert_layer_bytes.assign(m->expert_layer_bytes()->begin(), m->expert_layer_bytes()->end());
+  }
+  r.expert_files_partial = m->expert_files_partial();
+  DMOE_RETURN_IF_ERROR(refs(m->expert_files(), "Register.expert_files", &r.expert_files));
+  if (!r.expert_files_partial && !r.expert_files.empty()) {
+    return invalid_argument(
+        "Register.expert_files lists experts but expert_files_partial is false");
+  }
+  DMOE_RETURN_IF_ERROR(string(m->role(), "Register.role", &r.role));
+  if (!r.role.empty() && r.role != "experts") {
+    return invalid_argument("Register.role: expected \"experts\" or empty, got \"" + r.role + "\"");
   }
   return Body(std::move(r));
 }

@@ -22,8 +22,9 @@ inline constexpr uint16_t kProtocolMajor = 1;
 // 1.1: devices' kind and compute in reports; 1.2: Members, Heartbeat's
 // members version, Register's migration headroom (docs/security.md); 1.3:
 // co-activation pairs in reports; 1.4: Register's expert type and held
-// expert sizes (docs/quantization.md).
-inline constexpr uint16_t kProtocolMinor = 4;
+// expert sizes (docs/quantization.md); 1.5: Register's expert files and role
+// (docs/partial-checkpoints.md).
+inline constexpr uint16_t kProtocolMinor = 5;
 
 // Layer and expert travel as uint16 (see ExpertRef); the codec checks the range.
 struct ExpertCount {
@@ -77,6 +78,10 @@ struct Register {
   uint64_t migration_headroom_bytes = 0;
   std::string expert_type;                   // "" from a node before 1.4
   std::vector<uint64_t> expert_layer_bytes;  // per MoE layer, as held
+  // false: the node has every expert's files (and nodes before 1.5).
+  bool expert_files_partial = false;
+  std::vector<ExpertRef> expert_files;  // with expert_files_partial: those it has
+  std::string role;                     // "experts" or "" (a full node)
   friend bool operator==(const Register&, const Register&) = default;
 };
 

@@ -9,6 +9,8 @@ size_t dtype_size_bytes(DType dtype) {
     case DType::kF16:
     case DType::kBF16:
       return 2;
+    case DType::kU8:
+      return 1;
   }
   return 0;
 }
@@ -21,6 +23,8 @@ std::string_view dtype_name(DType dtype) {
       return "F16";
     case DType::kBF16:
       return "BF16";
+    case DType::kU8:
+      return "U8";
   }
   return "?";
 }
@@ -29,6 +33,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
+  if (name == "U8") return DType::kU8;
   return std::nullopt;
 }
 
@@ -40,6 +45,8 @@ kernels::WeightType to_weight_type(DType dtype) {
       return kernels::WeightType::kF16;
     case DType::kBF16:
       return kernels::WeightType::kBF16;
+    case DType::kU8:
+      break;
   }
   return kernels::WeightType::kF32;
 }

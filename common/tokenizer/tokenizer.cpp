@@ -125,16 +125,17 @@ Status Tokenizer::parse_config_json(std::string_view text) {
   }
   DMOE_ASSIGN_OR_RETURN(std::optional<JsonField> chat, root.optional_member("chat_template"));
   if (chat && chat->json().is_array()) {
-    // Several named templates: use the one named "default", as HF does.
+    // Several named templates (HF): "default", "tool_use", ...
     for (size_t i = 0; i < chat->json().size(); ++i) {
       const JsonField entry = chat->element(i);
       DMOE_ASSIGN_OR_RETURN(std::string name, entry.required_string("name"));
-      if (name == "default") {
-        DMOE_ASSIGN_OR_RETURN(chat_template_, entry.required_string("template"));
-      }
+      DMOE_ASSIGN_OR_RETURN(std::string source, entry.required_string("template"));
+      if (name == "default") chat_template_ = source;
+      chat_templates_.emplace_back(std::move(name), std::move(source));
     }
-  } else if (chat) {
+  } else if (chat && !chat->json().is_null()) {
     DMOE_ASSIGN_OR_RETURN(chat_template_, chat->as_string());
+    chat_templates_.emplace_back("default", chat_template_);
   }
   return Status::ok();
 }

@@ -14,7 +14,8 @@
 // "padding" in tokenizer.json are ignored (serving never truncates).
 //
 // tokenizer_config.json beside tokenizer.json, when present, provides
-// bos_token, eos_token and chat_template. Its add_bos_token/add_eos_token are
+// bos_token, eos_token and chat_template (a string, or HF's list of named
+// templates; a null one is none). Its add_bos_token/add_eos_token are
 // not consulted: the tokenizer.json post_processor already encodes them for
 // the supported families.
 //
@@ -32,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/base/status.h"
@@ -84,8 +86,14 @@ class Tokenizer {
   // From the chat template and special tokens; nullopt for a base model
   // whose tokenizer indicates no supported chat format.
   std::optional<ChatFormat> chat_format() const;
-  // tokenizer_config.json's chat_template ("" if none).
+  // tokenizer_config.json's chat_template ("" if none; with named templates,
+  // the one named "default").
   const std::string& chat_template() const { return chat_template_; }
+  // Every chat template as (name, source), in file order; a single template
+  // is named "default". Empty when there is none. See chat_template.h.
+  const std::vector<std::pair<std::string, std::string>>& chat_templates() const {
+    return chat_templates_;
+  }
 
  private:
   Tokenizer();
@@ -106,6 +114,7 @@ class Tokenizer {
   std::optional<int32_t> bos_id_;
   std::optional<int32_t> eos_id_;
   std::string chat_template_;
+  std::vector<std::pair<std::string, std::string>> chat_templates_;
 };
 
 }  // namespace dancemoe::tokenizer

@@ -56,16 +56,20 @@ Status NodeAgent::init() {
   DMOE_RETURN_IF_ERROR(build_runtime());
   DMOE_RETURN_IF_ERROR(start_expert_service());
   if (!options_.placement_file.empty()) DMOE_RETURN_IF_ERROR(apply_placement_file());
-  HttpServerOptions http;
-  http.address = options_.http;
-  http.api_key = options_.api_key;
-  http.max_queued = options_.max_queued;
-  http.max_running = static_cast<size_t>(parts_->runner->max_sequences());
-  DMOE_ASSIGN_OR_RETURN(parts_->http, HttpServer::start(http, *backend_));
+  if (options_.role == NodeRole::kFull) {
+    HttpServerOptions http;
+    http.address = options_.http;
+    http.api_key = options_.api_key;
+    http.max_queued = options_.max_queued;
+    http.max_running = static_cast<size_t>(parts_->runner->max_sequences());
+    DMOE_ASSIGN_OR_RETURN(parts_->http, HttpServer::start(http, *backend_));
+  }
   if (!options_.scheduler.empty()) start_scheduler_link();
   if (!options_.ready_file.empty()) DMOE_RETURN_IF_ERROR(write_ready_file());
-  spdlog::info("node '{}' serving: experts {} (advertised {}), HTTP {}, {} mode", options_.node_id,
-               parts_->service->bound_endpoint(), parts_->advertise, parts_->http->bound_address(),
+  spdlog::info("node '{}' serving: experts {} (advertised {}), {}, {} mode", options_.node_id,
+               parts_->service->bound_endpoint(), parts_->advertise,
+               parts_->http ? "HTTP " + parts_->http->bound_address()
+                            : std::string("experts only (no HTTP)"),
                options_.scheduler.empty() ? "standalone" : "attached to " + options_.scheduler);
   return Status::ok();
 }
@@ -107,15 +111,42 @@ Status NodeAgent::build_runtime() {
   const NodeOptions& o = options_;
   DMOE_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::open(o.model_dir));
   const Checkpoint& ckpt = *checkpoint;  // owned by the runtime below
-  if (ckpt.manifest() == nullptr) {
+  const bool full = o.role == NodeRole::kFull;
+  if (full && !ckpt.has_dense_weights()) {
+    return failed_precondition(
+        o.model_dir +
+        " is a header-only copy (dancemoe model headers): it has no dense weights, which a node "
+        "serving prompts needs -- give it a split checkpoint (dancemoe model split) or the whole "
+        "model, or start it with --role experts to serve experts only");
+  }
+  if (ckpt.is_split()) {
+    int64_t on_disk = 0, total = 0;
+    for (int32_t l = 0; l < ckpt.config().n_layers; ++l) {
+      if (!ckpt.config().layer_is_moe[static_cast<size_t>(l)]) continue;
+      for (int32_t e = 0; e < ckpt.config().n_experts; ++e, ++total) {
+        on_disk += ckpt.has_expert_weights({l, e}) ? 1 : 0;
+      }
+    }
+    spdlog::info(
+        "{}: partial checkpoint, {} of {} experts on disk{}; the rest are fetched from "
+        "peers as the placement needs them",
+        o.model_dir, on_disk, total, ckpt.has_dense_weights() ? "" : ", no dense part");
+  }
+  if (ckpt.expert_digests() == nullptr) {
     spdlog::info(
         "{}: no {}; expert weights are loaded and fetched unverified "
         "(`dancemoe model manifest --model DIR` writes one; docs/security.md)",
         o.model_dir, ExpertManifest::kFileName);
   }
   const ModelConfig& config = ckpt.config();
-  if (Result<std::unique_ptr<tokenizer::Tokenizer>> tok = ckpt.load_tokenizer(); tok.is_ok()) {
+  if (!full) {
+    // experts only: no prompts, no tokenizer
+  } else if (Result<std::unique_ptr<tokenizer::Tokenizer>> tok = ckpt.load_tokenizer();
+             tok.is_ok()) {
     p.tokenizer = std::move(tok).value();
+    std::string warning;
+    p.chat_template = tokenizer::ChatTemplate::for_tokenizer_or_builtin(*p.tokenizer, &warning);
+    if (!warning.empty()) spdlog::warn("{}: {}", o.model_dir, warning);
   } else if (tok.status().code() == StatusCode::kNotFound) {
     spdlog::warn("{}; prompts must be sent as prompt_tokens", tok.status().message());
   } else {
@@ -130,8 +161,16 @@ Status NodeAgent::build_runtime() {
       std::min<std::chrono::milliseconds>(o.call_timeout, std::chrono::milliseconds(200));
   peer_options.members = p.members;
   p.peers = std::make_unique<PeerPool>(p.context, peer_options);
-  if (o.offload_cache_bytes > 0) {
-    p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes);
+  if (o.offload_cache_bytes > 0 && full) {
+    // It fetches from peers what this node's disk lacks (weight gathering).
+    FetcherOptions fetch;
+    fetch.node_id = o.node_id;
+    fetch.cluster_id = o.cluster_id;
+    fetch.chunk_timeout =
+        std::max<std::chrono::milliseconds>(o.call_timeout, std::chrono::seconds(2));
+    fetch.members = p.members;
+    p.offload = std::make_unique<OffloadCache>(ckpt, o.offload_cache_bytes,
+                                               std::make_unique<ExpertFetcher>(p.context, fetch));
   }
 
   if (!o.replay_routing.empty()) {
@@ -147,6 +186,7 @@ Status NodeAgent::build_runtime() {
   runtime.expert_type = o.expert_type;
   runtime.experts = std::vector<ExpertRef>{};
   runtime.reserve_gpu_expert_budget = true;  // the placement brings the experts later
+  runtime.load_dense = full;
   runtime.make_executor = [this](ModelRuntime& rt) -> Result<std::unique_ptr<MoeExecutor>> {
     NodeParts& parts = *parts_;
     const NodeOptions& opts = options_;
@@ -158,6 +198,7 @@ Status NodeAgent::build_runtime() {
     exec.max_attempts = opts.call_attempts;
     exec.overlap = opts.overlap;
     exec.max_call_tokens = opts.max_call_tokens;
+    exec.weight_gathering = opts.weight_gathering;
     auto executor = std::make_unique<DistributedMoeExecutor>(
         rt.config(), rt.experts(), rt.expert_computer(), *parts.table, *parts.peers,
         parts.offload.get(), *parts.log, exec);
@@ -167,7 +208,8 @@ Status NodeAgent::build_runtime() {
   };
   const auto start = std::chrono::steady_clock::now();
   DMOE_ASSIGN_OR_RETURN(p.runtime, ModelRuntime::open(std::move(checkpoint), runtime));
-  spdlog::info("model: dense weights {:.1f} MB in {:.2f} s; {}", p.runtime->dense().n_bytes() / 1e6,
+  spdlog::info("model: dense weights {:.1f} MB in {:.2f} s; {}",
+               p.runtime->has_dense() ? p.runtime->dense().n_bytes() / 1e6 : 0.0,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                p.runtime->description());
   p.load_bytes_per_s = measure_load_bandwidth(p.checkpoint());
@@ -192,6 +234,7 @@ Status NodeAgent::build_runtime() {
       p.checkpoint(), p.store(), *p.table, *p.log, p.context, migration,
       [this] { return parts_->runner && parts_->runner->in_flight() > 0; });
 
+  if (!full) return Status::ok();  // no prompts: no runner
   PromptRunner::Parts runner;
   runner.transformer = &p.runtime->transformer();
   runner.tokenizer = p.tokenizer.get();
@@ -303,7 +346,21 @@ proto::Register NodeAgent::registration() const {
   r.host_memory_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                         static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   r.expert_endpoint = p.advertise;
-  r.http_endpoint = "http://" + p.http->bound_address();
+  r.http_endpoint = p.http ? "http://" + p.http->bound_address() : std::string();
+  r.role = options_.role == NodeRole::kExperts ? "experts" : "";
+  // Partial checkpoints: the experts whose weights this node can serve from
+  // its disk (the scheduler places by them; docs/partial-checkpoints.md).
+  const Checkpoint& ckpt = p.checkpoint();
+  if (ckpt.is_split()) {
+    r.expert_files_partial = true;
+    const ModelConfig& c = ckpt.config();
+    for (int32_t l = 0; l < c.n_layers; ++l) {
+      if (!c.layer_is_moe[static_cast<size_t>(l)]) continue;
+      for (int32_t e = 0; e < c.n_experts; ++e) {
+        if (ckpt.has_expert_weights({l, e})) r.expert_files.push_back({l, e});
+      }
+    }
+  }
   r.resident = p.store().resident_keys();
   for (int32_t d : p.store().resident_devices())
     r.resident_devices.push_back(static_cast<uint16_t>(d));
@@ -335,7 +392,7 @@ void NodeAgent::start_scheduler_link() {
   link.scheduler_key = p.scheduler_key;
   p.link = std::make_unique<SchedulerLink>(
       p.context, link, [this] { return registration(); }, *p.migration, *p.log,
-      [this] { return parts_->runner->in_flight(); });
+      [this] { return parts_->runner ? parts_->runner->in_flight() : 0; });
   p.link->start();
 }
 
@@ -346,7 +403,7 @@ Status NodeAgent::write_ready_file() const {
   json ready = {{"node_id", o.node_id},
                 {"expert_endpoint", p.service->bound_endpoint()},
                 {"advertise", p.advertise},
-                {"http", p.http->bound_address()},
+                {"http", p.http ? p.http->bound_address() : std::string()},
                 {"pid", static_cast<int64_t>(::getpid())},
                 {"mode", o.scheduler.empty() ? "standalone" : "attached"},
                 {"placement_version", p.migration->committed_version()}};
@@ -400,6 +457,9 @@ void NodeAgent::poll() {
 bool NodeAgent::refused() const { return parts_->link && parts_->link->refused(); }
 
 const std::string& NodeAgent::expert_endpoint() const { return parts_->service->bound_endpoint(); }
-const std::string& NodeAgent::http_address() const { return parts_->http->bound_address(); }
+const std::string& NodeAgent::http_address() const {
+  static const std::string none;
+  return parts_->http ? parts_->http->bound_address() : none;
+}
 
 }  // namespace dancemoe::node

@@ -47,8 +47,31 @@ void check_model(const NodeOptions& o, DoctorReport& r, std::unique_ptr<Checkpoi
                     std::to_string(config.n_experts_per_token) + "), dense " +
                     format_bytes(c.dense_bytes()) + ", experts " + format_bytes(experts) + ", id " +
                     short_id(c.model_id()));
+  if (c.is_split()) {
+    int64_t on_disk = 0, total = 0;
+    for (int32_t l = 0; l < config.n_layers; ++l) {
+      if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+      for (int32_t e = 0; e < config.n_experts; ++e, ++total) {
+        on_disk += c.has_expert_weights({l, e}) ? 1 : 0;
+      }
+    }
+    const std::string what = "partial checkpoint: " + std::to_string(on_disk) + " of " +
+                             std::to_string(total) +
+                             " experts on disk, the rest fetched from peers";
+    if (c.has_dense_weights()) {
+      r.ok("weights", what);
+    } else if (o.role == NodeRole::kExperts) {
+      r.ok("weights", "header-only copy, experts only: " + what);
+    } else {
+      r.fail("weights", o.model_dir + " is a header-only copy: no dense weights",
+             "give this node a split checkpoint (dancemoe model split) or the whole model, or "
+             "start it with --role experts");
+    }
+  }
   // tokenizer.json beside the weights, or a GGUF's metadata.
-  if (Result<std::unique_ptr<tokenizer::Tokenizer>> t = c.load_tokenizer(); t.is_ok()) {
+  if (o.role == NodeRole::kExperts) {
+    // experts only: no prompts, no tokenizer needed
+  } else if (Result<std::unique_ptr<tokenizer::Tokenizer>> t = c.load_tokenizer(); t.is_ok()) {
     r.ok("tokenizer", c.tokenizer_source());
   } else if (t.status().code() != StatusCode::kNotFound) {
     r.fail("tokenizer", t.status().message(),
@@ -58,7 +81,9 @@ void check_model(const NodeOptions& o, DoctorReport& r, std::unique_ptr<Checkpoi
            "copy the model's tokenizer.json there; until then prompts must be sent as "
            "prompt_tokens");
   }
-  if (c.is_gguf()) {
+  if (c.is_split() && c.manifest() == nullptr) {
+    r.ok("manifest", "the split index's per-expert SHA-256: expert weights are verified");
+  } else if (c.is_gguf()) {
     r.warn("manifest",
            "a GGUF file carries no per-expert digests: expert weights load and move "
            "between nodes unverified (docs/security.md)",

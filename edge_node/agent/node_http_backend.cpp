@@ -115,14 +115,29 @@ json NodeHttpBackend::stats() {
                 {"experts_loaded", m.experts_loaded},
                 {"experts_fetched", m.experts_fetched},
                 {"experts_evicted", m.experts_evicted},
+                {"experts_stored", m.experts_stored},
+                {"store_failures", m.store_failures},
                 {"last_error", m.last_error},
+                {"last_store_error", m.last_store_error},
                 {"throttle_duty", p.migration->throttle().duty()}}},
               {"requests_in_flight", p.runner->in_flight()}};
   if (p.offload) {
     out["offload"] = {{"capacity_bytes", p.offload->capacity_bytes()},
                       {"resident_bytes", p.offload->resident_bytes()},
                       {"hits", p.offload->hits()},
-                      {"loads", p.offload->loads()}};
+                      {"loads", p.offload->loads()},
+                      {"fetches", p.offload->fetches()},
+                      {"fetched_bytes", p.offload->fetched_bytes()}};
+  }
+  if (p.executor) {
+    const GatheringCounters& g = p.executor->gathering();
+    out["weight_gathering"] = {{"enabled", p.executor->options().weight_gathering},
+                               {"experts_fetched", g.experts_fetched.load()},
+                               {"experts_cached", g.experts_cached.load()},
+                               {"weight_bytes", g.weight_bytes.load()},
+                               {"activation_bytes_avoided", g.activation_bytes_avoided.load()},
+                               {"fetch_ms", g.fetch_us.load() / 1000},
+                               {"fetch_failures", g.fetch_failures.load()}};
   }
   if (p.link) {
     const LinkStatus l = p.link->status();
@@ -165,10 +180,10 @@ ServedModel NodeHttpBackend::served_model() {
   m.context_tokens = options_.context_tokens;
   m.vocab_size = p.runtime->transformer().config().vocab_size;
   m.has_tokenizer = p.tokenizer != nullptr;
-  if (p.tokenizer) m.chat_format = p.tokenizer->chat_format();
+  m.chat_template = p.chat_template;
   // A model that thinks aloud has the markers as tokens of its own (Qwen3).
   const ReasoningMarkers markers;
-  if (p.tokenizer && m.chat_format && p.tokenizer->token_id(markers.open) &&
+  if (p.tokenizer && m.chat_template && p.tokenizer->token_id(markers.open) &&
       p.tokenizer->token_id(markers.close)) {
     m.reasoning = markers;
   }
@@ -209,6 +224,12 @@ void NodeHttpBackend::write_metrics(http::PrometheusWriter& out) {
     in.offload =
         NodeMetricsInputs::Offload{p.offload->hits(), p.offload->loads(),
                                    p.offload->resident_bytes(), p.offload->capacity_bytes()};
+  }
+  if (p.executor) {
+    const GatheringCounters& g = p.executor->gathering();
+    in.gathering = NodeMetricsInputs::Gathering{
+        g.experts_fetched.load(),          g.experts_cached.load(), g.weight_bytes.load(),
+        g.activation_bytes_avoided.load(), g.fetch_us.load(),       g.fetch_failures.load()};
   }
   if (p.link) {
     const LinkStatus l = p.link->status();

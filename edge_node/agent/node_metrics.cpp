@@ -89,6 +89,13 @@ void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in
   }
   one(out, "dancemoe_node_migration_bytes_done", "gauge",
       "bytes loaded of the migration in progress (or the last one)", d(m.bytes_done));
+  out.family("dancemoe_node_expert_store_writes_total", "counter",
+             "fetched experts written to the local expert store (a partial checkpoint's "
+             "experts/), by outcome");
+  out.sample("dancemoe_node_expert_store_writes_total", {{"outcome", "written"}},
+             d(m.experts_stored));
+  out.sample("dancemoe_node_expert_store_writes_total", {{"outcome", "failed"}},
+             d(m.store_failures));
 
   out.family("dancemoe_node_service_calls_total", "counter",
              "ExpertCalls served to peers (and their outcomes)");
@@ -110,6 +117,24 @@ void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in
         "experts loaded into the offload cache", d(in.offload->loads));
     one(out, "dancemoe_node_offload_cache_resident_bytes", "gauge",
         "bytes held by the offload cache", d(in.offload->resident_bytes));
+  }
+  if (in.gathering) {
+    const NodeMetricsInputs::Gathering& g = *in.gathering;
+    out.family("dancemoe_node_gather_experts_total", "counter",
+               "remote experts computed here instead of sending their tokens, by where the "
+               "weights came from");
+    out.sample("dancemoe_node_gather_experts_total", {{"weights", "fetched"}},
+               d(g.experts_fetched));
+    out.sample("dancemoe_node_gather_experts_total", {{"weights", "cached"}}, d(g.experts_cached));
+    one(out, "dancemoe_node_gather_weight_bytes_total", "counter",
+        "expert weight bytes fetched by weight gathering", d(g.weight_bytes));
+    one(out, "dancemoe_node_gather_activation_bytes_avoided_total", "counter",
+        "hidden-state bytes (both ways) weight gathering did not send",
+        d(g.activation_bytes_avoided));
+    one(out, "dancemoe_node_gather_fetch_seconds_total", "counter",
+        "time spent fetching gathered weights", d(g.fetch_us) / 1e6);
+    one(out, "dancemoe_node_gather_fetch_failures_total", "counter",
+        "gathered experts whose fetch failed (their tokens were sent)", d(g.fetch_failures));
   }
   if (in.scheduler) {
     one(out, "dancemoe_node_scheduler_attached", "gauge", "1 while attached to the scheduler",

@@ -2,7 +2,8 @@
 // the counters it already keeps for /v1/stats: activations by where they
 // were served and the local-hit ratio, local expert calls and remote calls
 // per peer (count, failures, bytes, latency histogram), the expert service,
-// resident experts, the offload cache, migrations, the scheduler link, and
+// resident experts, the offload cache, weight gathering, migrations (and the
+// local expert store of a partial checkpoint), the scheduler link, and
 // continuous batching (sequences, KV blocks, steps) with the prefix cache.
 //
 // Labels are bounded: `peer` is a node id of the cluster, `served` and
@@ -36,6 +37,11 @@ struct NodeMetricsInputs {
     uint64_t hits = 0, loads = 0, resident_bytes = 0, capacity_bytes = 0;
   };
   std::optional<Offload> offload;
+  struct Gathering {
+    uint64_t experts_fetched = 0, experts_cached = 0, weight_bytes = 0;
+    uint64_t activation_bytes_avoided = 0, fetch_us = 0, fetch_failures = 0;
+  };
+  std::optional<Gathering> gathering;  // nodes that serve prompts
   struct Scheduler {
     bool attached = false;
     uint64_t reports_sent = 0, reports_acked = 0, reports_dropped = 0;

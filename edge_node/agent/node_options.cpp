@@ -29,7 +29,9 @@ struct RawNodeFlags {
   std::string migration_rate;
   std::string kv_memory;
   std::string prefix_cache = "256M";
+  std::string role = "full";
   bool no_overlap = false;
+  bool no_weight_gathering = false;
   CLI::Option* report_interval_option = nullptr;
 };
 
@@ -176,7 +178,7 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_option("--expert-type", raw->expert_type,
                  "hold experts in this format, quantizing them at load from the model files: "
-                 "q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or f32 (default: as stored); the "
+                 "q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored); the "
                  "node reports it, and the sizes it holds, to the scheduler");
   app.add_option("--wire-dtype", raw->wire_dtype, "hidden states on the wire: bf16 or f32")
       ->capture_default_str();
@@ -188,6 +190,9 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_flag("--no-overlap", raw->no_overlap,
                "wait for remote experts before computing local ones (benchmarks)");
+  app.add_flag("--no-weight-gathering", raw->no_weight_gathering,
+               "always send a remote expert's tokens, never fetch its weights into the offload "
+               "cache for a long prompt");
   app.add_option("--max-call-tokens", o->max_call_tokens,
                  "tokens per expert call, served and sent (larger sets are split)")
       ->capture_default_str();
@@ -223,6 +228,10 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--coactivation-pairs", o->coactivation_pairs,
                  "co-activation pairs reported per layer and window (0: none)")
       ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--role", raw->role,
+                 "full (prompts and experts) or experts (no dense weights and no HTTP: only its "
+                 "experts and weight transfers for the other nodes; CPU devices)")
       ->capture_default_str();
   app.add_option("--expert-source", raw->expert_source,
                  "where migrations load experts: local (files), peer (fetch), auto (files, else "
@@ -297,8 +306,8 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     kernels::WeightType type;
     if (!kernels::parse_weight_type(raw.expert_type, &type)) {
       return invalid_argument(
-          "--expert-type: expected q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or "
-          "f32, got '" +
+          "--expert-type: expected q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4, bf16, f16 "
+          "or f32, got '" +
           raw.expert_type + "'");
     }
     o->expert_type = type;
@@ -325,11 +334,23 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     return invalid_argument("--expert-source: expected local, peer or auto, got '" +
                             raw.expert_source + "'");
   }
+  if (raw.role == "full") {
+    o->role = NodeRole::kFull;
+  } else if (raw.role == "experts") {
+    o->role = NodeRole::kExperts;
+    if (o->devices.first_cuda() >= 0) {
+      return invalid_argument("--role experts: computes on CPU devices only for now; --devices " +
+                              raw.devices + " names a GPU");
+    }
+  } else {
+    return invalid_argument("--role: expected full or experts, got '" + raw.role + "'");
+  }
   if (!raw.migration_rate.empty()) {
     DMOE_ASSIGN_OR_RETURN(uint64_t rate, parse_byte_size(raw.migration_rate, "--migration-rate"));
     o->throttle.max_bytes_per_s = static_cast<double>(rate);
   }
   o->overlap = !raw.no_overlap;
+  o->weight_gathering = !raw.no_weight_gathering;
   if (o->devices.n_threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
     return invalid_argument("--threads/--service-threads must be >= 0 and --service-workers >= 1");
   }

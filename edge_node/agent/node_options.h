@@ -21,8 +21,14 @@ class App;
 
 namespace dancemoe::node {
 
+// --role: a full node (prompts over HTTP, its experts for peers) or an
+// experts-only one (no dense weights, no HTTP, no activations of its own:
+// its experts and weight transfers for the others).
+enum class NodeRole { kFull, kExperts };
+
 struct NodeOptions {
   std::string model_dir;
+  NodeRole role = NodeRole::kFull;
   std::string node_id;
   std::string cluster_id = "default";  // the scheduler's default too
   std::string scheduler;               // tcp://HOST:PORT: attached mode
@@ -63,6 +69,9 @@ struct NodeOptions {
   std::chrono::milliseconds call_timeout{1000};
   int call_attempts = 2;
   bool overlap = true;
+  // Long prompts: fetch remote experts' weights when cheaper than sending
+  // the tokens (edge_node/moe/weight_gathering.h); --no-weight-gathering.
+  bool weight_gathering = true;
   uint32_t max_call_tokens = 4096;
   int64_t context_tokens = 4096;
   // Continuous batching (batch_scheduler.h).

@@ -22,6 +22,7 @@
 
 #include "common/assembly/model_runtime.h"
 #include "common/net/zap_handler.h"
+#include "common/tokenizer/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
 #include "edge_node/agent/prompt_runner.h"
@@ -46,6 +47,8 @@ struct NodeParts {
   std::shared_ptr<MemberKeys> members;
   std::unique_ptr<net::ZapHandler> zap;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // null without tokenizer.json
+  // How chats are formatted (common/tokenizer/chat_template.h); null: no chat.
+  std::shared_ptr<const tokenizer::ChatTemplate> chat_template;
   std::unique_ptr<HolderTableHandle> table;
   std::unique_ptr<ActivationLog> log;
   std::unique_ptr<PeerPool> peers;

@@ -7,8 +7,11 @@
 namespace dancemoe::node {
 
 Status check_node_ports(const NodeOptions& options) {
-  DMOE_ASSIGN_OR_RETURN(net::HostPort http, net::parse_http_address("--http", options.http, true));
-  DMOE_RETURN_IF_ERROR(net::check_tcp_port_free("--http", http.host, http.port));
+  if (options.role == NodeRole::kFull) {  // an experts-only node serves no HTTP
+    DMOE_ASSIGN_OR_RETURN(net::HostPort http,
+                          net::parse_http_address("--http", options.http, true));
+    DMOE_RETURN_IF_ERROR(net::check_tcp_port_free("--http", http.host, http.port));
+  }
   DMOE_ASSIGN_OR_RETURN(net::HostPort experts,
                         net::parse_tcp_endpoint("--experts", options.experts_bind, true));
   return net::check_tcp_port_free("--experts", experts.host, experts.port);

@@ -31,6 +31,10 @@ double measure_load_bandwidth(const Checkpoint& checkpoint, uint64_t max_bytes) 
   for (int64_t l = 0; l < config.n_layers && done < max_bytes; ++l) {
     if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
     for (int64_t e = 0; e < config.n_experts && done < max_bytes; ++e) {
+      // A partial checkpoint measures on the experts it has.
+      if (!checkpoint.has_expert_weights({static_cast<int32_t>(l), static_cast<int32_t>(e)})) {
+        continue;
+      }
       for (TensorRole role :
            {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
         const TensorLocation& t = checkpoint.tensor(role, l, e);

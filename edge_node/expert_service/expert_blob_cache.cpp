@@ -28,6 +28,37 @@ std::shared_ptr<const ExpertBlob> serialize_expert(const ExpertWeights& weights)
   return blob;
 }
 
+// Partial checkpoints: an expert this node has on disk but does not hold
+// can still be served, as stored -- when that is how this node holds it
+// (no --expert-type conversion), the bytes a peer's install() takes.
+Result<std::shared_ptr<const ExpertBlob>> ExpertBlobCache::read_from_disk(ExpertRef key) const {
+  const Checkpoint& checkpoint = store_.checkpoint();
+  if (!store_.check_key(key).is_ok() || !checkpoint.has_expert_weights(key) ||
+      !store_.holds_as_stored(key)) {
+    return not_found("expert " + std::to_string(key.expert) + " of layer " +
+                     std::to_string(key.layer) + " is neither resident nor on disk on this node");
+  }
+  auto blob = std::make_shared<ExpertBlob>();
+  blob->key = key;
+  blob->bytes.resize(store_.expert_bytes(key));
+  size_t at = 0;
+  for (TensorRole role :
+       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+    const TensorLocation& t = checkpoint.tensor(role, key.layer, key.expert);
+    DMOE_RETURN_IF_ERROR(checkpoint.read_tensor(t, blob->bytes.data() + at));
+    at += t.n_bytes;
+  }
+  Sha256 hasher;
+  hasher.update(blob->bytes);
+  blob->sha256 = hasher.finish();
+  // A file gone bad on this disk is not sent: the receiver would refuse it anyway.
+  if (const ExpertManifest* digests = checkpoint.expert_digests()) {
+    DMOE_RETURN_IF_ERROR(
+        digests->check(key, blob->sha256).with_context(checkpoint.expert_location(key)));
+  }
+  return std::shared_ptr<const ExpertBlob>(std::move(blob));
+}
+
 ExpertBlobCache::ExpertBlobCache(const ExpertStore& store, size_t max_entries)
     : store_(store), max_entries_(max_entries == 0 ? 1 : max_entries) {}
 
@@ -41,13 +72,13 @@ Result<std::shared_ptr<const ExpertBlob>> ExpertBlobCache::get(ExpertRef key) {
       }
     }
   }
-  std::shared_ptr<const ExpertWeights> weights = store_.get(key);
-  if (weights == nullptr) {
-    return not_found("expert " + std::to_string(key.expert) + " of layer " +
-                     std::to_string(key.layer) + " is not resident on this node");
+  // Serialise (or read) and hash outside the lock: a few MB, other workers keep going.
+  std::shared_ptr<const ExpertBlob> blob;
+  if (std::shared_ptr<const ExpertWeights> weights = store_.get(key)) {
+    blob = serialize_expert(*weights);
+  } else {
+    DMOE_ASSIGN_OR_RETURN(blob, read_from_disk(key));
   }
-  // Serialise and hash outside the lock: a few MB, other workers keep going.
-  std::shared_ptr<const ExpertBlob> blob = serialize_expert(*weights);
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.push_front(blob);
   while (entries_.size() > max_entries_) entries_.pop_back();

@@ -1,5 +1,7 @@
-// ExpertBlobCache: resident experts serialised for transfer to a peer that
-// lacks the model files (migration, DESIGN.md §5.6): the weight bytes as the
+// ExpertBlobCache: experts serialised for transfer to a peer that lacks the
+// model files (migration, DESIGN.md §5.6; weight gathering) -- resident ones,
+// or, with a partial checkpoint, ones this node has only on disk (read from
+// their files and checked against the digests first): the weight bytes as the
 // store holds them -- gate, up, down back to back in their held format
 // (quantized blocks for a GGUF model or --expert-type), exactly what
 // ExpertStore::install() takes -- and their SHA-256. A peer
@@ -34,10 +36,13 @@ class ExpertBlobCache {
  public:
   explicit ExpertBlobCache(const ExpertStore& store, size_t max_entries = 4);
 
-  // not_found when the expert is not resident here.
+  // not_found when the expert is neither resident here nor on this node's
+  // disk in the held format.
   Result<std::shared_ptr<const ExpertBlob>> get(ExpertRef key);
 
  private:
+  Result<std::shared_ptr<const ExpertBlob>> read_from_disk(ExpertRef key) const;
+
   const ExpertStore& store_;
   size_t max_entries_;
   std::mutex mutex_;

@@ -137,9 +137,8 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
         {"id", model.model_id},
         {"context_tokens", model.context_tokens},
         {"has_tokenizer", model.has_tokenizer},
-        {"chat_format", model.chat_format
-                            ? json(std::string(tokenizer::chat_format_name(*model.chat_format)))
-                            : json(nullptr)}};
+        {"chat_format", model.chat_template ? json(std::string(model.chat_template->format_name()))
+                                            : json(nullptr)}};
     stats["http_queue"] = {{"waiting", ctx.queue.n_waiting()},
                            {"running", ctx.queue.running()},
                            {"rejected", ctx.queue.n_rejected()},

@@ -11,7 +11,9 @@
 //   GET  /metrics             Prometheus text (http_metrics.h + the backend's)
 //   GET  /v1/stats            the node's counters as JSON, and "model": {"name",
 //                             "id", "context_tokens", "has_tokenizer",
-//                             "chat_format": "chatml" | "mistral_inst" | null}
+//                             "chat_format": the chat template's short name
+//                             ("chatml", "mistral_inst", "harmony", ...;
+//                             tokenizer/chat_template.h) or null}
 //   POST /v1/generate         generate_json.h (the node's own minimal API);
 //                             errors {"error": {"code", "message"}}
 //   GET  /v1/models[/ID]      OpenAI model list / one model
@@ -46,7 +48,7 @@
 
 #include "common/base/status.h"
 #include "common/http/prometheus_text.h"
-#include "common/tokenizer/chat_format.h"
+#include "common/tokenizer/chat_template.h"
 #include "edge_node/agent/prompt_runner.h"
 #include "edge_node/http/reasoning_splitter.h"
 
@@ -65,7 +67,7 @@ struct ServedModel {
   int64_t context_tokens = 0;
   int32_t vocab_size = 0;  // token ids are in [0, vocab_size)
   bool has_tokenizer = false;
-  std::optional<tokenizer::ChatFormat> chat_format;  // nullopt: no chat (base model)
+  std::shared_ptr<const tokenizer::ChatTemplate> chat_template;  // null: no chat (base model)
   // Set for models that think aloud between these markers: chat answers
   // carry the thinking as `reasoning_content` (reasoning_splitter.h).
   std::optional<ReasoningMarkers> reasoning;

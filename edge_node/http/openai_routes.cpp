@@ -153,13 +153,13 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
     if (!model.has_tokenizer) {
       return invalid_request("messages", "this model has no tokenizer.json", "no_tokenizer");
     }
-    if (!model.chat_format) {
+    if (!model.chat_template) {
       return invalid_request("messages",
                              "this model has no chat format (a base model: its tokenizer has no "
                              "chat template); use /v1/completions",
                              "no_chat_format");
     }
-    Result<std::string> chat = tokenizer::format_chat(*model.chat_format, r.messages, true);
+    Result<std::string> chat = model.chat_template->render(r.messages, true);
     if (!chat.is_ok()) return invalid_request("messages", chat.status().message());
     prompts = {PromptInput{std::move(*chat), std::nullopt}};
     add_special = false;  // the chat text already holds the special tokens

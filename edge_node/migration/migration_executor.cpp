@@ -112,40 +112,79 @@ Status MigrationExecutor::load_one(const Load& load, const HolderTable& target,
       return local;
     }
     if (options_.source == ExpertSource::kLocal) return local;
-    spdlog::warn("migration: cannot read {} from local files ({}); fetching it from a peer",
-                 key_name(key), local.message());
+    if (local.code() == StatusCode::kNotFound && checkpoint_.is_split()) {
+      spdlog::debug("migration: {} is not on this node's disk; fetching it from a peer",
+                    key_name(key));
+    } else {
+      spdlog::warn("migration: cannot read {} from local files ({}); fetching it from a peer",
+                   key_name(key), local.message());
+    }
   }
   // A converted expert (--expert-type) of a model with a manifest cannot be
   // verified from a peer's bytes: no fetch (install() refuses the same).
   if (Status installable = store_.check_installable(key); !installable.is_ok()) {
     return installable.with_context("local files: " + local.message());
   }
-  // Peers that hold it now (committed table) first, then those that will.
+  // Peers that hold it now (committed table) first, then those that will;
+  // on a partial checkpoint then every other peer: a node may have the
+  // expert's file on disk without holding it (it serves it from there).
   std::vector<PeerInfo> sources;
   const std::shared_ptr<const HolderTable> committed = table_.get();
+  auto add = [&](const PeerInfo& p) {
+    const bool seen = std::any_of(sources.begin(), sources.end(),
+                                  [&](const PeerInfo& s) { return s.node_id == p.node_id; });
+    if (!seen) sources.push_back(p);
+  };
   for (const HolderTable* t : {committed.get(), &target}) {
     for (int32_t h : t->remote_holders(key.layer, key.expert)) {
-      const PeerInfo& p = t->peers()[static_cast<size_t>(h)];
-      const bool seen = std::any_of(sources.begin(), sources.end(),
-                                    [&](const PeerInfo& s) { return s.node_id == p.node_id; });
-      if (!seen) sources.push_back(p);
+      add(t->peers()[static_cast<size_t>(h)]);
     }
   }
-  // With a manifest, a source whose bytes do not match it is skipped for
-  // the next one (install() checks the same again); the bytes fetched are
-  // as held, which check_installable() made the stored ones.
-  const ExpertManifest* manifest = checkpoint_.manifest();
-  Result<std::vector<uint8_t>> bytes = fetcher.fetch(key, store_.expert_bytes(key), sources,
-                                                     manifest ? manifest->find(key) : nullptr);
+  if (checkpoint_.is_split()) {
+    for (const PeerInfo& p : target.peers()) add(p);
+  }
+  // With digests (a manifest, or a split checkpoint's index), a source whose
+  // bytes do not match is skipped for the next one (install() checks the
+  // same again); the bytes fetched are as held, which check_installable()
+  // made the stored ones.
+  const ExpertManifest* digests = checkpoint_.expert_digests();
+  FetchStats stats;
+  Result<std::vector<uint8_t>> bytes = fetcher.fetch(
+      key, store_.expert_bytes(key), sources, digests ? digests->find(key) : nullptr, &stats);
   if (!bytes.is_ok()) {
     return bytes.status().with_context(options_.source == ExpertSource::kAuto
                                            ? "local files: " + local.message()
                                            : std::string("fetch"));
   }
+  if (stats.bytes_resumed > 0) {
+    spdlog::info("migration: {} resumed from {} after {} bytes from an earlier peer", key_name(key),
+                 stats.source, stats.bytes_resumed);
+  }
   DMOE_RETURN_IF_ERROR(store_.install(key, *bytes, load.device));
+  persist(key, *bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   ++status_.experts_fetched;
   return Status::ok();
+}
+
+// The local expert store (a split checkpoint's experts/): what was fetched
+// is kept, so a restart loads it from disk. A full disk is no failure of
+// the migration -- the expert is resident -- only a note and a counter.
+void MigrationExecutor::persist(ExpertRef key, const std::vector<uint8_t>& bytes) {
+  const ExpertFiles* files = checkpoint_.expert_files();
+  if (files == nullptr || !store_.holds_as_stored(key)) return;
+  const Status written = files->write(key, bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (written.is_ok()) {
+    ++status_.experts_stored;
+    return;
+  }
+  ++status_.store_failures;
+  if (status_.last_store_error.empty()) {
+    spdlog::warn("expert store: {} (serving goes on; later ones are counted, not logged)",
+                 written.message());
+  }
+  status_.last_store_error = written.message();
 }
 
 void MigrationExecutor::loader(uint64_t version, std::vector<Load> loads,

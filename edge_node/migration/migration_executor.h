@@ -7,8 +7,12 @@
 //               between devices of this node is reloaded there) -- in a background
 //               thread, throttled (load_throttle.h), from the local model
 //               files or -- when they cannot be read, or with
-//               source = kPeer -- fetched from a peer holding them
-//               (expert_fetcher.h, SHA-256 checked). Serving goes on with
+//               source = kPeer -- fetched from a peer holding them or
+//               having their files (expert_fetcher.h, SHA-256 checked,
+//               resumed on the next peer when one dies mid-way); a split
+//               checkpoint keeps what it fetched in its experts/ directory
+//               (its local expert store; a full disk is counted, not
+//               fatal). Serving goes on with
 //               the committed routing table meanwhile. When done it calls
 //               on_done(v, status): ok means "ready(v)".
 //   commit(v)   switches the routing table to v atomically, then evicts
@@ -71,7 +75,12 @@ struct MigrationStatus {
   uint64_t experts_loaded = 0;   // from local files
   uint64_t experts_fetched = 0;  // from peers
   uint64_t experts_evicted = 0;
+  // Fetched experts written to the local expert store (a split
+  // checkpoint's experts/), and writes that failed (a full disk).
+  uint64_t experts_stored = 0;
+  uint64_t store_failures = 0;
   std::string last_error;
+  std::string last_store_error;
 };
 
 class MigrationExecutor {
@@ -115,6 +124,7 @@ class MigrationExecutor {
   void loader(uint64_t version, std::vector<Load> loads, std::shared_ptr<const HolderTable> target,
               bool throttled, DoneCallback on_done);
   Status load_one(const Load& load, const HolderTable& target, ExpertFetcher& fetcher);
+  void persist(ExpertRef key, const std::vector<uint8_t>& bytes);
   void evict_except(const std::vector<ExpertRef>& keep);
 
   const Checkpoint& checkpoint_;

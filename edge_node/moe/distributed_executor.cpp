@@ -1,9 +1,12 @@
 #include "edge_node/moe/distributed_executor.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "common/net/poller.h"
 #include "common/proto/codec.h"
+#include "edge_node/moe/weight_gathering.h"
 #include "edge_node/remote/replica_chooser.h"
 #include "edge_node/remote/wire_tensor.h"
 #include "kernels/kernels.h"
@@ -116,6 +119,17 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   for (size_t i = 0; i < pieces_.size(); ++i) {
     if (pieces_[i].state == Piece::State::kPending) pending.push_back(i);
   }
+  first_dispatch_ = true;
+  if (!pending.empty()) dispatch(layer, x, n_tokens, hidden, *table, pending);
+  first_dispatch_ = false;
+  // Gathered experts join the local jobs; one whose weights could not be
+  // fetched is sent after all.
+  const size_t n_local_jobs = n_jobs;
+  n_jobs = gather(layer, *table, n_jobs);
+  pending.clear();
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    if (pieces_[i].state == Piece::State::kPending) pending.push_back(i);
+  }
   if (!pending.empty()) dispatch(layer, x, n_tokens, hidden, *table, pending);
   if (!options_.overlap) wait_for_calls(hidden);
 
@@ -123,9 +137,21 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
   if (n_jobs > 0) {
     const Clock::time_point start = Clock::now();
     computer_.run(std::span<const ExpertJob>(jobs_.data(), n_jobs), x, n_tokens, hidden, out);
-    log_.record_local_call(micros(Clock::now() - start));
+    const double us = micros(Clock::now() - start);
+    log_.record_local_call(us);
     record_device_compute(n_jobs);
+    uint64_t pairs = 0;
+    for (size_t j = 0; j < n_jobs; ++j) pairs += jobs_[j].tokens.size();
+    if (pairs > 0) {
+      const double per_pair = us / static_cast<double>(pairs);
+      local_us_per_pair_ = local_us_per_pair_ == 0.0
+                               ? per_pair
+                               : local_us_per_pair_ + 0.2 * (per_pair - local_us_per_pair_);
+    }
   }
+  // Gathered experts are computed here but not held here: offloaded, not local hits.
+  uint64_t n_gathered_pairs = 0;
+  for (size_t j = n_local_jobs; j < n_jobs; ++j) n_gathered_pairs += jobs_[j].tokens.size();
   pinned_.clear();
   wait_for_calls(hidden);
 
@@ -158,8 +184,8 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
     }
   }
 
-  uint64_t n_offloaded = 0;
-  Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, out, &n_offloaded);
+  uint64_t n_offloaded = n_gathered_pairs;
+  Status offloaded = compute_offloaded(layer, x, n_tokens, hidden, *table, out, &n_offloaded);
   log_.record_layer(layer, routing, n_local_pairs, n_offloaded);
   return offloaded;
 }
@@ -225,6 +251,10 @@ void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_t
   std::vector<std::vector<size_t>> by_peer(peers.size());
   for (size_t d = 0; d < demands.size(); ++d) {
     by_peer[static_cast<size_t>(choice[d])].push_back(demand_piece[d]);
+  }
+  if (first_dispatch_ && options_.weight_gathering && offload_ != nullptr &&
+      offload_->can_fetch()) {
+    choose_gathering(layer, n_tokens, bytes_per_token, table, &by_peer);
   }
   for (size_t p = 0; p < peers.size(); ++p) {
     if (by_peer[p].empty()) continue;
@@ -434,8 +464,119 @@ void DistributedMoeExecutor::wait_for_calls(int64_t hidden) {
   }
 }
 
+void DistributedMoeExecutor::choose_gathering(int64_t layer, int64_t n_tokens,
+                                              uint64_t bytes_per_token, const HolderTable& table,
+                                              std::vector<std::vector<size_t>>* by_peer) {
+  const std::vector<PeerInfo>& peers = table.peers();
+  GatherInputs in;
+  in.n_tokens = n_tokens;
+  in.bytes_per_token = bytes_per_token;
+  in.cache_room_bytes = offload_->capacity_bytes();
+  double remote_per_pair = 0.0;
+  int n_remote = 0;
+  for (size_t p = 0; p < peers.size(); ++p) {
+    GatherPeer g;
+    PeerLink* link = peers_.find(peers[p].node_id);
+    if (link != nullptr && link->endpoint() == peers[p].expert_endpoint) {
+      const PeerEstimate& e = link->estimate();
+      g.measured = e.bandwidth_samples() > 0;
+      g.overhead_us = e.overhead_us();
+      g.us_per_byte = e.us_per_byte();
+      g.remote_us_per_pair = e.us_per_pair();
+      if (g.measured) {
+        remote_per_pair += g.remote_us_per_pair;
+        ++n_remote;
+      }
+    }
+    in.peers.push_back(g);
+  }
+  // Until this node has computed experts itself, take the peers' pace.
+  in.local_us_per_pair = local_us_per_pair_ > 0.0 ? local_us_per_pair_
+                         : n_remote > 0           ? remote_per_pair / n_remote
+                                                  : 0.0;
+  std::vector<size_t> piece_of;
+  for (size_t p = 0; p < by_peer->size(); ++p) {
+    for (size_t i : (*by_peer)[p]) {
+      const Piece& piece = pieces_[i];
+      const ExpertRef key{static_cast<int32_t>(layer), piece.expert};
+      in.candidates.push_back({piece.expert, static_cast<int32_t>(p), piece.tokens,
+                               offload_->expert_bytes(key), offload_->contains(key)});
+      piece_of.push_back(i);
+    }
+  }
+  if (in.candidates.empty()) return;
+  const GatherChoice choice = plan_gathering(in);
+  for (size_t c = 0; c < in.candidates.size(); ++c) {
+    if (!choice.gather[c]) continue;
+    Piece& piece = pieces_[piece_of[c]];
+    piece.state = Piece::State::kGather;
+    piece.gather_peer = in.candidates[c].peer;
+    std::vector<size_t>& list = (*by_peer)[static_cast<size_t>(piece.gather_peer)];
+    list.erase(std::find(list.begin(), list.end(), piece_of[c]));
+  }
+  gathering_.activation_bytes_avoided.fetch_add(choice.activation_bytes_avoided,
+                                                std::memory_order_relaxed);
+  if (choice.weight_bytes > 0) {
+    spdlog::debug(
+        "weight gathering: layer {}: fetch {:.2f} MB instead of sending {:.2f} MB of "
+        "hidden states (estimated saving {:.1f} ms)",
+        layer, choice.weight_bytes / 1e6, choice.activation_bytes_avoided / 1e6,
+        choice.estimated_saving_us / 1e3);
+  }
+}
+
+size_t DistributedMoeExecutor::gather(int64_t layer, const HolderTable& table, size_t n_jobs) {
+  uint64_t fetched = 0, cached = 0, bytes = 0;
+  const Clock::time_point start = Clock::now();
+  for (Piece& piece : pieces_) {
+    if (piece.state != Piece::State::kGather) continue;
+    const ExpertRef key{static_cast<int32_t>(layer), piece.expert};
+    const bool was_cached = offload_->contains(key);
+    // The holder the call would have gone to, then the others.
+    std::vector<PeerInfo> sources = {table.peers()[static_cast<size_t>(piece.gather_peer)]};
+    for (int32_t h : table.remote_holders(layer, piece.expert)) {
+      if (h != piece.gather_peer) sources.push_back(table.peers()[static_cast<size_t>(h)]);
+    }
+    Result<std::shared_ptr<const ExpertWeights>> w = offload_->get_or_load(key, sources);
+    if (!w.is_ok()) {
+      spdlog::warn("weight gathering: layer {} expert {}: {}; sending its tokens instead", layer,
+                   piece.expert, w.status().message());
+      gathering_.fetch_failures.fetch_add(1, std::memory_order_relaxed);
+      piece.state = Piece::State::kPending;
+      continue;
+    }
+    if (was_cached) {
+      ++cached;
+    } else {
+      ++fetched;
+      bytes += (*w)->n_bytes;
+    }
+    if (jobs_.size() <= n_jobs) jobs_.emplace_back();
+    ExpertJob& job = jobs_[n_jobs++];
+    assign_expert(**w, &job);
+    job.tokens = piece.tokens;
+    job.weights = piece.weights;
+    pinned_.push_back(std::move(w).value());
+    piece.state = Piece::State::kGathered;
+  }
+  if (fetched + cached == 0) return n_jobs;
+  const double us = micros(Clock::now() - start);
+  gathering_.experts_fetched.fetch_add(fetched, std::memory_order_relaxed);
+  gathering_.experts_cached.fetch_add(cached, std::memory_order_relaxed);
+  gathering_.weight_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  gathering_.fetch_us.fetch_add(static_cast<uint64_t>(us), std::memory_order_relaxed);
+  if (fetched > 0) {
+    spdlog::info(
+        "weight gathering: layer {}: {} expert(s) fetched ({:.2f} MB in {:.1f} ms), {} "
+        "from the offload cache, computed here instead of sending their tokens",
+        layer, fetched, bytes / 1e6, us / 1e3, cached);
+  }
+  return n_jobs;
+}
+
 Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, int64_t n_tokens,
-                                                 int64_t hidden, float* out, uint64_t* n_pairs) {
+                                                 int64_t hidden, const HolderTable& table,
+                                                 float* out, uint64_t* n_pairs) {
   size_t n_jobs = 0;
   pinned_.clear();
   for (const Piece& piece : pieces_) {
@@ -444,7 +585,11 @@ Status DistributedMoeExecutor::compute_offloaded(int64_t layer, const float* x, 
     Status why = unavailable("no offload cache (--offload-cache 0)");
     std::shared_ptr<const ExpertWeights> w;
     if (offload_ != nullptr) {
-      Result<std::shared_ptr<const ExpertWeights>> loaded = offload_->get_or_load(key);
+      std::vector<PeerInfo> sources;
+      for (int32_t h : table.remote_holders(layer, piece.expert)) {
+        sources.push_back(table.peers()[static_cast<size_t>(h)]);
+      }
+      Result<std::shared_ptr<const ExpertWeights>> loaded = offload_->get_or_load(key, sources);
       if (loaded.is_ok()) {
         w = *loaded;
       } else {

@@ -26,7 +26,9 @@ void PeerEstimate::on_success(double round_trip_us, uint64_t bytes, uint64_t n_p
   if (bytes >= (64u << 10) && network_us > overhead_us_) {
     // Only large calls say anything about bandwidth.
     const double per_byte = (network_us - overhead_us_) / static_cast<double>(bytes);
-    us_per_byte_ += kAlpha * (std::max(per_byte, 1e-6) - us_per_byte_);
+    ++bandwidth_samples_;
+    const double alpha = std::max(kAlpha, 1.0 / (bandwidth_samples_ + 1));
+    us_per_byte_ += alpha * (std::max(per_byte, 1e-6) - us_per_byte_);
   }
   overhead_us_ = std::max(overhead_us_, 1.0);
 }

@@ -6,9 +6,10 @@
 //
 // Estimates are exponentially weighted moving averages seeded with a
 // loopback-like prior, so an unmeasured peer is neither shunned nor
-// preferred. Back-off doubles per consecutive failure (from 250 ms up to
-// 8 s) and ends at the first success. Time is passed in, so tests use a
-// fake clock. A value: not thread-safe (the executor's thread owns them).
+// preferred; the per-byte estimate averages its first samples evenly (the
+// prior weighs as one sample), so a slow link shows after a call or two. Back-off doubles per
+// consecutive failure (from 250 ms up to 8 s) and ends at the first success. Time is passed in, so
+// tests use a fake clock. A value: not thread-safe (the executor's thread owns them).
 #pragma once
 
 #include <chrono>
@@ -36,6 +37,8 @@ class PeerEstimate {
   double overhead_us() const { return overhead_us_; }
   double us_per_byte() const { return us_per_byte_; }
   double us_per_pair() const { return us_per_pair_; }
+  // Calls large enough to measure the bandwidth so far.
+  int bandwidth_samples() const { return bandwidth_samples_; }
 
  private:
   static constexpr double kAlpha = 0.2;
@@ -43,6 +46,7 @@ class PeerEstimate {
   double us_per_byte_ = 0.001;  // prior: 1 GB/s
   double us_per_pair_ = 200.0;  // prior: a small expert on one core
   int consecutive_failures_ = 0;
+  int bandwidth_samples_ = 0;
   Clock::time_point backoff_until_{};
 };
 

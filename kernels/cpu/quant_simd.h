@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/mxfp4_simd.h"
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/quant_format.h"
 
@@ -468,6 +469,8 @@ inline void dequantize_impl(WeightType type, const void* src, int64_t n_values, 
   const auto* bytes = static_cast<const uint8_t*>(src);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   switch (type) {
+    case WeightType::kMXFP4:
+      return dequantize_mxfp4_simd(src, n_values, dst);  // cpu/mxfp4_simd.h
     case WeightType::kQ8_0:
       for (int64_t b = 0; b < n_values / kQK; ++b) {
         const uint8_t* blk = bytes + b * 34;
@@ -563,6 +566,8 @@ void row_dot(WeightType type, const uint8_t* w, int64_t cols, const Tokens<T>& t
       return row_q8_0<Isa, T>(w, cols, tok, out);
     case WeightType::kQ4_0:
       return row_q4_0<Isa, T>(w, cols, tok, out);
+    case WeightType::kMXFP4:
+      return row_mxfp4<Isa, T>(w, cols, tok.x, out);  // cpu/mxfp4_simd.h
 #if defined(DMOE_QUANT_SIMD_ZMM)
     case WeightType::kQ4_K:
       return row_k_4_5_zmm<Isa, T, false>(w, cols, tok, out);

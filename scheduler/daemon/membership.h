@@ -41,6 +41,11 @@ struct Member {
   uint32_t requests_in_flight = 0;
   std::vector<ExpertRef> resident;  // as registered
   std::string expert_type;          // the precision it holds its experts in (Register)
+  // The experts whose weights it can serve from its disk (Register, 1.5):
+  // every one unless expert_files_partial; then the flat ids it listed.
+  bool expert_files_partial = false;
+  std::vector<bool> expert_files;  // [flat id], with expert_files_partial
+  bool experts_only = false;       // --role experts: no activations of its own
   const std::string& id() const { return record.node_id; }
 };
 

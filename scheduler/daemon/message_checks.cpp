@@ -102,6 +102,14 @@ Status check_register(const proto::Register& reg, const std::string& sender, con
                               num(reg.resident_devices[i]) + " of " + num(reg.devices.size()));
     }
   }
+  for (size_t i = 0; i < reg.expert_files.size(); ++i) {
+    const ExpertRef& r = reg.expert_files[i];
+    if (model.flat(r.layer, r.expert) < 0) {
+      return invalid_argument("Register.expert_files[" + std::to_string(i) + "]: layer " +
+                              num(r.layer) + " expert " + num(r.expert) +
+                              " is not an expert of the model");
+    }
+  }
   return Status::ok();
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 
+#include "scheduler/daemon/expert_sources.h"
 #include "scheduler/placement/policy.h"
 #include "scheduler/placement/validate.h"
 
@@ -164,10 +165,12 @@ Result<PlanProblem> build_problem(const ModelInfo& model, const PlanInputs& inpu
       const double cluster_total = history_total;
       const double target = history_total / n_with_history;
       int n_filled = 0;
-      for (std::vector<double>& counts : activations.counts) {
+      for (size_t n = 0; n < activations.counts.size(); ++n) {
+        std::vector<double>& counts = activations.counts[n];
         double total = 0.0;
         for (double c : counts) total += c;
-        if (total > 0) continue;
+        // An experts-only node (--role experts) serves no prompts of its own.
+        if (total > 0 || plan.placed[n]->experts_only) continue;
         for (int32_t x = 0; x < n_total; ++x) counts[x] = cluster[x] * target / cluster_total;
         ++n_filled;
       }
@@ -394,6 +397,13 @@ Result<Candidate> solve_candidate(const PlanProblem& plan, const ModelInfo& mode
   Candidate c;
   const auto t0 = std::chrono::steady_clock::now();
   DMOE_ASSIGN_OR_RETURN(c.placement, placement::solve(policy, plan.problem));
+  // Without statistics one spread of the experts is as good as another:
+  // take the one the nodes can load from their own disks.
+  if (plan.cold_start && policy == "uniform") {
+    if (const int swaps = prefer_expert_files(plan, &c.placement); swaps > 0) {
+      c.placement.method += "; " + std::to_string(swaps) + " swaps toward the nodes' expert files";
+    }
+  }
   const std::vector<std::string> staged = fit_migration_headroom(plan, model, &c.placement);
   if (!staged.empty()) {
     std::string nodes;

@@ -264,10 +264,24 @@ void SchedulerService::on_register(const std::string& routing_id, const proto::E
   }
   Member& member = membership_.attach(record, sorted_refs(reg.resident), routing_id, now, wall);
   member.expert_type = reg.expert_type.empty() ? model_.expert_type : reg.expert_type;
+  member.expert_files_partial = reg.expert_files_partial;
+  member.expert_files.clear();
+  if (reg.expert_files_partial) {
+    member.expert_files.assign(static_cast<size_t>(model_.index.n_total), false);
+    for (const ExpertRef& r : reg.expert_files) {
+      member.expert_files[static_cast<size_t>(model_.flat(r.layer, r.expert))] = true;
+    }
+  }
+  member.experts_only = reg.role == "experts";
   last_join_ms_ = now;
   ++counters_.registrations;
-  spdlog::info("node '{}' registered ({} device(s), serving version {}, endpoint {})", reg.node_id,
-               reg.devices.size(), reg.placement_version, reg.expert_endpoint);
+  spdlog::info("node '{}' registered ({} device(s), serving version {}, endpoint {}{}{})",
+               reg.node_id, reg.devices.size(), reg.placement_version, reg.expert_endpoint,
+               reg.expert_files_partial
+                   ? ", expert files: " + std::to_string(reg.expert_files.size()) + " of " +
+                         std::to_string(model_.index.n_total)
+                   : std::string(),
+               member.experts_only ? ", experts only" : "");
 
   proto::RegisterReply reply;
   reply.accepted = true;

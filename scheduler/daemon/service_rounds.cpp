@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/placement/placement_json.h"
+#include "scheduler/daemon/expert_sources.h"
 #include "scheduler/daemon/service.h"
 
 namespace dancemoe::scheduler {
@@ -188,6 +189,11 @@ store::DecisionRecord SchedulerService::run_round(const RoundRequest& request) {
   }
   Result<PlanProblem> plan = gather_problem();
   if (!plan.is_ok()) return finish(RoundOutcome::kError, plan.status().message());
+  // Partial checkpoints: a placement must be loadable from what exists.
+  if (Status sources = check_expert_sources(*plan, model_, committed_ ? &*committed_ : nullptr);
+      !sources.is_ok()) {
+    return finish(RoundOutcome::kError, sources.message());
+  }
   if (request.policy.empty()) d.policy = plan->policy;  // uniform on a cold start
   d.window_s = plan->problem.activations.window_s;
   d.n_nodes = static_cast<int64_t>(plan->placed.size() + plan->routing_only.size());

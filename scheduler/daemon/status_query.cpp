@@ -214,6 +214,11 @@ Result<ordered_json> StatusQuery::nodes() const {
                     {"http_endpoint", m.record.http_endpoint},
                     {"host_memory_bytes", m.record.host_memory_bytes},
                     {"expert_type", m.expert_type},
+                    {"role", m.experts_only ? "experts" : "full"},
+                    {"expert_files", m.expert_files_partial
+                                         ? ordered_json(std::count(m.expert_files.begin(),
+                                                                   m.expert_files.end(), true))
+                                         : ordered_json("all")},
                     {"devices", devices},
                     {"first_registered_ms", m.record.first_registered_ms},
                     {"last_registered_ms", m.record.last_registered_ms},

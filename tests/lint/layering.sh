@@ -6,6 +6,7 @@
 # common/proto includes the FlatBuffers-generated headers. Inside common the
 # folders are layered too, so what is on disk, what executes and where it
 # runs have no include cycle:
+#   base <- jinja (chat template interpreter) <- tokenizer;
 #   base <- {tensor, runtime, tokenizer} <- model (on disk) <- inference
 #   (what executes) <- backend (devices) <- assembly (the runtime built for a
 #   device list); model <- placement <- proto <- net; inference <- generation;
@@ -27,7 +28,8 @@ allowed_for() {
 allowed_in_common() {
   case "$1" in
     base) echo "" ;;
-    tensor | runtime | tokenizer | http) echo "base" ;;
+    tensor | runtime | jinja | http) echo "base" ;;
+    tokenizer) echo "base jinja" ;;
     model) echo "base tensor runtime tokenizer" ;;
     placement) echo "base model" ;;
     proto) echo "base tensor model placement" ;;

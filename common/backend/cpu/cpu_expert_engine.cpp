@@ -94,10 +94,20 @@ void CpuExpertEngine::gate_up_rows(const kernels::CpuKernels& k, const ExpertJob
   const ActivationsView xj = x.rows_from(row_offsets_[j], hidden);
   matmul_rows(k, job.gate, xj, n, gate_.data() + off, inter, r0, r1);
   matmul_rows(k, job.up, xj, n, up_.data() + off, inter, r0, r1);
+  const int64_t width = r1 - r0;
+  const ExpertFfn& ffn = job.ffn;
   for (int64_t t = 0; t < n; ++t) {
     const int64_t at = off + t * inter + r0;
-    k.swiglu(gate_.data() + at, up_.data() + at, r1 - r0, hidden_f32_.data() + at);
-    if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, r1 - r0, hidden_bf16_.data() + at);
+    // The biases join before the activation (gpt-oss adds them to gate_up).
+    if (ffn.gate_bias != nullptr) k.axpy(1.0f, ffn.gate_bias + r0, gate_.data() + at, width);
+    if (ffn.up_bias != nullptr) k.axpy(1.0f, ffn.up_bias + r0, up_.data() + at, width);
+    if (ffn.clamped) {
+      k.swiglu_clamped(gate_.data() + at, up_.data() + at, width, ffn.alpha, ffn.limit,
+                       hidden_f32_.data() + at);
+    } else {
+      k.swiglu(gate_.data() + at, up_.data() + at, width, hidden_f32_.data() + at);
+    }
+    if (bf16) k.f32_to_bf16(hidden_f32_.data() + at, width, hidden_bf16_.data() + at);
   }
 }
 
@@ -111,8 +121,13 @@ void CpuExpertEngine::down_rows(const kernels::CpuKernels& k, const ExpertJob& j
     hj.quantized[layout] = hidden_q_.data() + hidden_q_offsets_[j];
     hj.quantized_row_bytes[layout] = kernels::quantized_x_row_bytes(job.down.type, job.down.cols);
   }
-  matmul_rows(k, job.down, hj, static_cast<int64_t>(job.tokens.size()),
-              down_.data() + row_offsets_[j] * hidden, hidden, r0, r1);
+  const auto n = static_cast<int64_t>(job.tokens.size());
+  float* out = down_.data() + row_offsets_[j] * hidden;
+  matmul_rows(k, job.down, hj, n, out, hidden, r0, r1);
+  if (job.ffn.down_bias != nullptr) {
+    for (int64_t t = 0; t < n; ++t)
+      k.axpy(1.0f, job.ffn.down_bias + r0, out + t * hidden + r0, r1 - r0);
+  }
 }
 
 void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int64_t n_tokens,

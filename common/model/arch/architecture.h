@@ -57,5 +57,6 @@ const ArchitectureSpec& qwen2_moe_spec();
 const ArchitectureSpec& deepseek_v2_spec();
 const ArchitectureSpec& deepseek_v3_spec();
 const ArchitectureSpec& glm4_moe_spec();
+const ArchitectureSpec& gpt_oss_spec();
 
 }  // namespace dancemoe::arch

@@ -5,9 +5,9 @@
 namespace dancemoe::arch {
 
 std::span<const ArchitectureSpec> supported_architectures() {
-  static const std::array<ArchitectureSpec, 7> kSpecs = {
-      qwen3_moe_spec(),   mixtral_spec(),     olmoe_spec(),   qwen2_moe_spec(),
-      deepseek_v2_spec(), deepseek_v3_spec(), glm4_moe_spec()};
+  static const std::array<ArchitectureSpec, 8> kSpecs = {
+      qwen3_moe_spec(),   mixtral_spec(),     olmoe_spec(),    qwen2_moe_spec(),
+      deepseek_v2_spec(), deepseek_v3_spec(), glm4_moe_spec(), gpt_oss_spec()};
   return kSpecs;
 }
 

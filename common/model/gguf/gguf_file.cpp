@@ -496,6 +496,8 @@ std::optional<kernels::WeightType> runtime_type(uint32_t id) {
       return WeightType::kQ6_K;
     case 30:
       return WeightType::kBF16;
+    case 39:
+      return WeightType::kMXFP4;
     default:
       return std::nullopt;
   }
@@ -520,6 +522,8 @@ uint32_t ggml_type_id(kernels::WeightType type) {
       return 14;
     case WeightType::kBF16:
       return 30;
+    case WeightType::kMXFP4:
+      return 39;
   }
   return 0;
 }

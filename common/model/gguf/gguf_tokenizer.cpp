@@ -205,6 +205,21 @@ Result<TokenizerTexts> tokenizer_from_gguf(const File& file, std::string_view fi
   DMOE_ASSIGN_OR_RETURN(bool add_space_prefix, md.bool_or("tokenizer.ggml.add_space_prefix", spm));
   DMOE_ASSIGN_OR_RETURN(std::optional<std::string> chat_template,
                         md.string_or_none("tokenizer.chat_template"));
+  // Named templates (llama.cpp's convert writes HF's list form this way):
+  // `tokenizer.chat_templates` names them, `tokenizer.chat_template.NAME`
+  // holds each.
+  Json named_templates = Json::array();
+  if (file.find("tokenizer.chat_templates") != nullptr) {
+    DMOE_ASSIGN_OR_RETURN(const std::vector<std::string>* names,
+                          md.strings("tokenizer.chat_templates"));
+    for (const std::string& name : *names) {
+      if (name == "default") continue;
+      const std::string key = "tokenizer.chat_template." + name;
+      DMOE_ASSIGN_OR_RETURN(std::optional<std::string> source, md.string_or_none(key));
+      if (!source) return md.error(key, "missing (named in tokenizer.chat_templates)");
+      named_templates.push_back(Json{{"name", name}, {"template", *source}});
+    }
+  }
 
   auto type_of = [&](size_t id) { return types ? (*types)[id] : kTypeNormal; };
   Json vocab = Json::object();
@@ -317,7 +332,14 @@ Result<TokenizerTexts> tokenizer_from_gguf(const File& file, std::string_view fi
   Json config = Json::object();
   if (bos) config["bos_token"] = (*tokens)[static_cast<size_t>(*bos)];
   if (eos) config["eos_token"] = (*tokens)[static_cast<size_t>(*eos)];
-  if (chat_template) config["chat_template"] = *chat_template;
+  if (!named_templates.empty()) {
+    Json all = Json::array();
+    if (chat_template) all.push_back(Json{{"name", "default"}, {"template", *chat_template}});
+    for (Json& t : named_templates) all.push_back(std::move(t));
+    config["chat_template"] = std::move(all);
+  } else if (chat_template) {
+    config["chat_template"] = *chat_template;
+  }
   return TokenizerTexts{tok.dump(), config.dump()};
 }
 
@@ -473,6 +495,23 @@ Status tokenizer_to_gguf(std::string_view tokenizer_json, std::string_view token
   writer->set_bool("tokenizer.ggml.add_bos_token", adds_bos);
   if (config.contains("chat_template") && config["chat_template"].is_string()) {
     writer->set_string("tokenizer.chat_template", config["chat_template"].get<std::string>());
+  } else if (config.contains("chat_template") && config["chat_template"].is_array()) {
+    // HF's named templates, as llama.cpp writes them.
+    std::vector<std::string> names;
+    for (const Json& t : config["chat_template"]) {
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string() ||
+          !t.contains("template") || !t["template"].is_string()) {
+        return invalid_argument(src +
+                                ": tokenizer_config.json chat_template: expected a list of "
+                                "{\"name\", \"template\"} strings");
+      }
+      const std::string name = t["name"].get<std::string>();
+      const std::string text = t["template"].get<std::string>();
+      writer->set_string(
+          name == "default" ? "tokenizer.chat_template" : "tokenizer.chat_template." + name, text);
+      names.push_back(name);
+    }
+    writer->set_string_array("tokenizer.chat_templates", std::move(names));
   }
   return Status::ok();
 }

@@ -166,23 +166,65 @@ ordered_json glm4_moe(const Sizes& s, bool tied) {
   return c;
 }
 
+// gpt-oss's published layout (openai/gpt-oss-20b's config.json) at preset
+// size: biases on q/k/v/o, sinks, layer_types alternating sliding and full
+// attention, YaRN (factor 32, no truncation), the clamped SwiGLU, experts
+// as MXFP4 blocks + scales. The tiny preset's window (8) is shorter than the
+// golden prompt, so the sliding layers differ from the full ones.
+ordered_json gpt_oss(const std::string& preset, const Sizes& s, bool tied) {
+  ordered_json c = common_fields("GptOssForCausalLM", "gpt_oss", s, tied);
+  c["attention_bias"] = true;
+  c["attention_dropout"] = 0.0;
+  c["rms_norm_eps"] = 1e-5;
+  c["rope_theta"] = 150000.0;
+  c["rope_scaling"] = {{"beta_fast", 32.0},   {"beta_slow", 1.0},
+                       {"factor", 32.0},      {"original_max_position_embeddings", 4096},
+                       {"rope_type", "yarn"}, {"truncate", false}};
+  c["max_position_embeddings"] = 131072;
+  c["initial_context_length"] = 4096;
+  c["intermediate_size"] = preset == "tiny" ? 64 : s.moe_inter;
+  c["num_local_experts"] = s.experts;
+  c["num_experts_per_tok"] = s.top_k;
+  c["experts_per_token"] = s.top_k;
+  c["swiglu_limit"] = 7.0;
+  c["sliding_window"] = preset == "tiny" ? 8 : 128;
+  std::vector<std::string> types;
+  for (int64_t l = 0; l < s.layers; ++l) {
+    types.push_back(l % 2 == 0 ? "sliding_attention" : "full_attention");
+  }
+  c["layer_types"] = types;
+  c["router_aux_loss_coef"] = 0.9;
+  c["output_router_logits"] = false;
+  c["quantization_config"] = {
+      {"modules_to_not_convert",
+       {"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}},
+      {"quant_method", "mxfp4"}};
+  return c;
+}
+
 }  // namespace
 
 const std::vector<std::string>& synthetic_architectures() {
-  static const std::vector<std::string> kArchs = {
-      "qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "deepseek_v2", "deepseek_v3", "glm4_moe"};
+  static const std::vector<std::string> kArchs = {"qwen3_moe", "mixtral",     "olmoe",
+                                                  "qwen2_moe", "deepseek_v2", "deepseek_v3",
+                                                  "glm4_moe",  "gpt_oss"};
   return kArchs;
 }
 
-Result<ordered_json> synthetic_config(const std::string& arch, const std::string& preset, bool tied,
-                                      bool norm_topk_prob) {
+Result<ordered_json> synthetic_config(const std::string& arch_flag, const std::string& preset,
+                                      bool tied, bool norm_topk_prob) {
+  // The published family names are hyphenated ("gpt-oss"); model_type's are not.
+  std::string arch = arch_flag;
+  std::replace(arch.begin(), arch.end(), '-', '_');
   std::string names;
   bool known = false;
   for (const std::string& a : synthetic_architectures()) {
     names += (names.empty() ? "" : ", ") + a;
     known = known || a == arch;
   }
-  if (!known) return invalid_argument("unknown --arch '" + arch + "' (expected " + names + ")");
+  if (!known) {
+    return invalid_argument("unknown --arch '" + arch_flag + "' (expected " + names + ")");
+  }
   DMOE_ASSIGN_OR_RETURN(Sizes s, preset_sizes(preset));
   if (arch == "mixtral") return mixtral(preset, s, tied);
   // OLMoE and Qwen2-MoE publish norm_topk_prob false (make-model --set changes it).
@@ -191,6 +233,7 @@ Result<ordered_json> synthetic_config(const std::string& arch, const std::string
   if (arch == "deepseek_v2" || arch == "deepseek_v3")
     return deepseek(arch == "deepseek_v3", s, tied);
   if (arch == "glm4_moe") return glm4_moe(s, tied);
+  if (arch == "gpt_oss") return gpt_oss(preset, s, tied);
   return qwen3_moe(preset, s, tied, norm_topk_prob);
 }
 

@@ -20,7 +20,8 @@
 
 namespace dancemoe {
 
-// The --arch values, in order ("qwen3_moe", "mixtral", ...).
+// The --arch values, in order ("qwen3_moe", "mixtral", ...); synthetic_config
+// also takes them with '-' for '_' ("gpt-oss").
 const std::vector<std::string>& synthetic_architectures();
 
 // config.json without the tokenizer's ids (bos / eos) and vocab size, which

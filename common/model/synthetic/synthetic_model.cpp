@@ -7,11 +7,14 @@
 
 #include "common/base/file_util.h"
 #include "common/model/checkpoint.h"
+#include "common/model/published_mxfp4.h"
 #include "common/model/safetensors_writer.h"
 #include "common/model/synthetic/synthetic_configs.h"
 #include "common/tokenizer/synthetic_tokenizer.h"
 #include "common/tokenizer/tokenizer.h"
+#include "kernels/cpu/mxfp4_block.h"
 #include "kernels/cpu/numeric.h"
+#include "kernels/quantize.h"
 
 namespace dancemoe {
 namespace {
@@ -61,14 +64,19 @@ struct Init {
   float stddev;
 };
 
+// Value i of the stream `key`: uniform with init's standard deviation.
+float synthetic_value(uint64_t key, uint64_t i, Init init) {
+  const float half_width = init.stddev * std::sqrt(3.0f);
+  const uint64_t r = splitmix64(key + i);
+  const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // exact, [0, 1)
+  return init.center + (2.0f * u - 1.0f) * half_width;
+}
+
 void fill_tensor(const TensorSpec& spec, Init init, uint64_t seed, std::span<uint8_t> out) {
   const uint64_t key = splitmix64(seed ^ fnv1a(spec.name));
-  const float half_width = init.stddev * std::sqrt(3.0f);
   const uint64_t n = spec.n_elements();
   for (uint64_t i = 0; i < n; ++i) {
-    const uint64_t r = splitmix64(key + i);
-    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // exact, [0, 1)
-    const float value = init.center + (2.0f * u - 1.0f) * half_width;
+    const float value = synthetic_value(key, i, init);
     switch (spec.dtype) {
       case DType::kF32:
         std::memcpy(out.data() + 4 * i, &value, 4);
@@ -83,13 +91,49 @@ void fill_tensor(const TensorSpec& spec, Init init, uint64_t seed, std::span<uin
         std::memcpy(out.data() + 2 * i, &h, 2);
         break;
       }
+      case DType::kU8:  // stacked MXFP4 tensors are filled by fill_mxfp4
+        break;
     }
+  }
+}
+
+// gpt-oss's stacked MXFP4 tensors (ModelConfig::stacked_experts): the
+// values of matrix `source` ([rows, cols], every expert's rows one after the
+// other) quantized to MXFP4 row by row, written as published -- the blocks
+// or the scales tensor (common/model/published_mxfp4.h). Both tensors of a
+// matrix come from the same values.
+struct Mxfp4Part {
+  std::string source;  // names the values' stream
+  int64_t cols = 0;
+  bool scales = false;  // the scales tensor, else the blocks
+};
+
+void fill_mxfp4(const Mxfp4Part& part, Init init, uint64_t seed, std::span<uint8_t> out) {
+  const uint64_t key = splitmix64(seed ^ fnv1a(part.source));
+  const int64_t n_blocks = part.cols / kernels::kMxfp4Values;
+  const int64_t published_row =
+      part.scales ? n_blocks : n_blocks * static_cast<int64_t>(kPublishedMxfp4BlockBytes);
+  const int64_t rows = static_cast<int64_t>(out.size()) / published_row;
+  std::vector<float> values(static_cast<size_t>(part.cols));
+  std::vector<uint8_t> blocks(static_cast<size_t>(n_blocks * kernels::kMxfp4BlockBytes));
+  std::vector<uint8_t> codes(static_cast<size_t>(n_blocks * kPublishedMxfp4BlockBytes));
+  std::vector<uint8_t> scales(static_cast<size_t>(n_blocks));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < part.cols; ++c) {
+      values[static_cast<size_t>(c)] =
+          synthetic_value(key, static_cast<uint64_t>(r * part.cols + c), init);
+    }
+    kernels::quantize_rows(kernels::WeightType::kMXFP4, values.data(), 1, part.cols, blocks.data());
+    mxfp4_to_published(blocks.data(), n_blocks, codes.data(), scales.data());
+    const std::vector<uint8_t>& src = part.scales ? scales : codes;
+    std::memcpy(out.data() + r * published_row, src.data(), src.size());
   }
 }
 
 struct PlannedTensor {
   TensorSpec spec;
   Init init;
+  std::optional<Mxfp4Part> mxfp4;
 };
 
 // The initial values of a tensor of `role` and `shape`.
@@ -127,15 +171,50 @@ Init init_for(TensorRole role, const std::vector<int64_t>& shape, bool tied, int
   }
 }
 
+// gpt-oss's stacked expert tensors of one layer, as published.
+void plan_stacked_experts(const SyntheticModelSpec& s, const ModelConfig& c, int64_t layer,
+                          std::vector<PlannedTensor>* out) {
+  const StackedExpertNames& names = *c.stacked_experts;
+  const int64_t e = c.n_experts, inter = c.moe_intermediate_size, hidden = c.hidden_size;
+  const int64_t pb = kPublishedMxfp4BlockBytes;
+  const auto name = [&](const std::string& pattern) {
+    return tensor_name_from_pattern(pattern, layer);
+  };
+  // Weights ~ 1/sqrt(fan_in) as every projection; biases small.
+  const Init gate_up{0.0f, 1.0f / std::sqrt(static_cast<float>(hidden))};
+  const Init down{0.0f, 1.0f / std::sqrt(static_cast<float>(inter))};
+  const Init bias{0.0f, 0.05f};
+  const std::string gate_up_source = name(names.gate_up_blocks);
+  const std::string down_source = name(names.down_blocks);
+  out->push_back(
+      {TensorSpec{name(names.gate_up_blocks), DType::kU8, {e, 2 * inter, hidden / 32, pb}}, gate_up,
+       Mxfp4Part{gate_up_source, hidden, false}});
+  out->push_back({TensorSpec{name(names.gate_up_scales), DType::kU8, {e, 2 * inter, hidden / 32}},
+                  gate_up, Mxfp4Part{gate_up_source, hidden, true}});
+  out->push_back({TensorSpec{name(names.gate_up_bias), s.dtype, {e, 2 * inter}}, bias, {}});
+  out->push_back({TensorSpec{name(names.down_blocks), DType::kU8, {e, hidden, inter / 32, pb}},
+                  down, Mxfp4Part{down_source, inter, false}});
+  out->push_back({TensorSpec{name(names.down_scales), DType::kU8, {e, hidden, inter / 32}}, down,
+                  Mxfp4Part{down_source, inter, true}});
+  out->push_back({TensorSpec{name(names.down_bias), s.dtype, {e, hidden}}, bias, {}});
+}
+
 // Every tensor the config's blocks need, under its published name.
 std::vector<PlannedTensor> plan_tensors(const SyntheticModelSpec& s, const ModelConfig& c) {
   std::vector<PlannedTensor> out;
+  int64_t stacked_layer = -1;
   for (const RequiredTensor& req : required_tensors(c)) {
+    if (c.stacked_experts && is_expert_role(req.role)) {
+      if (req.layer != stacked_layer) plan_stacked_experts(s, c, req.layer, &out);
+      stacked_layer = req.layer;
+      continue;
+    }
     std::vector<int64_t> shape = c.expected_shape(req.role);
     const Init init = init_for(req.role, shape, c.tie_word_embeddings, c.hidden_size);
     out.push_back(
         {TensorSpec{c.tensor_name(req.role, req.layer, req.expert), s.dtype, std::move(shape)},
-         init});
+         init,
+         {}});
   }
   return out;
 }
@@ -266,7 +345,11 @@ Status write_synthetic_model(const SyntheticModelSpec& spec, const std::filesyst
     }
     auto fill = [&](size_t index, std::span<uint8_t> bytes) {
       const PlannedTensor& t = plan[shards[s][index]];
-      fill_tensor(t.spec, t.init, spec.seed, bytes);
+      if (t.mxfp4) {
+        fill_mxfp4(*t.mxfp4, t.init, spec.seed, bytes);
+      } else {
+        fill_tensor(t.spec, t.init, spec.seed, bytes);
+      }
       done += bytes.size();
       if (progress) progress(done, total);
     };

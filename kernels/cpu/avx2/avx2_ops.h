@@ -19,6 +19,8 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void softmax(float* x, int64_t n);
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
+void swiglu_clamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                    float* out);
 void attention(const AttentionArgs& args);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);

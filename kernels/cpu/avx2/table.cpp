@@ -22,6 +22,7 @@ const CpuKernels* avx2_table() {
     k.rope = avx2::rope;
     k.softmax = avx2::softmax;
     k.swiglu = avx2::swiglu;
+    k.swiglu_clamped = avx2::swiglu_clamped;
     k.attention = avx2::attention;
     k.dot = avx2::dot;
     k.axpy = avx2::axpy;

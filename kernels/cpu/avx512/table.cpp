@@ -19,6 +19,7 @@ CpuKernels make_avx512_table() {
   k.rope = avx512::rope;
   k.softmax = avx512::softmax;
   k.swiglu = avx512::swiglu;
+  k.swiglu_clamped = avx512::swiglu_clamped;
   k.attention = avx512::attention;
   k.dot = avx512::dot;
   k.axpy = avx512::axpy;

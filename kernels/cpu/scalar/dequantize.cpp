@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/scalar/mxfp4_ops.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
 
@@ -130,6 +131,8 @@ void dequantize_values(WeightType type, const void* src, int64_t n_values, float
       return dequantize_q5_k(bytes, n_blocks, dst);
     case WeightType::kQ6_K:
       return dequantize_q6_k(bytes, n_blocks, dst);
+    case WeightType::kMXFP4:
+      return dequantize_mxfp4(bytes, n_blocks, dst);  // cpu/scalar/mxfp4.cpp
     case WeightType::kF32:
     case WeightType::kF16:
     case WeightType::kBF16:

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/scalar/mxfp4_ops.h"
 #include "kernels/cpu/scalar/scalar_ops.h"
 #include "kernels/quant_format.h"
 
@@ -130,6 +131,8 @@ DotFn dot_for(WeightType type) {
       return dot_q5_k;
     case WeightType::kQ6_K:
       return dot_q6_k;
+    case WeightType::kMXFP4:
+      return dot_mxfp4;  // cpu/scalar/mxfp4.cpp
     default:
       return nullptr;
   }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/cpu/scalar/mxfp4_ops.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
 
@@ -346,6 +347,9 @@ void quantize_rows(WeightType type, const float* src, int64_t n_rows, int64_t co
         break;
       case WeightType::kQ6_K:
         quantize_q6_k(x, n_blocks, y);
+        break;
+      case WeightType::kMXFP4:
+        quantize_mxfp4(x, n_blocks, y);  // cpu/scalar/mxfp4.cpp
         break;
       case WeightType::kF32:
       case WeightType::kF16:

@@ -16,6 +16,8 @@ void softmax(float* x, int64_t n);
 // softmax over [x, sink] written back to x (the sink's share dropped).
 void softmax_with_sink(float* x, int64_t n, float sink);
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
+void swiglu_clamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                    float* out);
 void attention(const AttentionArgs& args);
 float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);

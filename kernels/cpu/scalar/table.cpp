@@ -16,6 +16,7 @@ const CpuKernels& table() {
     k.rope = rope;
     k.softmax = softmax;
     k.swiglu = swiglu;
+    k.swiglu_clamped = swiglu_clamped;
     k.attention = attention;
     k.dot = dot;
     k.axpy = axpy;

@@ -21,7 +21,7 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
       ->capture_default_str();
   cmd->add_option("--expert-type", flags->expert_type,
                   "hold the experts in this format, quantizing them at load: q8_0, q4_0, q4_K, "
-                  "q5_K, q6_K, bf16, f16 or f32 (default: as stored)");
+                  "q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored)");
   cmd->add_flag("--copy-weights", flags->copy_weights,
                 "copy a GGUF file's weights into memory instead of computing on its mapping");
 }
@@ -33,7 +33,7 @@ Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options) {
     kernels::WeightType type;
     if (!kernels::parse_weight_type(flags.expert_type, &type)) {
       return invalid_argument("--expert-type '" + flags.expert_type +
-                              "': expected q8_0, q4_0, q4_K, q5_K, q6_K, bf16, f16 or f32");
+                              "': expected q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4, bf16, f16 or f32");
     }
     options->expert_type = type;
   }

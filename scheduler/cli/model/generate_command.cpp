@@ -6,7 +6,7 @@
 
 #include "common/assembly/model_runtime.h"
 #include "common/generation/generator.h"
-#include "common/tokenizer/chat_format.h"
+#include "common/tokenizer/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
@@ -21,6 +21,7 @@ struct Options {
   std::string prompt;
   std::string system;
   bool chat = false;
+  std::string chat_kwargs;  // JSON object of extra chat template variables
   GenerationParams generation;
   int64_t seed = -1;
   std::string precision = "bf16";
@@ -30,16 +31,27 @@ struct Options {
 
 Result<std::string> prompt_text(const Options& o, const tokenizer::Tokenizer& tok) {
   if (!o.chat) return o.prompt;
-  std::optional<tokenizer::ChatFormat> format = tok.chat_format();
-  if (!format) {
+  std::string warning;
+  std::unique_ptr<tokenizer::ChatTemplate> chat =
+      tokenizer::ChatTemplate::for_tokenizer_or_builtin(tok, &warning);
+  if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  if (!chat) {
     return invalid_argument(
-        "--chat: the model's tokenizer names no supported chat format "
+        "--chat: the model has no chat template and its tokenizer names no built-in chat format "
         "(ChatML or [INST]); use a plain --prompt");
   }
-  std::vector<tokenizer::ChatMessage> messages;
-  if (!o.system.empty()) messages.push_back({"system", o.system});
-  messages.push_back({"user", o.prompt});
-  return tokenizer::format_chat(*format, messages, /*add_generation_prompt=*/true);
+  tokenizer::ChatRequest request;
+  if (!o.system.empty()) request.messages.push_back({{"role", "system"}, {"content", o.system}});
+  request.messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  if (!o.chat_kwargs.empty()) {
+    request.kwargs =
+        nlohmann::ordered_json::parse(o.chat_kwargs, nullptr, /*allow_exceptions=*/false);
+    if (!request.kwargs.is_object()) {
+      return invalid_argument(
+          "--chat-kwargs: expected a JSON object, e.g. '{\"enable_thinking\": false}'");
+    }
+  }
+  return chat->render(request);
 }
 
 int run(Options o) {
@@ -118,6 +130,10 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--prompt", o->prompt, "prompt text")->required();
   cmd->add_flag("--chat", o->chat, "wrap the prompt as a user turn in the model's chat format");
   cmd->add_option("--system", o->system, "system message (with --chat)");
+  cmd->add_option("--chat-kwargs", o->chat_kwargs,
+                  "extra chat template variables as a JSON object (with --chat), e.g. "
+                  "'{\"enable_thinking\": false}' (Qwen3) or '{\"reasoning_effort\": \"high\"}' "
+                  "(gpt-oss)");
   cmd->add_option("--max-tokens", o->generation.max_tokens, "tokens to generate at most")
       ->capture_default_str();
   cmd->add_option("--temperature", o->generation.sampling.temperature, "0 = greedy")

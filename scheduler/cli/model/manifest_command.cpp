@@ -14,6 +14,7 @@
 #include "common/model/expert_manifest.h"
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
+#include "scheduler/cli/model/model_group.h"
 #include "scheduler/cli/progress_bar.h"
 
 namespace dancemoe::cli {
@@ -36,8 +37,7 @@ int run_manifest(const std::string& model) {
 }
 
 void setup(CLI::App& root, int* exit_code) {
-  CLI::App* group = root.add_subcommand("model", "Model directory tools");
-  group->require_subcommand(1);
+  CLI::App* group = model_group(root);
   auto model = std::make_shared<std::string>();
   CLI::App* manifest = group->add_subcommand(
       "manifest", "Write the per-expert SHA-256 manifest nodes verify weights against");

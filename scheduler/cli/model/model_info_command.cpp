@@ -43,7 +43,8 @@ int run(const std::string& model_dir) {
   }
   nlohmann::ordered_json out = {
       {"model_id", (*ckpt)->model_id()},
-      {"format", (*ckpt)->is_gguf() ? "gguf" : "safetensors"},
+      {"format", (*ckpt)->is_split() ? ((*ckpt)->has_dense_weights() ? "split" : "headers")
+                                     : ((*ckpt)->is_gguf() ? "gguf" : "safetensors")},
       {"expert_type", std::string(kernels::weight_type_name((*ckpt)->expert_type()))},
       {"matrix_types", formats},
       {"architecture", c.hf_architecture},
@@ -56,6 +57,14 @@ int run(const std::string& model_dir) {
       {"total_bytes", (*ckpt)->total_bytes()},
       {"files", (*ckpt)->files().size()},
       {"tokenizer", (*ckpt)->tokenizer_source()}};
+  if ((*ckpt)->is_split()) {  // a partial checkpoint: the experts this copy has
+    int64_t on_disk = 0;
+    for (int32_t l = 0; l < c.n_layers; ++l) {
+      if (!c.layer_is_moe[static_cast<size_t>(l)]) continue;
+      for (int32_t e = 0; e < c.n_experts; ++e) on_disk += (*ckpt)->has_expert_weights({l, e});
+    }
+    out["expert_files"] = on_disk;
+  }
   std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }

@@ -1,5 +1,5 @@
 // Golden test: a tiny checkpoint of each family (and of each RoPE scaling
-// type, Mixtral's sliding window, DeepSeek-V2's grouped routing) against
+// type, Mixtral's sliding window, DeepSeek-V2's grouped routing, gpt-oss) against
 // logits from an independent PyTorch implementation
 // (tests/fixtures/golden/reference_forward.py), in f32 compute: full-prompt
 // forward, token-by-token decode and 32 greedy steps; and decoding with the
@@ -71,6 +71,9 @@ std::vector<Golden> goldens() {
                         {"routed_scaling_factor", "16.0"}}));
   out.push_back(golden("deepseek_v3_tiny", "deepseek_v3"));
   out.push_back(golden("glm4_moe_tiny", "glm4_moe"));
+  // Sinks, alternating sliding (window 8) and full layers, YaRN, the router
+  // bias, clamped SwiGLU experts with biases as published MXFP4 blocks.
+  out.push_back(golden("gpt_oss_tiny", "gpt_oss"));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <map>
 
+#include "common/model/checkpoint.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
@@ -33,7 +34,7 @@ TEST_CASE("synthetic model: the same seed writes the same bytes, another seed do
 }
 
 TEST_CASE("synthetic model: routing is not degenerate on the tiny presets") {
-  for (std::string arch : {"qwen3_moe", "mixtral"}) {
+  for (std::string arch : {"qwen3_moe", "mixtral", "gpt_oss"}) {
     CAPTURE(arch);
     testing::TempDir dir("routing");
     SyntheticModelSpec spec;
@@ -74,6 +75,17 @@ TEST_CASE("synthetic model: unknown presets and architectures are refused") {
   spec.arch = "gpt2";
   s = write_synthetic_model(spec, dir.path());
   CHECK(s.message().find("unknown --arch 'gpt2'") != std::string::npos);
+}
+
+TEST_CASE("synthetic model: --arch takes the published hyphenated name (gpt-oss)") {
+  testing::TempDir dir("gpt_oss_name");
+  SyntheticModelSpec spec;
+  spec.arch = "gpt-oss";
+  spec.write_tokenizer = false;
+  REQUIRE(write_synthetic_model(spec, dir.path()).is_ok());
+  auto ckpt = Checkpoint::open(dir.path());
+  REQUIRE(ckpt.is_ok());
+  CHECK((*ckpt)->config().hf_architecture == "GptOssForCausalLM");
 }
 
 }  // namespace dancemoe

@@ -32,6 +32,9 @@ std::vector<Body> one_of_each() {
   reg.migration_headroom_bytes = 4'000'000'000ull;
   reg.expert_type = "q4_K";
   reg.expert_layer_bytes = {1'327'104, 1'327'104, 1'900'544};
+  reg.expert_files_partial = true;
+  reg.expert_files = {{0, 1}, {3, 7}};
+  reg.role = "experts";
 
   ActivationReport report;
   report.window_start_ms = 1000;
@@ -186,6 +189,14 @@ TEST_CASE("proto: out-of-range fields name the field") {
   reg.node_id = std::string(5000, 'x');
   CHECK(decode(encode(wrap(reg))).status().message() ==
         "Register.node_id: 5000 bytes exceeds the limit of 4096");
+  Register role = std::get<Register>(one_of_each()[0]);
+  role.role = "dense";
+  CHECK(decode(encode(wrap(role))).status().message() ==
+        "Register.role: expected \"experts\" or empty, got \"dense\"");
+  Register files = std::get<Register>(one_of_each()[0]);
+  files.expert_files_partial = false;
+  CHECK(decode(encode(wrap(files))).status().message().find("expert_files_partial is false") !=
+        std::string::npos);
 }
 
 // Regressions found by the envelope fuzz target.

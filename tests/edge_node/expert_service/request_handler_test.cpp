@@ -4,6 +4,7 @@
 
 #include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/base/sha256.h"
+#include "common/model/split/split_writer.h"
 #include "common/runtime/thread_pool.h"
 #include "edge_node/remote/wire_tensor.h"
 #include "tests/edge_node/node_test_support.h"
@@ -186,8 +187,13 @@ TEST_CASE("expert request: weights are served in chunks with the SHA-256 of the 
   CHECK(std::memcmp(other.get({0, 2})->down.data, f.store.get({0, 2})->down.data,
                     f.store.get({0, 2})->n_bytes / 3) == 0);
 
-  e.body = proto::ExpertWeightsRequest{0, 7, 0, 100};  // not held
-  CHECK(f.error_of(f.handler->handle(e, {})).code() == StatusCode::kNotFound);
+  // Not held, but on this node's disk (the whole model): served from the file.
+  e.body = proto::ExpertWeightsRequest{0, 7, 0, 100};
+  const Reply from_disk = f.handler->handle(e, {});
+  const auto* first = std::get_if<proto::ExpertWeightsChunk>(&from_disk.envelope.body);
+  REQUIRE(first != nullptr);
+  CHECK(first->total_bytes == f.store.expert_bytes({0, 7}));
+  CHECK(f.model.checkpoint->expert_digests()->check({0, 7}, first->sha256).is_ok());
   e.body = proto::ExpertWeightsRequest{0, 2, 1u << 30, 100};
   CHECK(f.error_of(f.handler->handle(e, {})).message().find("past the expert") !=
         std::string::npos);
@@ -239,6 +245,21 @@ TEST_CASE("expert request: calls arriving together are computed together, each a
   }
   CHECK(f.error_of(together[3]).message().find("layer 99") != std::string::npos);
   CHECK(std::holds_alternative<proto::Error>(together[4].envelope.body));
+}
+
+TEST_CASE("expert request: weights neither held nor on disk (a partial checkpoint) are not_found") {
+  Fixture f;
+  dancemoe::testing::TempDir dir("handler-split");
+  REQUIRE(write_split(*f.model.checkpoint, dir.path() / "split").is_ok());
+  std::filesystem::remove(dir.path() / "split" / "experts" / ExpertFiles::file_name({0, 7}));
+  auto split = Checkpoint::open(dir.path() / "split");
+  REQUIRE(split.is_ok());
+  ExpertStore store(**split);
+  ExpertBlobCache blobs(store);
+  CHECK(blobs.get({0, 6}).is_ok());  // on disk, not resident: read from its file
+  const auto missing = blobs.get({0, 7});
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message().find("neither resident nor on disk") != std::string::npos);
 }
 
 }  // namespace dancemoe::node

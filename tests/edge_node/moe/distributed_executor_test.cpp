@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/backend/cpu/cpu_expert_engine.h"
+#include "common/model/split/split_writer.h"
 #include "common/net/zmq_transport.h"
 #include "common/runtime/thread_pool.h"
 #include "edge_node/expert_service/expert_service.h"
@@ -338,6 +339,98 @@ TEST_CASE("distributed executor: a result with NaN or Inf fails that call -- nev
   CHECK(answered.load() >= 1);
   CHECK(a.log.totals().remote_failures >= 1);
   CHECK(a.log.totals().offloaded > 0);
+}
+
+// Weight gathering: node a (a partial checkpoint: only its own experts'
+// files) computes a long prompt's remote experts itself with weights
+// fetched from the peer over a link measured slow, and the same result.
+TEST_CASE("distributed executor: a long prompt over a slow link gathers the weights, same output") {
+  testing::TinyModel model;
+  zmq::context_t context;
+  Peer b(model, context, kHigh);
+  dancemoe::testing::TempDir dir("gather");
+  REQUIRE(write_split(*model.checkpoint, dir.path()).is_ok());
+  for (int32_t l : model.moe_layers()) {
+    for (int32_t e = 4; e < 8; ++e) {
+      std::filesystem::remove(dir.path() / "experts" / ExpertFiles::file_name({l, e}));
+    }
+  }
+  auto split = Checkpoint::open(dir.path());
+  REQUIRE(split.is_ok());
+  const Checkpoint& ckpt = **split;
+  ExpertStore store(ckpt);
+  for (int32_t l : model.moe_layers()) {
+    for (int32_t e : {0, 1, 2}) REQUIRE(store.load({l, e}).is_ok());
+  }
+  ThreadPool pool(2);
+  ExpertComputer computer(std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32));
+  const std::vector<int32_t> mine = {0, 1, 2};
+  HolderTableHandle table(*HolderTable::build(
+      testing::make_placement(1, {{"a", "", mine}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
+      "a", model.config(), {"cpu"}));
+  PeerPool peers(context, PeerPoolOptions{});
+  ActivationLog log(model.config());
+  FetcherOptions fetch;
+  fetch.node_id = "a";
+  OffloadCache offload(ckpt, 1 << 20, std::make_unique<ExpertFetcher>(context, fetch));
+  DistributedExecutorOptions options;
+  options.node_id = "a";
+  options.wire_dtype = DType::kF32;
+  DistributedMoeExecutor executor(model.config(), store, computer, table, peers, &offload, log,
+                                  options);
+  const Case k = make_case(model, 512, 55);
+  const std::vector<float> want = reference(model, k.layer, k.x, k.h0, k.routing);
+
+  // An unmeasured link: the tokens are sent (and measure it).
+  std::vector<float> out = k.h0;
+  REQUIRE(executor
+              .run_layer(k.layer, k.x.data(), k.n_tokens, model.config().hidden_size, k.routing,
+                         out.data())
+              .is_ok());
+  CHECK(executor.gathering().experts_fetched.load() == 0);
+  CHECK(b.service->counters().calls.load() == 1);
+  // The link as a 20 MB/s one measures.
+  PeerLink* link = peers.find("b");
+  REQUIRE(link != nullptr);
+  for (int i = 0; i < 4; ++i) link->estimate().on_success(50'000.0 + 1000.0, 1'000'000, 10, 1000.0);
+  REQUIRE(link->estimate().us_per_byte() > 0.02);
+
+  out = k.h0;
+  REQUIRE(executor
+              .run_layer(k.layer, k.x.data(), k.n_tokens, model.config().hidden_size, k.routing,
+                         out.data())
+              .is_ok());
+  CHECK(max_rel_diff(out, want) < 1e-5f);
+  const uint64_t fetched = executor.gathering().experts_fetched.load();
+  CHECK(fetched >=
+        4);  // experts 4..7 of this layer; 3 too unless it is gathered from a's own files
+  CHECK(executor.gathering().weight_bytes.load() >= 4 * ckpt.expert_bytes(k.layer, 4));
+  CHECK(executor.gathering().activation_bytes_avoided.load() > 0);
+  CHECK(b.service->counters().calls.load() == 1);  // no call this time
+  CHECK(b.service->counters().chunks.load() >= 4);
+  CHECK(log.totals().offloaded > 0);
+
+  // Again: the weights are cached, nothing crosses the link.
+  const uint64_t chunks = b.service->counters().chunks.load();
+  out = k.h0;
+  REQUIRE(executor
+              .run_layer(k.layer, k.x.data(), k.n_tokens, model.config().hidden_size, k.routing,
+                         out.data())
+              .is_ok());
+  CHECK(max_rel_diff(out, want) < 1e-5f);
+  CHECK(executor.gathering().experts_cached.load() >= 4);
+  CHECK(b.service->counters().chunks.load() == chunks);
+  CHECK(b.service->counters().calls.load() == 1);
+
+  // Turned off, the tokens are sent again.
+  options.weight_gathering = false;
+  DistributedMoeExecutor off(model.config(), store, computer, table, peers, &offload, log, options);
+  out = k.h0;
+  REQUIRE(off.run_layer(k.layer, k.x.data(), k.n_tokens, model.config().hidden_size, k.routing,
+                        out.data())
+              .is_ok());
+  CHECK(off.gathering().experts_fetched.load() + off.gathering().experts_cached.load() == 0);
+  CHECK(b.service->counters().calls.load() == 2);
 }
 
 }  // namespace dancemoe::node
