@@ -87,66 +87,98 @@ void Sampler::adjust(std::span<float> logits) const {
   }
 }
 
+namespace {
+
+bool by_logit(const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+  return a.first != b.first ? a.first > b.first : a.second < b.second;
+}
+
+}  // namespace
+
+// Sorts candidates_ far enough that its first `n` are the n most likely in
+// order: top_p rarely needs far down a 150k vocabulary, and a full sort per
+// token was a tenth of a batched decode step, on the scheduler's one thread.
+void Sampler::sort_first(size_t n) {
+  n = std::min(n, candidates_.size());
+  if (n <= sorted_) return;
+  std::partial_sort(candidates_.begin() + static_cast<long>(sorted_),
+                    candidates_.begin() + static_cast<long>(n), candidates_.end(), by_logit);
+  sorted_ = n;
+}
+
 int32_t Sampler::sample(std::span<const float> logits) {
   const int32_t n = static_cast<int32_t>(logits.size());
   if (params_.temperature == 0.0f) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
   candidates_.clear();
+  sorted_ = 0;
   for (int32_t i = 0; i < n; ++i) {
     const float l = logits[static_cast<size_t>(i)];
     if (l != -INFINITY) candidates_.emplace_back(l, i);
   }
   if (candidates_.empty()) return 0;  // everything masked: the caller checked this
-  auto by_logit = [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < candidates_.size()) {
+    sort_first(static_cast<size_t>(params_.top_k));
+    candidates_.resize(static_cast<size_t>(params_.top_k));
+  }
+  // The most likely: the first of the sorted order.
+  const std::pair<float, int32_t> top =
+      sorted_ > 0 ? candidates_[0]
+                  : *std::min_element(candidates_.begin(), candidates_.end(), by_logit);
+  const float max_logit = top.first;
+  const float temperature = params_.temperature;
+  auto weight = [max_logit, temperature](float logit) {
+    return std::exp((logit - max_logit) / temperature);
   };
-  size_t keep = candidates_.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) {
-    keep = static_cast<size_t>(params_.top_k);
-    std::partial_sort(candidates_.begin(), candidates_.begin() + static_cast<long>(keep),
-                      candidates_.end(), by_logit);
-  } else {
-    std::sort(candidates_.begin(), candidates_.end(), by_logit);
-  }
-  candidates_.resize(keep);
-  const float max_logit = candidates_[0].first;
-  double total = 0.0;
-  for (auto& [value, id] : candidates_) {
-    value = std::exp((value - max_logit) / params_.temperature);
-    total += value;
-  }
+  // The most likely has weight 1 (exp(0)) and is always kept; min_p keeps
+  // the others whose weight is >= min_p.
   if (params_.min_p > 0.0f) {
-    // The most likely has weight 1 (exp(0)): keep weights >= min_p.
-    size_t cut = candidates_.size();
-    for (size_t i = 1; i < candidates_.size(); ++i) {
-      if (candidates_[i].first < params_.min_p) {
-        cut = i;
-        break;
-      }
+    const float min_p = params_.min_p;
+    if (sorted_ > 0) {  // all sorted (top_k): a prefix
+      size_t cut = 1;
+      while (cut < candidates_.size() && weight(candidates_[cut].first) >= min_p) ++cut;
+      candidates_.resize(cut);
+      sorted_ = cut;
+    } else {
+      candidates_.erase(
+          std::remove_if(candidates_.begin(), candidates_.end(),
+                         [&](const auto& c) { return c != top && weight(c.first) < min_p; }),
+          candidates_.end());
     }
-    candidates_.resize(cut);
-    total = 0.0;
-    for (const auto& c : candidates_) total += c.first;
   }
+  double total = 0.0;
+  for (const auto& c : candidates_) total += weight(c.first);
+  // top_p walks the candidates from the most likely, sorting more as it goes.
+  size_t chunk = 64;
+  auto ensure = [&](size_t i) {
+    if (i < sorted_) return;
+    sort_first(std::max(i + 1, sorted_ + chunk));
+    chunk *= 2;
+  };
   if (params_.top_p < 1.0f) {
     double cumulative = 0.0;
     size_t cut = candidates_.size();
     for (size_t i = 0; i < candidates_.size(); ++i) {
-      cumulative += candidates_[i].first / total;
+      ensure(i);
+      cumulative += weight(candidates_[i].first) / total;
       if (cumulative >= params_.top_p) {
         cut = i + 1;
         break;
       }
     }
     candidates_.resize(cut);
+    sorted_ = std::min(sorted_, cut);
     total = 0.0;
-    for (const auto& c : candidates_) total += c.first;
+    for (const auto& c : candidates_) total += weight(c.first);
   }
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
-  for (const auto& [weight, id] : candidates_) {
-    r -= weight;
+  // In the candidates' order: sorted where top_k or top_p needed it, else
+  // by token id (the draw's distribution does not depend on the order, and
+  // a nearly flat distribution would walk and sort most of the vocabulary).
+  for (const auto& [logit, id] : candidates_) {
+    r -= weight(logit);
     if (r <= 0.0) return id;
   }
   return candidates_.back().second;

@@ -57,11 +57,15 @@ class Sampler {
   int32_t sample(std::span<const float> logits);
 
  private:
+  // Sorts until candidates_' first n are the n most likely, in order.
+  void sort_first(size_t n);
+
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<int32_t> prompt_;                  // sorted, unique
   std::unordered_map<int32_t, int32_t> counts_;  // generated token -> times
   std::vector<std::pair<float, int32_t>> candidates_;
+  size_t sorted_ = 0;  // candidates_[0, sorted_) are the most likely, in order
 };
 
 }  // namespace dancemoe
