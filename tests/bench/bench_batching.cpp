@@ -5,7 +5,8 @@
 // then N clients (16) at once. Prints, over all rounds: generated tokens/s
 // and time to first token (p50) of each, their ratios (targets: aggregate
 // >= 4x one stream's, TTFT p50 <= 3x a lone request's), errors, and the
-// node's RSS after warm-up vs at the end of the concurrent phases (target:
+// node's RSS after warm-up vs at the end of the concurrent phases, less the
+// prefix cache's bytes (it fills to its budget by design; target: the rest
 // flat within 10 %).
 // Part 2, interleaved: a chat's second turn (its long history repeated)
 // on a node with the prefix cache and on one without (--prefix-cache 0).
@@ -13,7 +14,7 @@
 //
 //   build/release/tests/bench_batching [--preset small] [--rounds 3] [--lone 8]
 //       [--concurrent 20] [--clients 16] [--max-tokens 32] [--turns 5]
-//       [--history 900] [--threads 0]
+//       [--history 900] [--threads 0] [--prefix-cache SIZE (part 1's node)]
 //
 // --lone and --concurrent are seconds per round. Exit code 0 only with no
 // error.
@@ -222,6 +223,15 @@ bool start_node(const fs::path& model_dir, const fs::path& work, const std::stri
   return true;
 }
 
+// A gauge of the node's /metrics (0 when absent).
+double metric(int port, const std::string& name) {
+  httplib::Client client("127.0.0.1", port);
+  const auto res = client.Get("/metrics");
+  if (!res || res->status != 200) return 0;
+  const size_t at = res->body.find("\n" + name + " ");
+  return at == std::string::npos ? 0 : std::stod(res->body.substr(at + name.size() + 2));
+}
+
 struct Phase {
   std::vector<double> ttft;
   int64_t tokens = 0;
@@ -283,6 +293,7 @@ int main(int argc, char** argv) {
   int turns = 5;
   int history_words = 900;
   int threads = 0;
+  std::string part1_prefix_cache;  // the node's default unless given
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset = argv[i + 1];
@@ -294,6 +305,7 @@ int main(int argc, char** argv) {
     if (flag == "--turns") turns = std::stoi(argv[i + 1]);
     if (flag == "--history") history_words = std::stoi(argv[i + 1]);
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+    if (flag == "--prefix-cache") part1_prefix_cache = argv[i + 1];
   }
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
   fs::create_directories(work);
@@ -312,19 +324,26 @@ int main(int argc, char** argv) {
   // Part 1: one stream vs N streams, interleaved.
   {
     Node node;
-    if (!start_node(model_dir, work, "batching", {"--max-batch", std::to_string(n_clients)},
-                    threads, &node)) {
+    std::vector<std::string> flags = {"--max-batch", std::to_string(n_clients)};
+    if (!part1_prefix_cache.empty()) {
+      flags.insert(flags.end(), {"--prefix-cache", part1_prefix_cache});
+    }
+    if (!start_node(model_dir, work, "batching", flags, threads, &node)) {
       return 1;
     }
     Phase warm;
-    run_phase(node.port, n_clients, 3, max_tokens, 1, &warm);  // first pages, pools, sockets
+    // First pages, pools, sockets, every HTTP worker and allocator arena:
+    // one concurrent phase, so the growth measured after it is what stays.
+    run_phase(node.port, n_clients, concurrent_s, max_tokens, 1, &warm);
     const long rss_start = rss_kib(node.pid);
+    const double cache_start = metric(node.port, "dancemoe_node_prefix_cache_bytes");
     Phase lone, many;
     for (int r = 0; r < rounds; ++r) {
       run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, &lone);
       run_phase(node.port, n_clients, concurrent_s, max_tokens, 200000 + r * 100, &many);
     }
     const long rss_end = rss_kib(node.pid);
+    const double cache_end = metric(node.port, "dancemoe_node_prefix_cache_bytes");
     errors += static_cast<int>(lone.errors.size() + many.errors.size());
     for (size_t i = 0; i < std::min<size_t>(many.errors.size(), 5); ++i) {
       std::printf("  error: %s\n", many.errors[i].c_str());
@@ -333,9 +352,11 @@ int main(int argc, char** argv) {
     const double many_tps = static_cast<double>(many.tokens) / many.seconds;
     const double lone_ttft = quantile(lone.ttft, 0.5);
     const double many_ttft = quantile(many.ttft, 0.5);
-    const double growth =
-        rss_start > 0 ? static_cast<double>(rss_end - rss_start) / static_cast<double>(rss_start)
-                      : 0;
+    // The prefix cache fills up to its budget (--prefix-cache) by design;
+    // everything else must stay flat.
+    const double rest_start = static_cast<double>(rss_start) * 1024 - cache_start;
+    const double rest_end = static_cast<double>(rss_end) * 1024 - cache_end;
+    const double growth = rest_start > 0 ? (rest_end - rest_start) / rest_start : 0;
     std::printf("preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each\n",
                 preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens);
     std::printf("one stream:  %.1f tokens/s, TTFT p50 %.1f ms (%zu requests)\n", lone_tps,
@@ -347,10 +368,12 @@ int main(int argc, char** argv) {
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
         "(target <= 3x); errors %zu\n",
         many_tps / lone_tps, many_ttft / lone_ttft, lone.errors.size() + many.errors.size());
-    std::printf("node RSS after warm-up %.1f MiB, end %.1f MiB (%+.1f %%: %s) over %.0f s\n",
-                rss_start / 1024.0, rss_end / 1024.0, growth * 100,
-                std::abs(growth) <= 0.10 ? "flat within 10 %" : "NOT flat",
-                lone.seconds + many.seconds);
+    std::printf(
+        "node RSS after warm-up %.1f MiB, end %.1f MiB, of which the prefix cache %.1f -> %.1f "
+        "MiB (its budget); the rest %+.1f %%: %s, over %.0f s\n",
+        rss_start / 1024.0, rss_end / 1024.0, cache_start / 1048576.0, cache_end / 1048576.0,
+        growth * 100, std::abs(growth) <= 0.10 ? "flat within 10 %" : "NOT flat",
+        lone.seconds + many.seconds);
   }
 
   // Part 2: a chat's second turn, with and without the prefix cache.
