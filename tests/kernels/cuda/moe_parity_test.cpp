@@ -1,5 +1,6 @@
 // CUDA parity of the MoE ops: the router (softmax / top-k / renormalise in
-// both orders, top-k 1 to 8, ties) against common/inference/routing.cpp, and the
+// both orders, top-k 1 to 8, ties; sigmoid scores, choice bias, group-limited
+// choice, scaling) against common/inference/routing.cpp, and the
 // grouped expert FFN (grouping, gate/up with SwiGLU, down, weighted combine)
 // against the scalar CPU kernels, through the GEMV (decode) and tensor-core
 // GEMM (prefill) paths, with experts nobody chose, experts absent from the
@@ -72,6 +73,76 @@ TEST_CASE("cuda parity: router top-k and weights match the CPU routing, ties inc
   }
   CHECK(worst < 1e-6);
   MESSAGE("parity router: ids identical, max weight difference " << worst);
+}
+
+// DeepSeek-V2/V3, GLM-4.5 routing: sigmoid or softmax scores, the choice
+// bias, group-limited choice (both group scores), renormalisation with its
+// epsilon and routed_scaling_factor, against route_tokens.
+TEST_CASE("cuda parity: sigmoid, choice-biased and group-limited routing match the CPU") {
+  DMOE_REQUIRE_CUDA();
+  std::mt19937 rng(43);
+  struct Shape {
+    int64_t n_experts, top_k, n_group, topk_group;
+  };
+  const Shape shapes[] = {{8, 2, 1, 1},   {64, 6, 8, 3},  {64, 6, 1, 1},
+                          {256, 8, 8, 4}, {160, 6, 8, 3}, {16, 4, 4, 1}};
+  double worst = 0.0;
+  for (const Shape& shape : shapes) {
+    for (bool sigmoid : {false, true}) {
+      for (bool bias : {false, true}) {
+        for (bool top2 : {false, true}) {
+          for (bool norm : {false, true}) {
+            ModelConfig c;
+            c.n_experts = shape.n_experts;
+            c.n_experts_per_token = shape.top_k;
+            c.n_group = shape.n_group;
+            c.topk_group = shape.topk_group;
+            c.group_score = top2 ? GroupScore::kTop2Sum : GroupScore::kMax;
+            c.norm_topk_prob = norm;
+            c.topk_norm_epsilon = norm ? 1e-20f : 0.0f;
+            c.routed_scaling_factor = norm ? 2.5 : 1.0;
+            c.router_scoring = sigmoid ? RouterScoring::kSigmoid : RouterScoring::kSoftmaxThenTopK;
+            const int64_t n = 11;
+            const std::vector<float> logits = random_floats(rng, n * c.n_experts, -4.0f, 4.0f);
+            const std::vector<float> choice_bias = random_floats(rng, c.n_experts, -0.3f, 0.3f);
+            RoutingDecision want;
+            route_tokens(c, logits.data(), n, bias ? choice_bias.data() : nullptr, &want);
+
+            DeviceArray<float> d_logits(logits), d_bias(choice_bias),
+                d_w(n * c.n_experts_per_token);
+            DeviceArray<int32_t> d_ids(n * c.n_experts_per_token);
+            kc::RouterArgs a;
+            a.logits = d_logits.get();
+            a.n_tokens = n;
+            a.n_experts = c.n_experts;
+            a.top_k = c.n_experts_per_token;
+            a.order = sigmoid ? kc::RouterOrder::kSigmoid : kc::RouterOrder::kSoftmaxThenTopK;
+            a.norm_topk_prob = norm;
+            a.norm_epsilon = c.topk_norm_epsilon;
+            a.choice_bias = bias ? d_bias.get() : nullptr;
+            a.n_group = c.n_group;
+            a.topk_group = c.topk_group;
+            a.group_top2_sum = top2;
+            a.routed_scale = static_cast<float>(c.routed_scaling_factor);
+            a.ids = d_ids.get();
+            a.weights = d_w.get();
+            kc::router_topk(a, nullptr);
+            sync_and_check();
+            INFO("experts " << c.n_experts << " k " << c.n_experts_per_token << " groups "
+                            << c.n_group << "/" << c.topk_group << " sigmoid " << sigmoid
+                            << " bias " << bias << " top2 " << top2 << " norm " << norm);
+            REQUIRE(d_ids.download() == want.expert_ids);
+            const std::vector<float> got_w = d_w.download();
+            for (size_t i = 0; i < got_w.size(); ++i) {
+              worst = std::fmax(worst, std::fabs(got_w[i] - want.weights[i]));
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(worst < 1e-5);
+  MESSAGE("parity sigmoid / grouped router: ids identical, max weight difference " << worst);
 }
 
 struct MoeCase {
