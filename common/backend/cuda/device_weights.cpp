@@ -107,9 +107,54 @@ class Uploader {
 namespace {
 
 struct LayerOffsets {
-  uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
-  uint64_t gate, up, down, table;
+  uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm, sinks;
+  uint64_t router, router_bias, choice_bias;
+  uint64_t gate, up, down, table;  // dense MLP layers
+  uint64_t shared_gate, shared_up, shared_down, shared_table, shared_expert_gate;
 };
+
+// Where each of one layer's tensors goes (every offset the layer does not
+// use is left 0). The one place that decides what the device holds, for
+// lay_out_dense() and dense_bytes() alike.
+LayerOffsets lay_out_layer(const ModelConfig& c, bool is_moe, Layout& layout) {
+  LayerOffsets o{};
+  const int64_t H = c.hidden_size;
+  o.input_norm = layout.add(vector_bytes(H));
+  o.post_norm = layout.add(vector_bytes(H));
+  o.q = layout.add(matrix_bytes(c.q_dim(), H));
+  o.k = layout.add(matrix_bytes(c.kv_dim(), H));
+  o.v = layout.add(matrix_bytes(c.kv_dim(), H));
+  o.o = layout.add(matrix_bytes(H, c.q_dim()));
+  if (c.attention_bias) {
+    o.q_bias = layout.add(vector_bytes(c.q_dim()));
+    o.k_bias = layout.add(vector_bytes(c.kv_dim()));
+    o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+  }
+  if (c.attention_out_bias) o.o_bias = layout.add(vector_bytes(H));
+  if (c.qk_norm != QkNormKind::kNone) {
+    o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
+    o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
+  }
+  if (c.attention_sinks) o.sinks = layout.add(vector_bytes(c.n_heads));
+  if (is_moe) {
+    o.router = layout.add(matrix_bytes(c.n_experts, H));
+    if (c.router_bias) o.router_bias = layout.add(vector_bytes(c.n_experts));
+    if (c.router_choice_bias) o.choice_bias = layout.add(vector_bytes(c.n_experts));
+    if (c.shared_intermediate_size > 0) {
+      o.shared_gate = layout.add(matrix_bytes(c.shared_intermediate_size, H));
+      o.shared_up = layout.add(matrix_bytes(c.shared_intermediate_size, H));
+      o.shared_down = layout.add(matrix_bytes(H, c.shared_intermediate_size));
+      o.shared_table = layout.add(3 * sizeof(void*));
+      if (c.shared_expert_gate) o.shared_expert_gate = layout.add(matrix_bytes(1, H));
+    }
+  } else {
+    o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, H));
+    o.up = layout.add(matrix_bytes(c.dense_intermediate_size, H));
+    o.down = layout.add(matrix_bytes(H, c.dense_intermediate_size));
+    o.table = layout.add(3 * sizeof(void*));
+  }
+  return o;
+}
 
 }  // namespace
 
@@ -141,47 +186,46 @@ DeviceWeights::DenseLayout DeviceWeights::lay_out_dense(const ModelConfig& c,
   out.final_norm_at = layout.add(vector_bytes(c.hidden_size));
   vectors.emplace_back(dense.final_norm(), c.hidden_size, out.final_norm_at);
   out.offsets.resize(static_cast<size_t>(c.n_layers));
+  const int64_t H = c.hidden_size;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = dense.layer(l);
     const AttentionWeights& aw = lw.attention;
-    LayerOffsets& o = out.offsets[static_cast<size_t>(l)];
-    o.input_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.input_norm, c.hidden_size, o.input_norm);
-    o.post_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.post_attention_norm, c.hidden_size, o.post_norm);
-    o.q = layout.add(matrix_bytes(c.q_dim(), c.hidden_size));
+    const LayerOffsets o = lay_out_layer(c, lw.is_moe, layout);
+    out.offsets[static_cast<size_t>(l)] = o;
+    vectors.emplace_back(lw.input_norm, H, o.input_norm);
+    vectors.emplace_back(lw.post_attention_norm, H, o.post_norm);
     matrices.push_back({&aw.q, o.q});
-    o.k = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
     matrices.push_back({&aw.k, o.k});
-    o.v = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
     matrices.push_back({&aw.v, o.v});
-    o.o = layout.add(matrix_bytes(c.hidden_size, c.q_dim()));
     matrices.push_back({&aw.o, o.o});
     if (c.attention_bias) {
-      o.q_bias = layout.add(vector_bytes(c.q_dim()));
       vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
-      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
       vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
-      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
       vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
     }
+    if (c.attention_out_bias) vectors.emplace_back(aw.o_bias, H, o.o_bias);
     if (c.qk_norm != QkNormKind::kNone) {
-      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
       vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
-      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
       vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
     }
+    if (c.attention_sinks) vectors.emplace_back(aw.sinks, c.n_heads, o.sinks);
     if (lw.is_moe) {
-      o.router = layout.add(matrix_bytes(c.n_experts, c.hidden_size));
       matrices.push_back({&lw.router, o.router});
+      if (c.router_bias) vectors.emplace_back(lw.router_bias, c.n_experts, o.router_bias);
+      if (c.router_choice_bias) {
+        vectors.emplace_back(lw.router_choice_bias, c.n_experts, o.choice_bias);
+      }
+      if (c.shared_intermediate_size > 0) {
+        matrices.push_back({&lw.shared_gate, o.shared_gate});
+        matrices.push_back({&lw.shared_up, o.shared_up});
+        matrices.push_back({&lw.shared_down, o.shared_down});
+        if (c.shared_expert_gate)
+          matrices.push_back({&lw.shared_expert_gate, o.shared_expert_gate});
+      }
     } else {
-      o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
       matrices.push_back({&lw.dense_gate, o.gate});
-      o.up = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
       matrices.push_back({&lw.dense_up, o.up});
-      o.down = layout.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
       matrices.push_back({&lw.dense_down, o.down});
-      o.table = layout.add(3 * sizeof(void*));
     }
   }
 
@@ -194,29 +238,7 @@ uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
   if (!c.tie_word_embeddings) l.add(matrix_bytes(c.vocab_size, c.hidden_size));
   l.add(vector_bytes(c.hidden_size));
   for (int64_t layer = 0; layer < c.n_layers; ++layer) {
-    l.add(vector_bytes(c.hidden_size));
-    l.add(vector_bytes(c.hidden_size));
-    l.add(matrix_bytes(c.q_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.hidden_size, c.q_dim()));
-    if (c.attention_bias) {
-      l.add(vector_bytes(c.q_dim()));
-      l.add(vector_bytes(c.kv_dim()));
-      l.add(vector_bytes(c.kv_dim()));
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      l.add(vector_bytes(norm_width(c, true)));
-      l.add(vector_bytes(norm_width(c, false)));
-    }
-    if (c.layer_is_moe[static_cast<size_t>(layer)]) {
-      l.add(matrix_bytes(c.n_experts, c.hidden_size));
-    } else {
-      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      l.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
-      l.add(3 * sizeof(void*));
-    }
+    lay_out_layer(c, c.layer_is_moe[static_cast<size_t>(layer)], l);
   }
   return l.size();
 }
@@ -254,18 +276,41 @@ Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& la
       dl.attention.k_bias = reinterpret_cast<const float*>(at(o.k_bias));
       dl.attention.v_bias = reinterpret_cast<const float*>(at(o.v_bias));
     }
+    if (c.attention_out_bias) dl.attention.o_bias = reinterpret_cast<const float*>(at(o.o_bias));
     if (c.qk_norm != QkNormKind::kNone) {
       dl.attention.q_norm = reinterpret_cast<const float*>(at(o.q_norm));
       dl.attention.k_norm = reinterpret_cast<const float*>(at(o.k_norm));
     }
+    if (c.attention_sinks) dl.attention.sinks = reinterpret_cast<const float*>(at(o.sinks));
+    // A one-group pointer table of (gate, up, down) for the grouped kernels.
+    auto one_group_table = [&](uint64_t gate, uint64_t up, uint64_t down,
+                               uint64_t table_at) -> Result<const uint16_t* const*> {
+      const uint16_t* table[3] = {reinterpret_cast<const uint16_t*>(at(gate)),
+                                  reinterpret_cast<const uint16_t*>(at(up)),
+                                  reinterpret_cast<const uint16_t*>(at(down))};
+      DMOE_RETURN_IF_ERROR(dense_up.copy(at(table_at), table, sizeof table));
+      return reinterpret_cast<const uint16_t* const*>(at(table_at));
+    };
     if (lw.is_moe) {
       dl.router = reinterpret_cast<const uint16_t*>(at(o.router));
+      if (c.router_bias) dl.router_bias = reinterpret_cast<const float*>(at(o.router_bias));
+      if (c.router_choice_bias) {
+        dl.router_choice_bias = reinterpret_cast<const float*>(at(o.choice_bias));
+      }
+      if (c.shared_intermediate_size > 0) {
+        DMOE_ASSIGN_OR_RETURN(
+            const uint16_t* const* t,
+            one_group_table(o.shared_gate, o.shared_up, o.shared_down, o.shared_table));
+        dl.shared_gate = t;
+        dl.shared_up = t + 1;
+        dl.shared_down = t + 2;
+        if (c.shared_expert_gate) {
+          dl.shared_expert_gate = reinterpret_cast<const uint16_t*>(at(o.shared_expert_gate));
+        }
+      }
     } else {
-      const uint16_t* table[3] = {reinterpret_cast<const uint16_t*>(at(o.gate)),
-                                  reinterpret_cast<const uint16_t*>(at(o.up)),
-                                  reinterpret_cast<const uint16_t*>(at(o.down))};
-      DMOE_RETURN_IF_ERROR(dense_up.copy(at(o.table), table, sizeof table));
-      const auto* t = reinterpret_cast<const uint16_t* const*>(at(o.table));
+      DMOE_ASSIGN_OR_RETURN(const uint16_t* const* t,
+                            one_group_table(o.gate, o.up, o.down, o.table));
       dl.dense_gate = t;
       dl.dense_up = t + 1;
       dl.dense_down = t + 2;

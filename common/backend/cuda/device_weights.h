@@ -1,6 +1,7 @@
 // DeviceWeights: a model's weights on its GPUs, uploaded once at load.
-// The dense part (embeddings, attention, norms, routers, dense MLPs, LM
-// head) lives on one device; each expert on exactly one device (the
+// The dense part (embeddings, attention and its biases / sinks, norms,
+// routers and their biases, dense MLPs, shared experts, LM head) lives on
+// one device; each expert on exactly one device (the
 // placement's (node, device) choice). Matrices are bf16 on the device
 // whatever their dtype on disk (f16 / f32 are rounded once at upload: the
 // GPU kernels are bf16-weight kernels); norm weights and biases stay f32.
@@ -48,15 +49,25 @@ struct DeviceAttention {
   const float* q_bias = nullptr;
   const float* k_bias = nullptr;
   const float* v_bias = nullptr;
+  const float* o_bias = nullptr;  // [hidden] or null
   const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full)
   const float* k_norm = nullptr;
+  const float* sinks = nullptr;  // [n_heads] or null
 };
 
 struct DeviceLayer {
   const float* input_norm = nullptr;
   const float* post_attention_norm = nullptr;
   DeviceAttention attention;
-  const uint16_t* router = nullptr;  // [n_experts, hidden] (MoE layers)
+  const uint16_t* router = nullptr;           // [n_experts, hidden] (MoE layers)
+  const float* router_bias = nullptr;         // [n_experts] or null
+  const float* router_choice_bias = nullptr;  // [n_experts] or null
+  // The shared expert of MoE layers (null: none) as a one-group table, and
+  // its sigmoid gate [1, hidden] (null: none).
+  const uint16_t* const* shared_gate = nullptr;
+  const uint16_t* const* shared_up = nullptr;
+  const uint16_t* const* shared_down = nullptr;
+  const uint16_t* shared_expert_gate = nullptr;
   // Dense MLP layers as one-group tables for the grouped expert kernels.
   const uint16_t* const* dense_gate = nullptr;
   const uint16_t* const* dense_up = nullptr;
