@@ -59,8 +59,6 @@ std::string missing_cuda_blocks(const ModelConfig& c) {
     if (used) missing += std::string(missing.empty() ? "" : ", ") + block;
   };
   need(c.attention == AttentionKind::kLatent, "multi-head latent attention (MLA)");
-  need(c.expert_activation != ExpertActivation::kSwiGLU || c.expert_bias,
-       "clamped SwiGLU experts with biases");
   return missing;
 }
 

@@ -437,7 +437,8 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
 
 void CudaForward::run_expert_groups(const uint16_t* const* gate, const uint16_t* const* up,
                                     const uint16_t* const* down, int64_t n_groups, int64_t inter,
-                                    const int32_t* ids, const float* weights, int64_t top_k) {
+                                    const int32_t* ids, const float* weights, int64_t top_k,
+                                    int64_t routed_layer) {
   const kc::Stream s = device_->stream();
   // One decode token: its experts are distinct, so the router's output is
   // used as it is (no grouping launch).
@@ -475,6 +476,14 @@ void CudaForward::run_expert_groups(const uint16_t* const* gate, const uint16_t*
   f.direct = direct;
   f.direct_ids = ids;
   f.direct_top_k = top_k;
+  if (routed_layer >= 0) {
+    f.gate_bias = weights_->gate_bias_table(device_index_, routed_layer);
+    f.up_bias = weights_->up_bias_table(device_index_, routed_layer);
+    f.down_bias = weights_->down_bias_table(device_index_, routed_layer);
+    f.clamped = config_.expert_activation == ExpertActivation::kClampedSwiGLU;
+    f.alpha = config_.swiglu_alpha;
+    f.limit = config_.swiglu_limit;
+  }
   f.x = buf_->xn_b;
   f.x_stride = config_.hidden_size;
   f.h = buf_->inter;
@@ -544,7 +553,7 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
     run_expert_groups(weights_->gate_table(device_index_, layer),
                       weights_->up_table(device_index_, layer),
                       weights_->down_table(device_index_, layer), E, config_.moe_intermediate_size,
-                      buf_->r_ids, buf_->r_weights, K);
+                      buf_->r_ids, buf_->r_weights, K, layer);
     if (observer || capturing_) {
       cudaMemcpyAsync(buf_->h_route_ids + slot, buf_->r_ids, static_cast<size_t>(P) * 4,
                       cudaMemcpyDeviceToHost, s);

@@ -244,7 +244,9 @@ uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
 }
 
 uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
-  return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
+  const uint64_t biases =
+      c.expert_bias ? align_up(vector_bytes(2 * c.moe_intermediate_size + c.hidden_size)) : 0;
+  return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size)) + biases;
 }
 
 Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& layout,
@@ -330,10 +332,14 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
   const ModelConfig& c = *plan.config;
   const int n_devices = static_cast<int>(plan.devices.size());
   slot_bytes_ = expert_bytes(c);
-  const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
-                               static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
-                               sizeof(void*);
+  matrix_part_bytes_ = align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
+  expert_bias_ = c.expert_bias;
+  const uint64_t one_table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
+                                   static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
+                                   sizeof(void*);
+  const uint64_t table_bytes = one_table_bytes * (expert_bias_ ? 2 : 1);
   tables_.resize(static_cast<size_t>(n_devices));
+  bias_tables_.assign(static_cast<size_t>(n_devices), nullptr);
   slots_.resize(static_cast<size_t>(n_devices));
   experts_on_.assign(static_cast<size_t>(n_devices), 0);
   const int64_t E = std::max<int64_t>(c.n_experts, 1);
@@ -353,6 +359,11 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
     slots.table.assign(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
     uint8_t* table_dst = slots.base + static_cast<uint64_t>(slots.capacity) * slot_bytes_;
     tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    if (expert_bias_) {
+      slots.bias_table.assign(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
+      bias_tables_[static_cast<size_t>(d)] =
+          reinterpret_cast<const float* const*>(table_dst + one_table_bytes);
+    }
     memory_.push_back(std::move(mem));
     Uploader up(dev, total_bytes, plan.progress);
     for (size_t j = 0; j < mine.size(); ++j) {
@@ -366,10 +377,7 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
       held.slot = static_cast<int64_t>(j);
       held.key = key;
       DMOE_RETURN_IF_ERROR(write_slot(*ew, d, held.slot, up, &held.on));
-      const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
-      slots.table[row + static_cast<size_t>(key.expert)] = held.on.gate;
-      slots.table[row + static_cast<size_t>(E + key.expert)] = held.on.up;
-      slots.table[row + static_cast<size_t>(2 * E + key.expert)] = held.on.down;
+      set_table_entries(slots, key, &held.on);
       held.host = std::move(ew);
       by_host_gate_[held.host->gate.data] = std::move(held);
     }
@@ -378,21 +386,42 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
     }
     DMOE_RETURN_IF_ERROR(
         up.copy(table_dst, slots.table.data(), slots.table.size() * sizeof(void*)));
+    if (expert_bias_) {
+      DMOE_RETURN_IF_ERROR(up.copy(table_dst + one_table_bytes, slots.bias_table.data(),
+                                   slots.bias_table.size() * sizeof(void*)));
+    }
     experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
   }
   return Status::ok();
 }
 
-// Copies one expert's three matrices (bf16 on the device) into `slot` of
-// device `device_index`; `on` receives where they went.
+// Copies one expert's three matrices (bf16 on the device) and, with expert
+// biases, its [gate, up, down] biases (f32, after the matrices) into `slot`
+// of device `device_index`; `on` receives where they went.
 Status DeviceWeights::write_slot(const ExpertWeights& host, int device_index, int64_t slot,
                                  Uploader& up, ExpertOnDevice* on) const {
   uint8_t* dst =
       slots_[static_cast<size_t>(device_index)].base + static_cast<uint64_t>(slot) * slot_bytes_;
-  const uint64_t part = slot_bytes_ / 3;
+  const uint64_t part = matrix_part_bytes_;
   DMOE_RETURN_IF_ERROR(up.matrix(host.gate, dst));
   DMOE_RETURN_IF_ERROR(up.matrix(host.up, dst + part));
   DMOE_RETURN_IF_ERROR(up.matrix(host.down, dst + 2 * part));
+  if (expert_bias_) {
+    const int64_t inter = host.gate.rows, hidden = host.down.rows;
+    if (host.ffn.gate_bias == nullptr || host.ffn.up_bias == nullptr ||
+        host.ffn.down_bias == nullptr) {
+      return failed_precondition("expert " + std::to_string(host.key.expert) + " of layer " +
+                                 std::to_string(host.key.layer) +
+                                 " has no biases, which the model's experts need");
+    }
+    auto* biases = reinterpret_cast<float*>(dst + 3 * part);
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.gate_bias, inter, biases));
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.up_bias, inter, biases + inter));
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.down_bias, hidden, biases + 2 * inter));
+    on->gate_bias = biases;
+    on->up_bias = biases + inter;
+    on->down_bias = biases + 2 * inter;
+  }
   on->device_index = device_index;
   on->gate = reinterpret_cast<const uint16_t*>(dst);
   on->up = reinterpret_cast<const uint16_t*>(dst + part);
@@ -403,8 +432,23 @@ Status DeviceWeights::write_slot(const ExpertWeights& host, int device_index, in
   return Status::ok();
 }
 
-// Copies the three table entries of `key` on device `device_index` from
-// the host copy of the tables to the device.
+// Points the host copy of a device's tables at `on` for `key` (null: clears).
+void DeviceWeights::set_table_entries(Slots& slots, ExpertRef key, const ExpertOnDevice* on) const {
+  const int64_t E = std::max<int64_t>(n_experts_, 1);
+  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
+  const auto at = [&](int64_t part) { return row + static_cast<size_t>(part * E + key.expert); };
+  slots.table[at(0)] = on ? on->gate : nullptr;
+  slots.table[at(1)] = on ? on->up : nullptr;
+  slots.table[at(2)] = on ? on->down : nullptr;
+  if (!expert_bias_) return;
+  slots.bias_table[at(0)] = on ? on->gate_bias : nullptr;
+  slots.bias_table[at(1)] = on ? on->up_bias : nullptr;
+  slots.bias_table[at(2)] = on ? on->down_bias : nullptr;
+}
+
+// Copies the three table entries of `key` on device `device_index` (and
+// its three bias-table entries) from the host copy of the tables to the
+// device.
 Status DeviceWeights::write_table_entries(int device_index, ExpertRef key) const {
   const Slots& slots = slots_[static_cast<size_t>(device_index)];
   const CudaDevice& dev = *devices_[static_cast<size_t>(device_index)];
@@ -416,6 +460,10 @@ Status DeviceWeights::write_table_entries(int device_index, ExpertRef key) const
   for (int64_t part = 0; part < 3; ++part) {
     const size_t at = row + static_cast<size_t>(part * E + key.expert);
     DMOE_RETURN_IF_ERROR(up.copy(table + at, &slots.table[at], sizeof(void*)));
+    if (expert_bias_) {
+      auto* bias_table = const_cast<const float**>(bias_tables_[static_cast<size_t>(device_index)]);
+      DMOE_RETURN_IF_ERROR(up.copy(bias_table + at, &slots.bias_table[at], sizeof(void*)));
+    }
   }
   return Status::ok();
 }
@@ -453,11 +501,7 @@ Status DeviceWeights::install(const std::shared_ptr<const ExpertWeights>& host,
   const LoadProgress no_progress;
   Uploader up(dev, 0, no_progress);
   DMOE_RETURN_IF_ERROR(write_slot(*host, device_index, held.slot, up, &held.on));
-  const int64_t E = std::max<int64_t>(n_experts_, 1);
-  const size_t row = static_cast<size_t>(held.key.layer) * 3 * static_cast<size_t>(E);
-  slots.table[row + static_cast<size_t>(held.key.expert)] = held.on.gate;
-  slots.table[row + static_cast<size_t>(E + held.key.expert)] = held.on.up;
-  slots.table[row + static_cast<size_t>(2 * E + held.key.expert)] = held.on.down;
+  set_table_entries(slots, held.key, &held.on);
   DMOE_RETURN_IF_ERROR(write_table_entries(device_index, held.key));
   slots.free.pop_back();
   held.host = host;
@@ -473,11 +517,7 @@ void DeviceWeights::release(const ExpertWeights& host) const {
   const int d = it->second.on.device_index;
   Slots& slots = slots_[static_cast<size_t>(d)];
   const ExpertRef key = it->second.key;
-  const int64_t E = std::max<int64_t>(n_experts_, 1);
-  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
-  for (int64_t part = 0; part < 3; ++part) {
-    slots.table[row + static_cast<size_t>(part * E + key.expert)] = nullptr;
-  }
+  set_table_entries(slots, key, nullptr);
   // A table entry left pointing at the slot is harmless until it is reused,
   // and reuse waits for the device; still, clear it so the fused path (a
   // device holding every expert) never sees a stale expert.
@@ -540,6 +580,22 @@ int64_t DeviceWeights::expert_slots(int device_index) const {
 const ExpertOnDevice* DeviceWeights::find_expert(const void* host_gate) const {
   const auto it = by_host_gate_.find(host_gate);
   return it == by_host_gate_.end() ? nullptr : &it->second.on;
+}
+
+const float* const* DeviceWeights::gate_bias_table(int device_index, int64_t layer) const {
+  const float* const* t =
+      bias_tables_.empty() ? nullptr : bias_tables_[static_cast<size_t>(device_index)];
+  return t == nullptr ? nullptr : t + layer * 3 * std::max<int64_t>(n_experts_, 1);
+}
+
+const float* const* DeviceWeights::up_bias_table(int device_index, int64_t layer) const {
+  const float* const* t = gate_bias_table(device_index, layer);
+  return t == nullptr ? nullptr : t + std::max<int64_t>(n_experts_, 1);
+}
+
+const float* const* DeviceWeights::down_bias_table(int device_index, int64_t layer) const {
+  const float* const* t = gate_bias_table(device_index, layer);
+  return t == nullptr ? nullptr : t + 2 * std::max<int64_t>(n_experts_, 1);
 }
 
 }  // namespace dancemoe::backend::cuda

@@ -79,6 +79,10 @@ struct ExpertOnDevice {
   const uint16_t* gate = nullptr;
   const uint16_t* up = nullptr;
   const uint16_t* down = nullptr;
+  // gpt-oss's expert biases (null for plain experts).
+  const float* gate_bias = nullptr;  // [inter]
+  const float* up_bias = nullptr;    // [inter]
+  const float* down_bias = nullptr;  // [hidden]
   int64_t inter = 0;
   const void* host_up = nullptr;  // to check a job's views belong together
   const void* host_down = nullptr;
@@ -120,6 +124,11 @@ class DeviceWeights {
   const uint16_t* const* gate_table(int device_index, int64_t layer) const;
   const uint16_t* const* up_table(int device_index, int64_t layer) const;
   const uint16_t* const* down_table(int device_index, int64_t layer) const;
+  // Device pointer tables [n_experts] of the experts' biases (gpt-oss's
+  // expert_bias); null when the model's experts have none.
+  const float* const* gate_bias_table(int device_index, int64_t layer) const;
+  const float* const* up_bias_table(int device_index, int64_t layer) const;
+  const float* const* down_bias_table(int device_index, int64_t layer) const;
   // Whether device `device_index` holds every expert of every MoE layer.
   bool holds_all_experts(int device_index) const;
   int64_t n_experts_on(int device_index) const;
@@ -161,16 +170,20 @@ class DeviceWeights {
   const uint16_t* embed_ = nullptr;
   const uint16_t* lm_head_ = nullptr;
   const float* final_norm_ = nullptr;
-  // [device][layer][3][n_experts] device pointers, one block per device.
+  // [device][layer][3][n_experts] device pointers, one block per device;
+  // with expert biases followed by the same [layer][3][n_experts] of bias
+  // pointers (bias_tables_).
   std::vector<const uint16_t* const*> tables_;
+  std::vector<const float* const*> bias_tables_;
 
   // The expert slots of one device (guarded by slots_mutex_).
   struct Slots {
     uint8_t* base = nullptr;  // slot i at base + i * slot_bytes
     int64_t capacity = 0;
     std::vector<int64_t> free;
-    std::vector<int64_t> released;       // reusable after the device finishes queued work
-    std::vector<const uint16_t*> table;  // host copy of the device's pointer tables
+    std::vector<int64_t> released;         // reusable after the device finishes queued work
+    std::vector<const uint16_t*> table;    // host copy of the device's pointer tables
+    std::vector<const float*> bias_table;  // and of its bias tables (expert_bias)
   };
   struct Held {
     ExpertOnDevice on;
@@ -180,9 +193,12 @@ class DeviceWeights {
   };
   Status write_slot(const ExpertWeights& host, int device_index, int64_t slot, Uploader& up,
                     ExpertOnDevice* on) const;
+  void set_table_entries(Slots& slots, ExpertRef key, const ExpertOnDevice* on) const;
   Status write_table_entries(int device_index, ExpertRef key) const;
 
   uint64_t slot_bytes_ = 0;
+  uint64_t matrix_part_bytes_ = 0;  // each matrix's share of a slot
+  bool expert_bias_ = false;        // slots end with the [2 inter + hidden] f32 biases
   mutable std::shared_mutex slots_mutex_;
   mutable std::vector<Slots> slots_;
   mutable std::vector<int64_t> experts_on_;

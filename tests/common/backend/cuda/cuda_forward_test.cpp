@@ -1,6 +1,6 @@
 // The CUDA backend's forward pass against the CPU forward in bf16 compute
 // mode (the CUDA backend's only mode): the tiny presets (Qwen3-MoE with a
-// dense layer, Mixtral, tied f32 weights, OLMoE, Qwen2-MoE, GLM-4.5) and the
+// dense layer, Mixtral, tied f32 weights, OLMoE, Qwen2-MoE, GLM-4.5, gpt-oss) and the
 // medium preset -- logits
 // within 2e-2 (normalised: max |gpu - cpu| / max |cpu|) and the same greedy
 // tokens over 32 decode steps -- plus the device KV cache, prompts split into
@@ -174,7 +174,10 @@ TEST_CASE("cuda forward: tiny presets match the CPU within 2e-2 with equal greed
                              {"qwen2_moe tiny", spec("qwen2_moe", "tiny")},
                              // partial rotary, sigmoid routing with the choice bias,
                              // groups, routed scaling, shared expert, leading dense layers
-                             {"glm4_moe tiny", spec("glm4_moe", "tiny")}};
+                             {"glm4_moe tiny", spec("glm4_moe", "tiny")},
+                             // sinks, alternating sliding windows, o_proj bias, router bias,
+                             // clamped SwiGLU experts with biases, YaRN
+                             {"gpt_oss tiny", spec("gpt_oss", "tiny")}};
   cases[2].spec.tie_word_embeddings = true;
   cases[2].spec.dtype = DType::kF32;
   for (const Case& k : cases) {
