@@ -56,6 +56,7 @@ __global__ void attention_decode_kernel(AttentionArgs a) {
   const int64_t d = a.head_dim;
   const int64_t kv_off = (h / (a.n_heads / a.n_kv_heads)) * d;
   const int64_t n_ctx = *a.d_pos0 + t + 1;
+  const int64_t first = a.window > 0 ? max64(0, n_ctx - a.window) : 0;
   const float* q = a.q + t * a.q_stride + h * d;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) q_s[i] = q[i] * a.scale;
   __syncthreads();
@@ -63,7 +64,7 @@ __global__ void attention_decode_kernel(AttentionArgs a) {
   Online st;
 #pragma unroll
   for (int i = 0; i < kDims; ++i) st.acc[i] = 0.0f;
-  for (int64_t base = static_cast<int64_t>(warp) * kTile; base < n_ctx;
+  for (int64_t base = first + static_cast<int64_t>(warp) * kTile; base < n_ctx;
        base += kDecodeWarps * kTile) {
     const int64_t j = base + lane;
     float score = -INFINITY;
@@ -87,9 +88,10 @@ __global__ void attention_decode_kernel(AttentionArgs a) {
     if (dim < d) acc_s[warp * d + dim] = st.acc[i];
   }
   __syncthreads();
-  float m = -INFINITY;
+  const float sink = a.sinks ? a.sinks[h] : -INFINITY;
+  float m = sink;
   for (int w = 0; w < kDecodeWarps; ++w) m = fmaxf(m, m_s[w]);
-  float l = 0.0f;
+  float l = a.sinks ? expf(sink - m) : 0.0f;
   for (int w = 0; w < kDecodeWarps; ++w) l += l_s[w] * expf(m_s[w] - m);
   const float inv_l = 1.0f / l;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
@@ -117,8 +119,11 @@ __global__ void attention_prefill_kernel(AttentionArgs a) {
   const int64_t kv_off = (h / (a.n_heads / a.n_kv_heads)) * d;
   const int64_t pos0 = *a.d_pos0;
   const int64_t n_ctx = pos0 + t + 1;  // this warp's query
+  const int64_t first = a.window > 0 ? max64(0, n_ctx - a.window) : 0;
   const int64_t last_t = min64(t0 + kPrefillWarps, a.n_tokens) - 1;
   const int64_t block_ctx = pos0 + last_t + 1;
+  // The block's first needed position: its first query's window start.
+  const int64_t block_first = a.window > 0 ? max64(0, pos0 + t0 + 1 - a.window) : 0;
   float* qw = q_s + warp * d;
   if (active) {
     const float* q = a.q + t * a.q_stride + h * d;
@@ -127,7 +132,7 @@ __global__ void attention_prefill_kernel(AttentionArgs a) {
   Online st;
 #pragma unroll
   for (int i = 0; i < kDims; ++i) st.acc[i] = 0.0f;
-  for (int64_t base = 0; base < block_ctx; base += kTile) {
+  for (int64_t base = block_first; base < block_ctx; base += kTile) {
     const int64_t n_rows = min64(kTile, block_ctx - base);
     __syncthreads();  // previous tile fully consumed (and q_s written on the first pass)
     for (int64_t e = threadIdx.x; e < n_rows * d; e += blockDim.x) {
@@ -137,10 +142,12 @@ __global__ void attention_prefill_kernel(AttentionArgs a) {
       v_s[r * d + c] = a.v_cache[(base + r) * a.kv_stride + kv_off + c];
     }
     __syncthreads();
-    if (!active || base >= n_ctx) continue;  // warp-uniform
+    // Warp-uniform; a tile wholly before the window is skipped, so the first
+    // tile folded in has a valid position (online_step needs one).
+    if (!active || base >= n_ctx || base + kTile <= first) continue;
     const int64_t j = base + lane;
     float score = -INFINITY;
-    if (j < n_ctx) {
+    if (j < n_ctx && j >= first) {
       const float* k = k_s + lane * k_stride_s;
       float s = 0.0f;
       for (int64_t i = 0; i < d; ++i) s = fmaf(qw[i], k[i], s);
@@ -150,7 +157,14 @@ __global__ void attention_prefill_kernel(AttentionArgs a) {
     online_step(st, score, n_valid, d, [&](int jj) { return v_s + jj * d; });
   }
   if (!active) return;
-  const float inv_l = 1.0f / st.l;
+  float rescale = 1.0f;  // the sink joins the softmax at the end
+  float l = st.l;
+  if (a.sinks) {
+    const float m = fmaxf(st.m, a.sinks[h]);
+    rescale = expf(st.m - m);
+    l = st.l * rescale + expf(a.sinks[h] - m);
+  }
+  const float inv_l = rescale / l;
 #pragma unroll
   for (int i = 0; i < kDims; ++i) {
     const int64_t dim = lane + i * kWarp;

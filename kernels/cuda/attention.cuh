@@ -1,8 +1,12 @@
 // Causal attention over a KV cache on the device, per query token t and
 // head h (GQA: kv head kvh = h / (n_heads / n_kv_heads)):
 //   n_ctx  = pos0 + t + 1                       (pos0 read from d_pos0)
-//   s[j]   = scale * q[t, h] . k_cache[j, kvh]   for j < n_ctx
+//   first  = window > 0 ? max(0, n_ctx - window) : 0   (sliding window)
+//   s[j]   = scale * q[t, h] . k_cache[j, kvh]   for first <= j < n_ctx
 //   out[t, h] = sum_j softmax(s)[j] * v_cache[j, kvh]
+//   with sinks (gpt-oss): the softmax also runs over sinks[h], a logit
+//   (unscaled) with no value, so the weights sum to less than 1 -- as
+//   kernels.h's AttentionArgs defines it for the CPU.
 //   q: [n_tokens, q_stride]; k_cache, v_cache: [capacity, kv_stride];
 //   out: [n_tokens, out_stride] f32, out_bf16 (optional) its bf16 copy with
 //   the same stride -- the input of the output projection.
@@ -35,6 +39,8 @@ struct AttentionArgs {
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
   float scale = 1.0f;
+  int64_t window = 0;            // 0: every position; else the last `window` ones
+  const float* sinks = nullptr;  // [n_heads] or null
   float* out = nullptr;
   int64_t out_stride = 0;
   uint16_t* out_bf16 = nullptr;

@@ -35,22 +35,31 @@ void launch(const void* w, int64_t rows, int64_t cols, uint16_t* out, int64_t ou
 
 }  // namespace
 
-void dequantize_bf16(WeightType type, const void* w, int64_t rows, int64_t cols, uint16_t* out,
+bool dequantize_bf16(WeightType type, const void* w, int64_t rows, int64_t cols, uint16_t* out,
                      int64_t out_stride, Stream stream) {
-  if (rows == 0 || cols == 0) return;
+  if (!is_device_block_type(type)) return false;
+  if (rows == 0 || cols == 0) return true;
   switch (type) {
     case WeightType::kQ8_0:
-      return launch<WeightType::kQ8_0>(w, rows, cols, out, out_stride, stream);
+      launch<WeightType::kQ8_0>(w, rows, cols, out, out_stride, stream);
+      return true;
     case WeightType::kQ4_0:
-      return launch<WeightType::kQ4_0>(w, rows, cols, out, out_stride, stream);
+      launch<WeightType::kQ4_0>(w, rows, cols, out, out_stride, stream);
+      return true;
     case WeightType::kQ4_K:
-      return launch<WeightType::kQ4_K>(w, rows, cols, out, out_stride, stream);
+      launch<WeightType::kQ4_K>(w, rows, cols, out, out_stride, stream);
+      return true;
     case WeightType::kQ5_K:
-      return launch<WeightType::kQ5_K>(w, rows, cols, out, out_stride, stream);
+      launch<WeightType::kQ5_K>(w, rows, cols, out, out_stride, stream);
+      return true;
     case WeightType::kQ6_K:
-      return launch<WeightType::kQ6_K>(w, rows, cols, out, out_stride, stream);
+      launch<WeightType::kQ6_K>(w, rows, cols, out, out_stride, stream);
+      return true;
+    case WeightType::kMXFP4:
+      launch<WeightType::kMXFP4>(w, rows, cols, out, out_stride, stream);
+      return true;
     default:
-      return;
+      return false;
   }
 }
 

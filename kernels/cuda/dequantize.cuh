@@ -3,6 +3,8 @@
 //   w: [rows] rows of weight_row_bytes(type, cols) bytes (GGUF blocks)
 //   out[r * out_stride + c] = bf16(value (r, c))   (round to nearest even)
 // Values are dequantized exactly as kernels/quantize.h does, then rounded.
+// Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and MXFP4; any other type launches nothing
+// and returns false, for the caller to report.
 #pragma once
 
 #include "kernels/cuda/cuda_types.h"
@@ -10,7 +12,7 @@
 
 namespace dancemoe::kernels::cuda {
 
-void dequantize_bf16(WeightType type, const void* w, int64_t rows, int64_t cols, uint16_t* out,
-                     int64_t out_stride, Stream stream);
+[[nodiscard]] bool dequantize_bf16(WeightType type, const void* w, int64_t rows, int64_t cols,
+                                   uint16_t* out, int64_t out_stride, Stream stream);
 
 }  // namespace dancemoe::kernels::cuda

@@ -40,6 +40,20 @@ __device__ __forceinline__ PairRun pair_run(const ExpertFfnArgs& a) {
   return run;
 }
 
+// The activation of column `col` of group g from the gate and up products,
+// with the group's biases when it has them.
+__device__ __forceinline__ float activation(const ExpertFfnArgs& a, int g, int64_t col, float gate,
+                                            float up) {
+  if (a.gate_bias != nullptr && a.gate_bias[g] != nullptr) gate += a.gate_bias[g][col];
+  if (a.up_bias != nullptr && a.up_bias[g] != nullptr) up += a.up_bias[g][col];
+  return a.clamped ? clamped_swiglu_value(gate, up, a.alpha, a.limit) : swiglu_value(gate, up);
+}
+
+// Group g's down-projection bias of output column `col` (0 without one).
+__device__ __forceinline__ float down_bias(const ExpertFfnArgs& a, int g, int64_t col) {
+  return a.down_bias != nullptr && a.down_bias[g] != nullptr ? a.down_bias[g][col] : 0.0f;
+}
+
 template <bool VEC>
 __global__ void gate_up_gemv_kernel(ExpertFfnArgs a) {
   const PairRun run = pair_run(a);
@@ -63,7 +77,8 @@ __global__ void gate_up_gemv_kernel(ExpertFfnArgs a) {
 #pragma unroll
     for (int t = 0; t < kGemvTokens; ++t) {
       if (t < run.n_tok) {
-        a.h[(run.p + t) * a.inter + r] = float_to_bf16_bits(swiglu_value(acc[0][t], acc[1][t]));
+        a.h[(run.p + t) * a.inter + r] =
+            float_to_bf16_bits(activation(a, run.g, r, acc[0][t], acc[1][t]));
       }
     }
   }
@@ -92,8 +107,8 @@ __global__ void down_gemv_kernel(ExpertFfnArgs a) {
 #pragma unroll
     for (int t = 0; t < kGemvTokens; ++t) {
       if (t >= run.n_tok) continue;
-      a.d[(run.p + t) * a.hidden + r0] = acc[0][t];
-      if (second) a.d[(run.p + t) * a.hidden + r0 + 1] = acc[1][t];
+      a.d[(run.p + t) * a.hidden + r0] = acc[0][t] + down_bias(a, run.g, r0);
+      if (second) a.d[(run.p + t) * a.hidden + r0 + 1] = acc[1][t] + down_bias(a, run.g, r0 + 1);
     }
   }
 }
@@ -138,7 +153,7 @@ __global__ void __launch_bounds__(kTileThreads) gate_up_gemm_kernel(ExpertFfnArg
     const int64_t p = tile.row0 + m;
     const int64_t col = n0 + n;
     if (p < tile.end && col < a.inter)
-      a.h[p * a.inter + col] = float_to_bf16_bits(swiglu_value(g, u));
+      a.h[p * a.inter + col] = float_to_bf16_bits(activation(a, tile.g, col, g, u));
   });
 }
 
@@ -161,7 +176,7 @@ __global__ void __launch_bounds__(kTileThreads) down_gemm_kernel(ExpertFfnArgs a
   tile_for_each<1>(acc, [&](int m, int n, float v) {
     const int64_t p = tile.row0 + m;
     const int64_t col = n0 + n;
-    if (p < tile.end && col < a.hidden) a.d[p * a.hidden + col] = v;
+    if (p < tile.end && col < a.hidden) a.d[p * a.hidden + col] = v + down_bias(a, tile.g, col);
   });
 }
 

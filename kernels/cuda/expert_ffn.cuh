@@ -1,7 +1,10 @@
 // The grouped expert FFN: every expert of a layer (every "group") over the
 // tokens routed to it, in two launches for the whole layer:
-//   gate/up:  h[p, :] = bf16( silu(x[tok(p)] G_g^T) * (x[tok(p)] U_g^T) )
-//   down:     d[p, :] = h[p] D_g^T                      (f32, not yet weighted)
+//   gate/up:  h[p, :] = bf16( act(x[tok(p)] G_g^T + gb_g, x[tok(p)] U_g^T + ub_g) )
+//   down:     d[p, :] = h[p] D_g^T + db_g                (f32, not yet weighted)
+//   act: SwiGLU silu(g) * u, or with `clamped` gpt-oss's clamped SwiGLU
+//   (swiglu.cuh); the biases gb, ub, db: per-group device pointers (gpt-oss),
+//   a null table or entry meaning none.
 // for every sorted pair p of group g (moe_group.cuh); the weighted sum per
 // token is moe_combine.cuh.
 //   x: [n_tokens, hidden] bf16, row stride x_stride (rounded activations,
@@ -46,6 +49,14 @@ struct ExpertFfnArgs {
   bool direct = false;
   const int32_t* direct_ids = nullptr;
   int64_t direct_top_k = 1;
+  // gpt-oss experts: per-group f32 bias tables ([inter], [inter], [hidden])
+  // and the clamped activation.
+  const float* const* gate_bias = nullptr;
+  const float* const* up_bias = nullptr;
+  const float* const* down_bias = nullptr;
+  bool clamped = false;
+  float alpha = 1.702f;
+  float limit = 7.0f;
   const uint16_t* x = nullptr;
   int64_t x_stride = 0;
   uint16_t* h = nullptr;

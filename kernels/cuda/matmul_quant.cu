@@ -58,29 +58,40 @@ void launch_gemv(const QuantMatmulArgs& a, Stream stream) {
 
 }  // namespace
 
-void gemv_quant(const QuantMatmulArgs& args, Stream stream) {
-  if (args.n_tokens == 0 || args.rows == 0) return;
+bool gemv_quant(const QuantMatmulArgs& args, Stream stream) {
+  if (!is_device_block_type(args.type)) return false;
+  if (args.n_tokens == 0 || args.rows == 0) return true;
   switch (args.type) {
     case WeightType::kQ8_0:
-      return launch_gemv<WeightType::kQ8_0>(args, stream);
+      launch_gemv<WeightType::kQ8_0>(args, stream);
+      return true;
     case WeightType::kQ4_0:
-      return launch_gemv<WeightType::kQ4_0>(args, stream);
+      launch_gemv<WeightType::kQ4_0>(args, stream);
+      return true;
     case WeightType::kQ4_K:
-      return launch_gemv<WeightType::kQ4_K>(args, stream);
+      launch_gemv<WeightType::kQ4_K>(args, stream);
+      return true;
     case WeightType::kQ5_K:
-      return launch_gemv<WeightType::kQ5_K>(args, stream);
+      launch_gemv<WeightType::kQ5_K>(args, stream);
+      return true;
     case WeightType::kQ6_K:
-      return launch_gemv<WeightType::kQ6_K>(args, stream);
+      launch_gemv<WeightType::kQ6_K>(args, stream);
+      return true;
+    case WeightType::kMXFP4:
+      launch_gemv<WeightType::kMXFP4>(args, stream);
+      return true;
     default:
-      return;
+      return false;
   }
 }
 
-void matmul_quant(const QuantMatmulArgs& args, uint16_t* scratch_bf16, Stream stream) {
+bool matmul_quant(const QuantMatmulArgs& args, uint16_t* scratch_bf16, Stream stream) {
   if (args.n_tokens <= kGemvMaxTokens || args.x_bf16 == nullptr || scratch_bf16 == nullptr) {
     return gemv_quant(args, stream);
   }
-  dequantize_bf16(args.type, args.w, args.rows, args.cols, scratch_bf16, args.cols, stream);
+  if (!dequantize_bf16(args.type, args.w, args.rows, args.cols, scratch_bf16, args.cols, stream)) {
+    return false;
+  }
   MatmulArgs m;
   m.x_bf16 = args.x_bf16;
   m.x_stride = args.x_stride;
@@ -93,6 +104,7 @@ void matmul_quant(const QuantMatmulArgs& args, uint16_t* scratch_bf16, Stream st
   m.problems[0].accumulate = args.accumulate;
   m.n_problems = 1;
   matmul(m, stream);
+  return true;
 }
 
 }  // namespace dancemoe::kernels::cuda

@@ -1,5 +1,5 @@
 // y = x W^T on the device for a block-format W (GGUF Q8_0, Q4_0, Q4_K,
-// Q5_K, Q6_K), dequantized on the fly:
+// Q5_K, Q6_K, MXFP4), dequantized on the fly:
 //   W: [rows] rows of weight_row_bytes(type, cols) bytes
 //   x: [n_tokens, cols] f32 or bf16 (exactly one), row stride x_stride
 //   y[t, r] = (accumulate ? y[t, r] : 0) + sum_c x[t, c] W[r, c];  y: [n_tokens, y_stride] f32
@@ -36,8 +36,10 @@ struct QuantMatmulArgs {
   bool accumulate = false;
 };
 
-void gemv_quant(const QuantMatmulArgs& args, Stream stream);
+// Both return false, launching nothing, for a type they do not read (the
+// caller reports it: a silently skipped projection is a wrong answer).
+[[nodiscard]] bool gemv_quant(const QuantMatmulArgs& args, Stream stream);
 // scratch_bf16: rows * cols elements, or null (then always gemv_quant).
-void matmul_quant(const QuantMatmulArgs& args, uint16_t* scratch_bf16, Stream stream);
+[[nodiscard]] bool matmul_quant(const QuantMatmulArgs& args, uint16_t* scratch_bf16, Stream stream);
 
 }  // namespace dancemoe::kernels::cuda

@@ -9,7 +9,13 @@
 //   full-width norm, which the caller runs before with rmsnorm()).
 //   q: [n_tokens, q_stride]; k, v: [n_tokens, kv_stride];
 //   k_cache, v_cache: [capacity, n_kv_heads * head_dim] of this layer;
-//   cos, sin: [n_tokens, head_dim / 2] from rope_tables().
+//   cos, sin: [n_tokens, rotary_dim / 2] from rope_tables(), each times
+//   rope_scale (YaRN's attention factor, as the CPU's rope_tables applies it).
+// rope: the leading rotary_dim dims of each head rotate (0: all of
+// head_dim; GLM-4.5's partial rotary), the rest pass through. Halves layout:
+// x[i] with x[i + r/2]; pairs layout (DeepSeek): x[2i] with x[2i + 1],
+// written back as halves -- the CPU forward permutes pairs to halves before
+// rotating, and q . k is unchanged since q and k are permuted alike.
 // Same operation order as the CPU forward: norm, then rotation, in f32.
 #pragma once
 
@@ -35,6 +41,9 @@ struct QkvPrepareArgs {
   float eps = 1e-6f;
   const float* cos = nullptr;
   const float* sin = nullptr;
+  int64_t rotary_dim = 0;  // even, <= head_dim; 0: head_dim
+  bool pairs = false;      // RopeLayout::kPairs
+  float rope_scale = 1.0f;
 };
 
 void qkv_prepare(const QkvPrepareArgs& args, Stream stream);

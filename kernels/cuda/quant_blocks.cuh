@@ -1,12 +1,12 @@
 // Device-side reading of the GGUF block formats (layouts in
-// kernels/cpu/quant_blocks.h and docs/quantization.md): one group of 32
+// kernels/cpu/quant_blocks.h, kernels/cpu/mxfp4_block.h and docs/quantization.md): one group of 32
 // consecutive values of a row at a time, dequantized exactly as the CPU
 // reference does (the same f32 products in the same order). Included only
 // by .cu files.
 //
 // Group g of a row covers values [32 g, 32 g + 32): for Q8_0 / Q4_0 that is
 // block g; for the K formats sub-block g % 8 of super-block g / 8 (Q6_K:
-// its two runs of 16 with their own scales).
+// its two runs of 16 with their own scales; MXFP4: block g).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -24,14 +24,16 @@ __device__ __forceinline__ float half_bits_to_float(const uint8_t* p) {
 
 // Values of `type` per block and bytes per block (block formats only).
 __host__ __device__ constexpr int quant_block_values(WeightType type) {
-  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 ? 32 : 256;
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kMXFP4 ? 32
+                                                                                              : 256;
 }
 __host__ __device__ constexpr int quant_block_bytes(WeightType type) {
-  return type == WeightType::kQ8_0   ? 34
-         : type == WeightType::kQ4_0 ? 18
-         : type == WeightType::kQ4_K ? 144
-         : type == WeightType::kQ5_K ? 176
-                                     : 210;
+  return type == WeightType::kQ8_0    ? 34
+         : type == WeightType::kQ4_0  ? 18
+         : type == WeightType::kMXFP4 ? 17
+         : type == WeightType::kQ4_K  ? 144
+         : type == WeightType::kQ5_K  ? 176
+                                      : 210;
 }
 
 __device__ __forceinline__ void k_scale_min_dev(const uint8_t* s, int j, int* sc, int* m) {
@@ -42,6 +44,24 @@ __device__ __forceinline__ void k_scale_min_dev(const uint8_t* s, int j, int* sc
     *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
     *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
+}
+
+// MXFP4's E2M1 codes as values x 2, and its scale 2^(e - 128) (exact for
+// every e), as kernels/cpu/mxfp4_block.h defines them.
+__device__ __forceinline__ float mxfp4_level(int code) {
+  constexpr float kLevels[8] = {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 6.0f, 8.0f, 12.0f};
+  const float v = kLevels[code & 7];
+  return (code & 8) ? -v : v;
+}
+__device__ __forceinline__ float mxfp4_scale_dev(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return __uint_as_float(bits);
+}
+
+// Whether dequant_group reads `type` (the block formats above).
+__host__ __device__ constexpr bool is_device_block_type(WeightType type) {
+  return type == WeightType::kQ8_0 || type == WeightType::kQ4_0 || type == WeightType::kQ4_K ||
+         type == WeightType::kQ5_K || type == WeightType::kQ6_K || type == WeightType::kMXFP4;
 }
 
 // The 32 values of group g of a row (row: the row's first block).
@@ -76,6 +96,14 @@ __device__ __forceinline__ void dequant_group(const uint8_t* row, int64_t g, flo
       int q = (j & 1) ? (qs[k] >> 4) : (qs[k] & 0xF);
       if constexpr (kQ5) q |= ((b[16 + k] >> j) & 1) << 4;
       v[k] = dj * static_cast<float>(q) - mj;
+    }
+  } else if constexpr (kType == WeightType::kMXFP4) {
+    const uint8_t* b = row + g * 17;
+    const float s = mxfp4_scale_dev(b[0]);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      v[i] = mxfp4_level(b[1 + i] & 0xF) * s;
+      v[i + 16] = mxfp4_level(b[1 + i] >> 4) * s;
     }
   } else {  // Q6_K
     const uint8_t* b = row + (g / 8) * 210;

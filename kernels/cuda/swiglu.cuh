@@ -17,6 +17,14 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out, uint16_t*
 __device__ __forceinline__ float swiglu_value(float g, float u) {
   return g / (1.0f + expf(-g)) * u;
 }
+// gpt-oss's clamped SwiGLU, the same expression as
+// kernels/cpu/scalar/swiglu_clamped.cpp.
+__device__ __forceinline__ float clamped_swiglu_value(float gate, float up, float alpha,
+                                                      float limit) {
+  const float g = fminf(gate, limit);
+  const float u = fminf(fmaxf(up, -limit), limit);
+  return (u + 1.0f) * (g / (1.0f + expf(-alpha * g)));
+}
 #endif
 
 }  // namespace dancemoe::kernels::cuda

@@ -59,18 +59,6 @@ std::string missing_cuda_blocks(const ModelConfig& c) {
     if (used) missing += std::string(missing.empty() ? "" : ", ") + block;
   };
   need(c.attention == AttentionKind::kLatent, "multi-head latent attention (MLA)");
-  need(c.attention_sinks, "attention sinks");
-  need(c.sliding_window > 0, "sliding-window attention");
-  need(c.rotary_dim > 0 && c.rotary_dim != c.head_dim, "partial rotary embedding");
-  need(c.rope_layout != RopeLayout::kHalves, "pairwise rotary embedding");
-  need(c.attention_out_bias, "o_proj bias");
-  need(c.router_scoring == RouterScoring::kSigmoid, "sigmoid routing");
-  need(c.router_bias || c.router_choice_bias, "router biases");
-  need(c.n_group > 1, "group-limited routing");
-  need(c.routed_scaling_factor != 1.0, "routed_scaling_factor");
-  need(c.shared_intermediate_size > 0, "shared experts");
-  need(c.expert_activation != ExpertActivation::kSwiGLU || c.expert_bias,
-       "clamped SwiGLU experts with biases");
   return missing;
 }
 

@@ -34,9 +34,10 @@ constexpr uint64_t kMetaAlign = 16;
 
 uint64_t align_meta(uint64_t n) { return (n + kMetaAlign - 1) / kMetaAlign * kMetaAlign; }
 
-// Bytes of the job table for g groups, p pairs, t tiles and m tokens.
+// Bytes of the job table for g groups (weight and bias pointers), p pairs,
+// t tiles and m tokens.
 uint64_t meta_bytes(int64_t g, int64_t p, int64_t t, int64_t m) {
-  return align_meta(3 * g * sizeof(void*)) + align_meta((g + 1) * 4) + 2 * align_meta(p * 4) +
+  return 2 * align_meta(3 * g * sizeof(void*)) + align_meta((g + 1) * 4) + 2 * align_meta(p * 4) +
          2 * align_meta(t * 4) + align_meta(4) + align_meta((m + 1) * 4) + 2 * align_meta(p * 4);
 }
 
@@ -211,6 +212,8 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
     auto** gate = reinterpret_cast<const uint16_t**>(take(G * sizeof(void*)));
     auto** up = reinterpret_cast<const uint16_t**>(take(G * sizeof(void*)));
     auto** down = reinterpret_cast<const uint16_t**>(take(G * sizeof(void*)));
+    // Bias pointers in one piece (gate, up, down: G each; null without biases).
+    auto** bias = reinterpret_cast<const float**>(take(3 * G * sizeof(void*)));
     auto* offsets = reinterpret_cast<int32_t*>(take((G + 1) * 4));
     auto* pair_token = reinterpret_cast<int32_t*>(take(n_pairs * 4));
     auto* pair_group = reinterpret_cast<int32_t*>(take(n_pairs * 4));
@@ -231,6 +234,9 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
       gate[g] = on->gate;
       up[g] = on->up;
       down[g] = on->down;
+      bias[g] = on->gate_bias;
+      bias[G + g] = on->up_bias;
+      bias[2 * G + g] = on->down_bias;
       offsets[g] = p;
       for (size_t i = 0; i < job.tokens.size(); ++i) {
         const int32_t t = job.tokens[i];
@@ -254,6 +260,15 @@ void CudaExpertEngine::run_lane(Lane& lane, std::span<const ExpertJob> jobs,
     f.gate = reinterpret_cast<const uint16_t* const*>(dev_ptr(gate));
     f.up = reinterpret_cast<const uint16_t* const*>(dev_ptr(up));
     f.down = reinterpret_cast<const uint16_t* const*>(dev_ptr(down));
+    const auto* bias_dev = reinterpret_cast<const float* const*>(dev_ptr(bias));
+    f.gate_bias = bias_dev;
+    f.up_bias = bias_dev + G;
+    f.down_bias = bias_dev + 2 * G;
+    // One model: every job has the model's activation.
+    const ExpertFfn& ffn = jobs[static_cast<size_t>(job_ids[next])].ffn;
+    f.clamped = ffn.clamped;
+    f.alpha = ffn.alpha;
+    f.limit = ffn.limit;
     f.n_groups = G;
     f.hidden = hidden;
     f.inter = max_inter_;
@@ -316,6 +331,8 @@ void CudaExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, in
     const bool usable = on != nullptr && on->host_up == job.up.data &&
                         on->host_down == job.down.data && on->inter == max_inter_ &&
                         job.gate.cols == hidden &&
+                        // a job's biases need the device copy's
+                        (job.ffn.gate_bias == nullptr || on->gate_bias != nullptr) &&
                         (only_device_ < 0 || on->device_index == only_device_);
     if (usable) {
       jobs_on_[static_cast<size_t>(on->device_index)].push_back(static_cast<int32_t>(j));

@@ -62,7 +62,7 @@ struct Dims {
     H = c.hidden_size;
     Q = c.q_dim();
     KV = c.kv_dim();
-    half = c.head_dim / 2;
+    half = c.rope_dim() / 2;
     E = std::max<int64_t>(c.n_experts, 1);
     K = std::max<int64_t>(c.n_experts_per_token, 1);
     P = B * K;
@@ -70,7 +70,7 @@ struct Dims {
     DI = c.dense_intermediate_size;
     V = c.vocab_size;
     T = kc::max_expert_tiles(std::max(P, B), E);
-    inter_elems = std::max(P * I, B * DI);
+    inter_elems = std::max({P * I, B * DI, B * c.shared_intermediate_size});
     d_rows = std::max(P, B);
   }
 };
@@ -111,7 +111,7 @@ struct CudaForward::Buffers {
   int32_t* pos0;
   double* inv_freq;
   float *cos, *sin, *h, *xn, *q, *k, *v, *attn, *router_logits, *r_weights, *pair_weight, *d,
-      *delta, *logits;
+      *delta, *logits, *shared_weight;
   uint16_t *xn_b, *attn_b, *inter;
   int32_t *r_ids, *offsets, *pair_token, *pair_group, *pair_pos, *tile_group, *tile_row0, *n_tiles;
   // host (pinned)
@@ -144,6 +144,7 @@ struct CudaForward::Buffers {
     router_logits = g.take<float>(d_.B * d_.E);
     r_ids = g.take<int32_t>(d_.P);
     r_weights = g.take<float>(d_.P);
+    shared_weight = g.take<float>(d_.B);
     offsets = g.take<int32_t>(d_.E + 1);
     pair_token = g.take<int32_t>(d_.d_rows);
     pair_weight = g.take<float>(d_.d_rows);
@@ -203,6 +204,12 @@ Result<std::unique_ptr<CudaForward>> CudaForward::create(
                             std::to_string(kc::kMaxHeadDim) + ", the model has " +
                             std::to_string(config.head_dim));
   }
+  if (config.rope_dim() % 2 != 0 || config.rope_dim() > config.head_dim) {
+    return invalid_argument(
+        "the CUDA rotary kernels need an even rotary dimension of at most "
+        "head_dim, the model has " +
+        std::to_string(config.rope_dim()));
+  }
   std::unique_ptr<CudaForward> f(new CudaForward(config, std::move(weights), options));
   if (options.experts_on_device && !f->weights_->holds_all_experts(f->device_index_)) {
     return failed_precondition(f->device_->label() + " does not hold every expert");
@@ -224,9 +231,8 @@ Status CudaForward::allocate() {
   buf_->device = std::move(keep_device);
   buf_->host = std::move(keep_host);
 
-  // rope_scaling's frequencies; its attention factor scales cos and sin of
-  // every (fully rotated) q and k, i.e. every score by its square, which the
-  // attention scale carries (attention()).
+  // rope_scaling's frequencies; its attention factor scales cos and sin
+  // (qkv_prepare's rope_scale), as on the CPU.
   const std::vector<double> inv_freq = rope_frequencies(config_).inv_freq;
   device_->make_current();
   if (cudaMemcpy(buf_->inv_freq, inv_freq.data(), inv_freq.size() * sizeof(double),
@@ -313,7 +319,7 @@ Status CudaForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
   cudaMemcpyAsync(buf_->ids, buf_->h_ids, tokens.size_bytes(), cudaMemcpyHostToDevice, s);
   cudaMemcpyAsync(buf_->pos0, buf_->h_pos0, sizeof(int32_t), cudaMemcpyHostToDevice, s);
   kc::embedding(weights_->embed(), config_.hidden_size, buf_->ids, n_, buf_->h, s);
-  kc::rope_tables(buf_->inv_freq, config_.head_dim / 2, buf_->pos0, n_, buf_->cos, buf_->sin, s);
+  kc::rope_tables(buf_->inv_freq, config_.rope_dim() / 2, buf_->pos0, n_, buf_->cos, buf_->sin, s);
   return device_->check("embedding");
 }
 
@@ -395,6 +401,9 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   prep.eps = config_.rms_norm_eps;
   prep.cos = buf_->cos;
   prep.sin = buf_->sin;
+  prep.rotary_dim = config_.rope_dim();
+  prep.pairs = config_.rope_layout == RopeLayout::kPairs;
+  prep.rope_scale = static_cast<float>(rope_frequencies(config_).attention_factor);
   kc::qkv_prepare(prep, s);
 
   kc::AttentionArgs at;
@@ -408,8 +417,9 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   at.n_heads = config_.n_heads;
   at.n_kv_heads = config_.n_kv_heads;
   at.head_dim = config_.head_dim;
-  const double factor = rope_frequencies(config_).attention_factor;
-  at.scale = attention_softmax_scale(config_) * static_cast<float>(factor * factor);
+  at.scale = attention_softmax_scale(config_);
+  at.window = config_.is_sliding(layer) ? config_.sliding_window : 0;
+  at.sinks = aw.sinks;
   at.out = buf_->attn;
   at.out_stride = Q;
   at.out_bf16 = buf_->attn_b;
@@ -420,14 +430,15 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   o.x_stride = Q;
   o.n_tokens = n_;
   o.cols = Q;
-  o.problems[0] = {aw.o, H, nullptr, buf_->h, H, true};
+  o.problems[0] = {aw.o, H, aw.o_bias, buf_->h, H, true};
   kc::matmul(o, s);
   return device_->check("attention");
 }
 
 void CudaForward::run_expert_groups(const uint16_t* const* gate, const uint16_t* const* up,
                                     const uint16_t* const* down, int64_t n_groups, int64_t inter,
-                                    const int32_t* ids, const float* weights, int64_t top_k) {
+                                    const int32_t* ids, const float* weights, int64_t top_k,
+                                    int64_t routed_layer) {
   const kc::Stream s = device_->stream();
   // One decode token: its experts are distinct, so the router's output is
   // used as it is (no grouping launch).
@@ -465,6 +476,14 @@ void CudaForward::run_expert_groups(const uint16_t* const* gate, const uint16_t*
   f.direct = direct;
   f.direct_ids = ids;
   f.direct_top_k = top_k;
+  if (routed_layer >= 0) {
+    f.gate_bias = weights_->gate_bias_table(device_index_, routed_layer);
+    f.up_bias = weights_->up_bias_table(device_index_, routed_layer);
+    f.down_bias = weights_->down_bias_table(device_index_, routed_layer);
+    f.clamped = config_.expert_activation == ExpertActivation::kClampedSwiGLU;
+    f.alpha = config_.swiglu_alpha;
+    f.limit = config_.swiglu_limit;
+  }
   f.x = buf_->xn_b;
   f.x_stride = config_.hidden_size;
   f.h = buf_->inter;
@@ -505,7 +524,7 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
   router.x_stride = H;
   router.n_tokens = n_;
   router.cols = H;
-  router.problems[0] = {lw.router, E, nullptr, buf_->router_logits, E, false};
+  router.problems[0] = {lw.router, E, lw.router_bias, buf_->router_logits, E, false};
   kc::gemv(router, s);
   kc::RouterArgs r;
   r.logits = buf_->router_logits;
@@ -514,11 +533,19 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
   r.top_k = K;
   r.order = config_.router_scoring == RouterScoring::kSoftmaxThenTopK
                 ? kc::RouterOrder::kSoftmaxThenTopK
-                : kc::RouterOrder::kTopKThenSoftmax;
+            : config_.router_scoring == RouterScoring::kSigmoid ? kc::RouterOrder::kSigmoid
+                                                                : kc::RouterOrder::kTopKThenSoftmax;
   r.norm_topk_prob = config_.norm_topk_prob;
+  r.norm_epsilon = config_.topk_norm_epsilon;
+  r.choice_bias = lw.router_choice_bias;
+  r.n_group = config_.n_group;
+  r.topk_group = config_.topk_group;
+  r.group_top2_sum = config_.group_score == GroupScore::kTop2Sum;
+  r.routed_scale = static_cast<float>(config_.routed_scaling_factor);
   r.ids = buf_->r_ids;
   r.weights = buf_->r_weights;
   kc::router_topk(r, s);
+  if (lw.shared_gate != nullptr) shared_expert(layer);
 
   const int64_t P = n_ * K;
   const size_t slot = static_cast<size_t>(layer * options_.max_batch_tokens * K);
@@ -526,7 +553,7 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
     run_expert_groups(weights_->gate_table(device_index_, layer),
                       weights_->up_table(device_index_, layer),
                       weights_->down_table(device_index_, layer), E, config_.moe_intermediate_size,
-                      buf_->r_ids, buf_->r_weights, K);
+                      buf_->r_ids, buf_->r_weights, K, layer);
     if (observer || capturing_) {
       cudaMemcpyAsync(buf_->h_route_ids + slot, buf_->r_ids, static_cast<size_t>(P) * 4,
                       cudaMemcpyDeviceToHost, s);
@@ -560,6 +587,29 @@ Status CudaForward::moe(int64_t layer, MoeExecutor& executor, const RoutingObser
                   cudaMemcpyHostToDevice, s);
   kc::axpy(1.0f, buf_->delta, buf_->h, n_ * H, s);
   return device_->check("adding the experts' output");
+}
+
+// The shared expert of an MoE layer, part of the dense model: one group
+// over every token, weighted by sigmoid(shared_expert_gate . x) when the
+// model gates it (Qwen2-MoE), added into the residual stream -- as
+// CpuForward::shared_expert does.
+void CudaForward::shared_expert(int64_t layer) {
+  const DeviceLayer& lw = weights_->layer(layer);
+  const kc::Stream s = device_->stream();
+  const float* weights = nullptr;
+  if (lw.shared_expert_gate != nullptr) {
+    kc::MatmulArgs gate;  // f32 activations, as the CPU computes this gate
+    gate.x_f32 = buf_->xn;
+    gate.x_stride = config_.hidden_size;
+    gate.n_tokens = n_;
+    gate.cols = config_.hidden_size;
+    gate.problems[0] = {lw.shared_expert_gate, 1, nullptr, buf_->shared_weight, 1, false};
+    kc::gemv(gate, s);
+    kc::sigmoid(buf_->shared_weight, n_, s);
+    weights = buf_->shared_weight;
+  }
+  run_expert_groups(lw.shared_gate, lw.shared_up, lw.shared_down, 1,
+                    config_.shared_intermediate_size, /*ids=*/nullptr, weights, /*top_k=*/1);
 }
 
 Status CudaForward::dense_mlp(int64_t layer) {

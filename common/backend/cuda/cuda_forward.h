@@ -84,9 +84,14 @@ class CudaForward final : public ForwardEngine {
   // RMSNorm of hidden-state rows [first_row, first_row + n_rows) of h into
   // xn (f32) and xn_b (bf16), the inputs of the next matrix products.
   void norm_rows(const float* weight, int64_t first_row, int64_t n_rows, kernels::cuda::Stream s);
+  // The MoE layer's shared expert (and its gate) into the residual stream.
+  void shared_expert(int64_t layer);
+  // routed_layer >= 0: the layer's routed experts, with the model's expert
+  // activation and biases (gpt-oss); -1: a plain SwiGLU MLP.
   void run_expert_groups(const uint16_t* const* gate, const uint16_t* const* up,
                          const uint16_t* const* down, int64_t n_groups, int64_t inter,
-                         const int32_t* ids, const float* weights, int64_t top_k);
+                         const int32_t* ids, const float* weights, int64_t top_k,
+                         int64_t routed_layer = -1);
 
   const ModelConfig& config_;
   std::shared_ptr<const DeviceWeights> weights_;

@@ -107,9 +107,54 @@ class Uploader {
 namespace {
 
 struct LayerOffsets {
-  uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, q_norm, k_norm, router;
-  uint64_t gate, up, down, table;
+  uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm, sinks;
+  uint64_t router, router_bias, choice_bias;
+  uint64_t gate, up, down, table;  // dense MLP layers
+  uint64_t shared_gate, shared_up, shared_down, shared_table, shared_expert_gate;
 };
+
+// Where each of one layer's tensors goes (every offset the layer does not
+// use is left 0). The one place that decides what the device holds, for
+// lay_out_dense() and dense_bytes() alike.
+LayerOffsets lay_out_layer(const ModelConfig& c, bool is_moe, Layout& layout) {
+  LayerOffsets o{};
+  const int64_t H = c.hidden_size;
+  o.input_norm = layout.add(vector_bytes(H));
+  o.post_norm = layout.add(vector_bytes(H));
+  o.q = layout.add(matrix_bytes(c.q_dim(), H));
+  o.k = layout.add(matrix_bytes(c.kv_dim(), H));
+  o.v = layout.add(matrix_bytes(c.kv_dim(), H));
+  o.o = layout.add(matrix_bytes(H, c.q_dim()));
+  if (c.attention_bias) {
+    o.q_bias = layout.add(vector_bytes(c.q_dim()));
+    o.k_bias = layout.add(vector_bytes(c.kv_dim()));
+    o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+  }
+  if (c.attention_out_bias) o.o_bias = layout.add(vector_bytes(H));
+  if (c.qk_norm != QkNormKind::kNone) {
+    o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
+    o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
+  }
+  if (c.attention_sinks) o.sinks = layout.add(vector_bytes(c.n_heads));
+  if (is_moe) {
+    o.router = layout.add(matrix_bytes(c.n_experts, H));
+    if (c.router_bias) o.router_bias = layout.add(vector_bytes(c.n_experts));
+    if (c.router_choice_bias) o.choice_bias = layout.add(vector_bytes(c.n_experts));
+    if (c.shared_intermediate_size > 0) {
+      o.shared_gate = layout.add(matrix_bytes(c.shared_intermediate_size, H));
+      o.shared_up = layout.add(matrix_bytes(c.shared_intermediate_size, H));
+      o.shared_down = layout.add(matrix_bytes(H, c.shared_intermediate_size));
+      o.shared_table = layout.add(3 * sizeof(void*));
+      if (c.shared_expert_gate) o.shared_expert_gate = layout.add(matrix_bytes(1, H));
+    }
+  } else {
+    o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, H));
+    o.up = layout.add(matrix_bytes(c.dense_intermediate_size, H));
+    o.down = layout.add(matrix_bytes(H, c.dense_intermediate_size));
+    o.table = layout.add(3 * sizeof(void*));
+  }
+  return o;
+}
 
 }  // namespace
 
@@ -141,47 +186,46 @@ DeviceWeights::DenseLayout DeviceWeights::lay_out_dense(const ModelConfig& c,
   out.final_norm_at = layout.add(vector_bytes(c.hidden_size));
   vectors.emplace_back(dense.final_norm(), c.hidden_size, out.final_norm_at);
   out.offsets.resize(static_cast<size_t>(c.n_layers));
+  const int64_t H = c.hidden_size;
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerWeights& lw = dense.layer(l);
     const AttentionWeights& aw = lw.attention;
-    LayerOffsets& o = out.offsets[static_cast<size_t>(l)];
-    o.input_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.input_norm, c.hidden_size, o.input_norm);
-    o.post_norm = layout.add(vector_bytes(c.hidden_size));
-    vectors.emplace_back(lw.post_attention_norm, c.hidden_size, o.post_norm);
-    o.q = layout.add(matrix_bytes(c.q_dim(), c.hidden_size));
+    const LayerOffsets o = lay_out_layer(c, lw.is_moe, layout);
+    out.offsets[static_cast<size_t>(l)] = o;
+    vectors.emplace_back(lw.input_norm, H, o.input_norm);
+    vectors.emplace_back(lw.post_attention_norm, H, o.post_norm);
     matrices.push_back({&aw.q, o.q});
-    o.k = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
     matrices.push_back({&aw.k, o.k});
-    o.v = layout.add(matrix_bytes(c.kv_dim(), c.hidden_size));
     matrices.push_back({&aw.v, o.v});
-    o.o = layout.add(matrix_bytes(c.hidden_size, c.q_dim()));
     matrices.push_back({&aw.o, o.o});
     if (c.attention_bias) {
-      o.q_bias = layout.add(vector_bytes(c.q_dim()));
       vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
-      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
       vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
-      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
       vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
     }
+    if (c.attention_out_bias) vectors.emplace_back(aw.o_bias, H, o.o_bias);
     if (c.qk_norm != QkNormKind::kNone) {
-      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
       vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
-      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
       vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
     }
+    if (c.attention_sinks) vectors.emplace_back(aw.sinks, c.n_heads, o.sinks);
     if (lw.is_moe) {
-      o.router = layout.add(matrix_bytes(c.n_experts, c.hidden_size));
       matrices.push_back({&lw.router, o.router});
+      if (c.router_bias) vectors.emplace_back(lw.router_bias, c.n_experts, o.router_bias);
+      if (c.router_choice_bias) {
+        vectors.emplace_back(lw.router_choice_bias, c.n_experts, o.choice_bias);
+      }
+      if (c.shared_intermediate_size > 0) {
+        matrices.push_back({&lw.shared_gate, o.shared_gate});
+        matrices.push_back({&lw.shared_up, o.shared_up});
+        matrices.push_back({&lw.shared_down, o.shared_down});
+        if (c.shared_expert_gate)
+          matrices.push_back({&lw.shared_expert_gate, o.shared_expert_gate});
+      }
     } else {
-      o.gate = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
       matrices.push_back({&lw.dense_gate, o.gate});
-      o.up = layout.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
       matrices.push_back({&lw.dense_up, o.up});
-      o.down = layout.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
       matrices.push_back({&lw.dense_down, o.down});
-      o.table = layout.add(3 * sizeof(void*));
     }
   }
 
@@ -194,35 +238,15 @@ uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
   if (!c.tie_word_embeddings) l.add(matrix_bytes(c.vocab_size, c.hidden_size));
   l.add(vector_bytes(c.hidden_size));
   for (int64_t layer = 0; layer < c.n_layers; ++layer) {
-    l.add(vector_bytes(c.hidden_size));
-    l.add(vector_bytes(c.hidden_size));
-    l.add(matrix_bytes(c.q_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.kv_dim(), c.hidden_size));
-    l.add(matrix_bytes(c.hidden_size, c.q_dim()));
-    if (c.attention_bias) {
-      l.add(vector_bytes(c.q_dim()));
-      l.add(vector_bytes(c.kv_dim()));
-      l.add(vector_bytes(c.kv_dim()));
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      l.add(vector_bytes(norm_width(c, true)));
-      l.add(vector_bytes(norm_width(c, false)));
-    }
-    if (c.layer_is_moe[static_cast<size_t>(layer)]) {
-      l.add(matrix_bytes(c.n_experts, c.hidden_size));
-    } else {
-      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      l.add(matrix_bytes(c.dense_intermediate_size, c.hidden_size));
-      l.add(matrix_bytes(c.hidden_size, c.dense_intermediate_size));
-      l.add(3 * sizeof(void*));
-    }
+    lay_out_layer(c, c.layer_is_moe[static_cast<size_t>(layer)], l);
   }
   return l.size();
 }
 
 uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
-  return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
+  const uint64_t biases =
+      c.expert_bias ? align_up(vector_bytes(2 * c.moe_intermediate_size + c.hidden_size)) : 0;
+  return 3 * align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size)) + biases;
 }
 
 Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& layout,
@@ -254,18 +278,41 @@ Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& la
       dl.attention.k_bias = reinterpret_cast<const float*>(at(o.k_bias));
       dl.attention.v_bias = reinterpret_cast<const float*>(at(o.v_bias));
     }
+    if (c.attention_out_bias) dl.attention.o_bias = reinterpret_cast<const float*>(at(o.o_bias));
     if (c.qk_norm != QkNormKind::kNone) {
       dl.attention.q_norm = reinterpret_cast<const float*>(at(o.q_norm));
       dl.attention.k_norm = reinterpret_cast<const float*>(at(o.k_norm));
     }
+    if (c.attention_sinks) dl.attention.sinks = reinterpret_cast<const float*>(at(o.sinks));
+    // A one-group pointer table of (gate, up, down) for the grouped kernels.
+    auto one_group_table = [&](uint64_t gate, uint64_t up, uint64_t down,
+                               uint64_t table_at) -> Result<const uint16_t* const*> {
+      const uint16_t* table[3] = {reinterpret_cast<const uint16_t*>(at(gate)),
+                                  reinterpret_cast<const uint16_t*>(at(up)),
+                                  reinterpret_cast<const uint16_t*>(at(down))};
+      DMOE_RETURN_IF_ERROR(dense_up.copy(at(table_at), table, sizeof table));
+      return reinterpret_cast<const uint16_t* const*>(at(table_at));
+    };
     if (lw.is_moe) {
       dl.router = reinterpret_cast<const uint16_t*>(at(o.router));
+      if (c.router_bias) dl.router_bias = reinterpret_cast<const float*>(at(o.router_bias));
+      if (c.router_choice_bias) {
+        dl.router_choice_bias = reinterpret_cast<const float*>(at(o.choice_bias));
+      }
+      if (c.shared_intermediate_size > 0) {
+        DMOE_ASSIGN_OR_RETURN(
+            const uint16_t* const* t,
+            one_group_table(o.shared_gate, o.shared_up, o.shared_down, o.shared_table));
+        dl.shared_gate = t;
+        dl.shared_up = t + 1;
+        dl.shared_down = t + 2;
+        if (c.shared_expert_gate) {
+          dl.shared_expert_gate = reinterpret_cast<const uint16_t*>(at(o.shared_expert_gate));
+        }
+      }
     } else {
-      const uint16_t* table[3] = {reinterpret_cast<const uint16_t*>(at(o.gate)),
-                                  reinterpret_cast<const uint16_t*>(at(o.up)),
-                                  reinterpret_cast<const uint16_t*>(at(o.down))};
-      DMOE_RETURN_IF_ERROR(dense_up.copy(at(o.table), table, sizeof table));
-      const auto* t = reinterpret_cast<const uint16_t* const*>(at(o.table));
+      DMOE_ASSIGN_OR_RETURN(const uint16_t* const* t,
+                            one_group_table(o.gate, o.up, o.down, o.table));
       dl.dense_gate = t;
       dl.dense_up = t + 1;
       dl.dense_down = t + 2;
@@ -285,10 +332,14 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
   const ModelConfig& c = *plan.config;
   const int n_devices = static_cast<int>(plan.devices.size());
   slot_bytes_ = expert_bytes(c);
-  const uint64_t table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
-                               static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
-                               sizeof(void*);
+  matrix_part_bytes_ = align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
+  expert_bias_ = c.expert_bias;
+  const uint64_t one_table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
+                                   static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
+                                   sizeof(void*);
+  const uint64_t table_bytes = one_table_bytes * (expert_bias_ ? 2 : 1);
   tables_.resize(static_cast<size_t>(n_devices));
+  bias_tables_.assign(static_cast<size_t>(n_devices), nullptr);
   slots_.resize(static_cast<size_t>(n_devices));
   experts_on_.assign(static_cast<size_t>(n_devices), 0);
   const int64_t E = std::max<int64_t>(c.n_experts, 1);
@@ -308,6 +359,11 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
     slots.table.assign(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
     uint8_t* table_dst = slots.base + static_cast<uint64_t>(slots.capacity) * slot_bytes_;
     tables_[static_cast<size_t>(d)] = reinterpret_cast<const uint16_t* const*>(table_dst);
+    if (expert_bias_) {
+      slots.bias_table.assign(static_cast<size_t>(c.n_layers * 3 * E), nullptr);
+      bias_tables_[static_cast<size_t>(d)] =
+          reinterpret_cast<const float* const*>(table_dst + one_table_bytes);
+    }
     memory_.push_back(std::move(mem));
     Uploader up(dev, total_bytes, plan.progress);
     for (size_t j = 0; j < mine.size(); ++j) {
@@ -321,10 +377,7 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
       held.slot = static_cast<int64_t>(j);
       held.key = key;
       DMOE_RETURN_IF_ERROR(write_slot(*ew, d, held.slot, up, &held.on));
-      const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
-      slots.table[row + static_cast<size_t>(key.expert)] = held.on.gate;
-      slots.table[row + static_cast<size_t>(E + key.expert)] = held.on.up;
-      slots.table[row + static_cast<size_t>(2 * E + key.expert)] = held.on.down;
+      set_table_entries(slots, key, &held.on);
       held.host = std::move(ew);
       by_host_gate_[held.host->gate.data] = std::move(held);
     }
@@ -333,21 +386,42 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
     }
     DMOE_RETURN_IF_ERROR(
         up.copy(table_dst, slots.table.data(), slots.table.size() * sizeof(void*)));
+    if (expert_bias_) {
+      DMOE_RETURN_IF_ERROR(up.copy(table_dst + one_table_bytes, slots.bias_table.data(),
+                                   slots.bias_table.size() * sizeof(void*)));
+    }
     experts_on_[static_cast<size_t>(d)] = static_cast<int64_t>(mine.size());
   }
   return Status::ok();
 }
 
-// Copies one expert's three matrices (bf16 on the device) into `slot` of
-// device `device_index`; `on` receives where they went.
+// Copies one expert's three matrices (bf16 on the device) and, with expert
+// biases, its [gate, up, down] biases (f32, after the matrices) into `slot`
+// of device `device_index`; `on` receives where they went.
 Status DeviceWeights::write_slot(const ExpertWeights& host, int device_index, int64_t slot,
                                  Uploader& up, ExpertOnDevice* on) const {
   uint8_t* dst =
       slots_[static_cast<size_t>(device_index)].base + static_cast<uint64_t>(slot) * slot_bytes_;
-  const uint64_t part = slot_bytes_ / 3;
+  const uint64_t part = matrix_part_bytes_;
   DMOE_RETURN_IF_ERROR(up.matrix(host.gate, dst));
   DMOE_RETURN_IF_ERROR(up.matrix(host.up, dst + part));
   DMOE_RETURN_IF_ERROR(up.matrix(host.down, dst + 2 * part));
+  if (expert_bias_) {
+    const int64_t inter = host.gate.rows, hidden = host.down.rows;
+    if (host.ffn.gate_bias == nullptr || host.ffn.up_bias == nullptr ||
+        host.ffn.down_bias == nullptr) {
+      return failed_precondition("expert " + std::to_string(host.key.expert) + " of layer " +
+                                 std::to_string(host.key.layer) +
+                                 " has no biases, which the model's experts need");
+    }
+    auto* biases = reinterpret_cast<float*>(dst + 3 * part);
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.gate_bias, inter, biases));
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.up_bias, inter, biases + inter));
+    DMOE_RETURN_IF_ERROR(up.vector(host.ffn.down_bias, hidden, biases + 2 * inter));
+    on->gate_bias = biases;
+    on->up_bias = biases + inter;
+    on->down_bias = biases + 2 * inter;
+  }
   on->device_index = device_index;
   on->gate = reinterpret_cast<const uint16_t*>(dst);
   on->up = reinterpret_cast<const uint16_t*>(dst + part);
@@ -358,8 +432,23 @@ Status DeviceWeights::write_slot(const ExpertWeights& host, int device_index, in
   return Status::ok();
 }
 
-// Copies the three table entries of `key` on device `device_index` from
-// the host copy of the tables to the device.
+// Points the host copy of a device's tables at `on` for `key` (null: clears).
+void DeviceWeights::set_table_entries(Slots& slots, ExpertRef key, const ExpertOnDevice* on) const {
+  const int64_t E = std::max<int64_t>(n_experts_, 1);
+  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
+  const auto at = [&](int64_t part) { return row + static_cast<size_t>(part * E + key.expert); };
+  slots.table[at(0)] = on ? on->gate : nullptr;
+  slots.table[at(1)] = on ? on->up : nullptr;
+  slots.table[at(2)] = on ? on->down : nullptr;
+  if (!expert_bias_) return;
+  slots.bias_table[at(0)] = on ? on->gate_bias : nullptr;
+  slots.bias_table[at(1)] = on ? on->up_bias : nullptr;
+  slots.bias_table[at(2)] = on ? on->down_bias : nullptr;
+}
+
+// Copies the three table entries of `key` on device `device_index` (and
+// its three bias-table entries) from the host copy of the tables to the
+// device.
 Status DeviceWeights::write_table_entries(int device_index, ExpertRef key) const {
   const Slots& slots = slots_[static_cast<size_t>(device_index)];
   const CudaDevice& dev = *devices_[static_cast<size_t>(device_index)];
@@ -371,6 +460,10 @@ Status DeviceWeights::write_table_entries(int device_index, ExpertRef key) const
   for (int64_t part = 0; part < 3; ++part) {
     const size_t at = row + static_cast<size_t>(part * E + key.expert);
     DMOE_RETURN_IF_ERROR(up.copy(table + at, &slots.table[at], sizeof(void*)));
+    if (expert_bias_) {
+      auto* bias_table = const_cast<const float**>(bias_tables_[static_cast<size_t>(device_index)]);
+      DMOE_RETURN_IF_ERROR(up.copy(bias_table + at, &slots.bias_table[at], sizeof(void*)));
+    }
   }
   return Status::ok();
 }
@@ -408,11 +501,7 @@ Status DeviceWeights::install(const std::shared_ptr<const ExpertWeights>& host,
   const LoadProgress no_progress;
   Uploader up(dev, 0, no_progress);
   DMOE_RETURN_IF_ERROR(write_slot(*host, device_index, held.slot, up, &held.on));
-  const int64_t E = std::max<int64_t>(n_experts_, 1);
-  const size_t row = static_cast<size_t>(held.key.layer) * 3 * static_cast<size_t>(E);
-  slots.table[row + static_cast<size_t>(held.key.expert)] = held.on.gate;
-  slots.table[row + static_cast<size_t>(E + held.key.expert)] = held.on.up;
-  slots.table[row + static_cast<size_t>(2 * E + held.key.expert)] = held.on.down;
+  set_table_entries(slots, held.key, &held.on);
   DMOE_RETURN_IF_ERROR(write_table_entries(device_index, held.key));
   slots.free.pop_back();
   held.host = host;
@@ -428,11 +517,7 @@ void DeviceWeights::release(const ExpertWeights& host) const {
   const int d = it->second.on.device_index;
   Slots& slots = slots_[static_cast<size_t>(d)];
   const ExpertRef key = it->second.key;
-  const int64_t E = std::max<int64_t>(n_experts_, 1);
-  const size_t row = static_cast<size_t>(key.layer) * 3 * static_cast<size_t>(E);
-  for (int64_t part = 0; part < 3; ++part) {
-    slots.table[row + static_cast<size_t>(part * E + key.expert)] = nullptr;
-  }
+  set_table_entries(slots, key, nullptr);
   // A table entry left pointing at the slot is harmless until it is reused,
   // and reuse waits for the device; still, clear it so the fused path (a
   // device holding every expert) never sees a stale expert.
@@ -495,6 +580,22 @@ int64_t DeviceWeights::expert_slots(int device_index) const {
 const ExpertOnDevice* DeviceWeights::find_expert(const void* host_gate) const {
   const auto it = by_host_gate_.find(host_gate);
   return it == by_host_gate_.end() ? nullptr : &it->second.on;
+}
+
+const float* const* DeviceWeights::gate_bias_table(int device_index, int64_t layer) const {
+  const float* const* t =
+      bias_tables_.empty() ? nullptr : bias_tables_[static_cast<size_t>(device_index)];
+  return t == nullptr ? nullptr : t + layer * 3 * std::max<int64_t>(n_experts_, 1);
+}
+
+const float* const* DeviceWeights::up_bias_table(int device_index, int64_t layer) const {
+  const float* const* t = gate_bias_table(device_index, layer);
+  return t == nullptr ? nullptr : t + std::max<int64_t>(n_experts_, 1);
+}
+
+const float* const* DeviceWeights::down_bias_table(int device_index, int64_t layer) const {
+  const float* const* t = gate_bias_table(device_index, layer);
+  return t == nullptr ? nullptr : t + 2 * std::max<int64_t>(n_experts_, 1);
 }
 
 }  // namespace dancemoe::backend::cuda

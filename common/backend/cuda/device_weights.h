@@ -1,6 +1,7 @@
 // DeviceWeights: a model's weights on its GPUs, uploaded once at load.
-// The dense part (embeddings, attention, norms, routers, dense MLPs, LM
-// head) lives on one device; each expert on exactly one device (the
+// The dense part (embeddings, attention and its biases / sinks, norms,
+// routers and their biases, dense MLPs, shared experts, LM head) lives on
+// one device; each expert on exactly one device (the
 // placement's (node, device) choice). Matrices are bf16 on the device
 // whatever their dtype on disk (f16 / f32 are rounded once at upload: the
 // GPU kernels are bf16-weight kernels); norm weights and biases stay f32.
@@ -48,15 +49,25 @@ struct DeviceAttention {
   const float* q_bias = nullptr;
   const float* k_bias = nullptr;
   const float* v_bias = nullptr;
+  const float* o_bias = nullptr;  // [hidden] or null
   const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full)
   const float* k_norm = nullptr;
+  const float* sinks = nullptr;  // [n_heads] or null
 };
 
 struct DeviceLayer {
   const float* input_norm = nullptr;
   const float* post_attention_norm = nullptr;
   DeviceAttention attention;
-  const uint16_t* router = nullptr;  // [n_experts, hidden] (MoE layers)
+  const uint16_t* router = nullptr;           // [n_experts, hidden] (MoE layers)
+  const float* router_bias = nullptr;         // [n_experts] or null
+  const float* router_choice_bias = nullptr;  // [n_experts] or null
+  // The shared expert of MoE layers (null: none) as a one-group table, and
+  // its sigmoid gate [1, hidden] (null: none).
+  const uint16_t* const* shared_gate = nullptr;
+  const uint16_t* const* shared_up = nullptr;
+  const uint16_t* const* shared_down = nullptr;
+  const uint16_t* shared_expert_gate = nullptr;
   // Dense MLP layers as one-group tables for the grouped expert kernels.
   const uint16_t* const* dense_gate = nullptr;
   const uint16_t* const* dense_up = nullptr;
@@ -68,6 +79,10 @@ struct ExpertOnDevice {
   const uint16_t* gate = nullptr;
   const uint16_t* up = nullptr;
   const uint16_t* down = nullptr;
+  // gpt-oss's expert biases (null for plain experts).
+  const float* gate_bias = nullptr;  // [inter]
+  const float* up_bias = nullptr;    // [inter]
+  const float* down_bias = nullptr;  // [hidden]
   int64_t inter = 0;
   const void* host_up = nullptr;  // to check a job's views belong together
   const void* host_down = nullptr;
@@ -109,6 +124,11 @@ class DeviceWeights {
   const uint16_t* const* gate_table(int device_index, int64_t layer) const;
   const uint16_t* const* up_table(int device_index, int64_t layer) const;
   const uint16_t* const* down_table(int device_index, int64_t layer) const;
+  // Device pointer tables [n_experts] of the experts' biases (gpt-oss's
+  // expert_bias); null when the model's experts have none.
+  const float* const* gate_bias_table(int device_index, int64_t layer) const;
+  const float* const* up_bias_table(int device_index, int64_t layer) const;
+  const float* const* down_bias_table(int device_index, int64_t layer) const;
   // Whether device `device_index` holds every expert of every MoE layer.
   bool holds_all_experts(int device_index) const;
   int64_t n_experts_on(int device_index) const;
@@ -150,16 +170,20 @@ class DeviceWeights {
   const uint16_t* embed_ = nullptr;
   const uint16_t* lm_head_ = nullptr;
   const float* final_norm_ = nullptr;
-  // [device][layer][3][n_experts] device pointers, one block per device.
+  // [device][layer][3][n_experts] device pointers, one block per device;
+  // with expert biases followed by the same [layer][3][n_experts] of bias
+  // pointers (bias_tables_).
   std::vector<const uint16_t* const*> tables_;
+  std::vector<const float* const*> bias_tables_;
 
   // The expert slots of one device (guarded by slots_mutex_).
   struct Slots {
     uint8_t* base = nullptr;  // slot i at base + i * slot_bytes
     int64_t capacity = 0;
     std::vector<int64_t> free;
-    std::vector<int64_t> released;       // reusable after the device finishes queued work
-    std::vector<const uint16_t*> table;  // host copy of the device's pointer tables
+    std::vector<int64_t> released;         // reusable after the device finishes queued work
+    std::vector<const uint16_t*> table;    // host copy of the device's pointer tables
+    std::vector<const float*> bias_table;  // and of its bias tables (expert_bias)
   };
   struct Held {
     ExpertOnDevice on;
@@ -169,9 +193,12 @@ class DeviceWeights {
   };
   Status write_slot(const ExpertWeights& host, int device_index, int64_t slot, Uploader& up,
                     ExpertOnDevice* on) const;
+  void set_table_entries(Slots& slots, ExpertRef key, const ExpertOnDevice* on) const;
   Status write_table_entries(int device_index, ExpertRef key) const;
 
   uint64_t slot_bytes_ = 0;
+  uint64_t matrix_part_bytes_ = 0;  // each matrix's share of a slot
+  bool expert_bias_ = false;        // slots end with the [2 inter + hidden] f32 biases
   mutable std::shared_mutex slots_mutex_;
   mutable std::vector<Slots> slots_;
   mutable std::vector<int64_t> experts_on_;

@@ -144,69 +144,122 @@ TEST_CASE("cuda parity: rope tables and rotation at odd head counts and position
   MESSAGE("parity rope: tables " << worst_table << ", rotation " << worst_rope);
 }
 
-TEST_CASE("cuda parity: qk norm, rope and the kv-cache store in one launch") {
+// CpuForward::rotate's layouts: the pairs layout permutes (x[2i], x[2i+1])
+// to halves over the rotating dims, then the leading `rotary` dims rotate.
+void cpu_rotate(float* x, int64_t n_heads, int64_t head_dim, int64_t rotary, bool pairs,
+                const float* cos, const float* sin) {
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* head = x + h * head_dim;
+    if (pairs) {
+      std::vector<float> tmp(static_cast<size_t>(rotary));
+      for (int64_t i = 0; i < rotary / 2; ++i) {
+        tmp[static_cast<size_t>(i)] = head[2 * i];
+        tmp[static_cast<size_t>(rotary / 2 + i)] = head[2 * i + 1];
+      }
+      std::memcpy(head, tmp.data(), static_cast<size_t>(rotary) * sizeof(float));
+    }
+    ref().rope(head, 1, rotary, cos, sin);
+  }
+}
+
+TEST_CASE("cuda parity: qk norm, rope (partial, pairwise, scaled) and the kv-cache store") {
   DMOE_REQUIRE_CUDA();
   std::mt19937 rng(14);
   double worst = 0.0;
+  struct Rope {
+    int64_t rotary_divisor;  // rotary_dim = head_dim / divisor
+    bool pairs;
+    float scale;
+  };
+  const Rope ropes[] = {{1, false, 1.0f}, {2, false, 1.0f},  {1, true, 1.0f},
+                        {4, true, 1.0f},  {1, false, 1.25f}, {2, false, 0.8f}};
   for (int64_t head_dim : {16, 64, 128}) {
     for (bool norm : {false, true}) {
-      const int64_t n = 3, n_heads = 6, n_kv = 3, pos0 = 5, capacity = 11;
-      const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv * head_dim, half = head_dim / 2;
-      std::vector<float> q = random_floats(rng, n * q_dim, -2.0f, 2.0f);
-      const std::vector<float> k = random_floats(rng, n * kv_dim, -2.0f, 2.0f);
-      const std::vector<float> v = random_floats(rng, n * kv_dim);
-      const std::vector<float> qn = random_floats(rng, head_dim, 0.5f, 1.5f);
-      const std::vector<float> kn = random_floats(rng, head_dim, 0.5f, 1.5f);
-      std::vector<float> cos_t, sin_t;
-      cpu_rope_tables(inv_freqs(head_dim, 1e4), pos0, n, &cos_t, &sin_t);
-      std::vector<float> k_cache(capacity * kv_dim, 0.0f), v_cache(capacity * kv_dim, 0.0f);
-      DeviceArray<float> d_q(q), d_k(k), d_v(v), d_qn(qn), d_kn(kn), d_cos(cos_t), d_sin(sin_t);
-      DeviceArray<float> d_kc(k_cache), d_vc(v_cache);
-      DeviceArray<int32_t> d_pos(std::vector<int32_t>{static_cast<int32_t>(pos0)});
+      for (const Rope& rope : ropes) {
+        const int64_t n = 3, n_heads = 6, n_kv = 3, pos0 = 5, capacity = 11;
+        const int64_t q_dim = n_heads * head_dim, kv_dim = n_kv * head_dim;
+        const int64_t rotary = head_dim / rope.rotary_divisor, half = rotary / 2;
+        std::vector<float> q = random_floats(rng, n * q_dim, -2.0f, 2.0f);
+        const std::vector<float> k = random_floats(rng, n * kv_dim, -2.0f, 2.0f);
+        const std::vector<float> v = random_floats(rng, n * kv_dim);
+        const std::vector<float> qn = random_floats(rng, head_dim, 0.5f, 1.5f);
+        const std::vector<float> kn = random_floats(rng, head_dim, 0.5f, 1.5f);
+        std::vector<float> cos_t, sin_t;
+        cpu_rope_tables(inv_freqs(rotary, 1e4), pos0, n, &cos_t, &sin_t);
+        // The CPU's tables carry the scale (rope.h's attention factor).
+        std::vector<float> cos_s = cos_t, sin_s = sin_t;
+        for (float& x : cos_s) x *= rope.scale;
+        for (float& x : sin_s) x *= rope.scale;
+        std::vector<float> k_cache(capacity * kv_dim, 0.0f), v_cache(capacity * kv_dim, 0.0f);
+        DeviceArray<float> d_q(q), d_k(k), d_v(v), d_qn(qn), d_kn(kn), d_cos(cos_t), d_sin(sin_t);
+        DeviceArray<float> d_kc(k_cache), d_vc(v_cache);
+        DeviceArray<int32_t> d_pos(std::vector<int32_t>{static_cast<int32_t>(pos0)});
 
-      // CPU: the forward pass's per-token sequence.
-      for (int64_t t = 0; t < n; ++t) {
-        float* qt = q.data() + t * q_dim;
-        std::vector<float> kt(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
-        if (norm) {
-          for (int64_t h = 0; h < n_heads; ++h)
-            ref().rmsnorm(qt + h * head_dim, qn.data(), head_dim, 1e-6f, qt + h * head_dim);
-          for (int64_t h = 0; h < n_kv; ++h)
-            ref().rmsnorm(kt.data() + h * head_dim, kn.data(), head_dim, 1e-6f,
-                          kt.data() + h * head_dim);
+        // CPU: the forward pass's per-token sequence.
+        for (int64_t t = 0; t < n; ++t) {
+          float* qt = q.data() + t * q_dim;
+          std::vector<float> kt(k.begin() + t * kv_dim, k.begin() + (t + 1) * kv_dim);
+          if (norm) {
+            for (int64_t h = 0; h < n_heads; ++h)
+              ref().rmsnorm(qt + h * head_dim, qn.data(), head_dim, 1e-6f, qt + h * head_dim);
+            for (int64_t h = 0; h < n_kv; ++h)
+              ref().rmsnorm(kt.data() + h * head_dim, kn.data(), head_dim, 1e-6f,
+                            kt.data() + h * head_dim);
+          }
+          cpu_rotate(qt, n_heads, head_dim, rotary, rope.pairs, cos_s.data() + t * half,
+                     sin_s.data() + t * half);
+          cpu_rotate(kt.data(), n_kv, head_dim, rotary, rope.pairs, cos_s.data() + t * half,
+                     sin_s.data() + t * half);
+          std::memcpy(&k_cache[(pos0 + t) * kv_dim], kt.data(), kv_dim * sizeof(float));
+          std::memcpy(&v_cache[(pos0 + t) * kv_dim], &v[t * kv_dim], kv_dim * sizeof(float));
         }
-        ref().rope(qt, n_heads, head_dim, cos_t.data() + t * half, sin_t.data() + t * half);
-        ref().rope(kt.data(), n_kv, head_dim, cos_t.data() + t * half, sin_t.data() + t * half);
-        std::memcpy(&k_cache[(pos0 + t) * kv_dim], kt.data(), kv_dim * sizeof(float));
-        std::memcpy(&v_cache[(pos0 + t) * kv_dim], &v[t * kv_dim], kv_dim * sizeof(float));
+        kc::QkvPrepareArgs a;
+        a.q = d_q.get();
+        a.q_stride = q_dim;
+        a.k = d_k.get();
+        a.v = d_v.get();
+        a.kv_stride = kv_dim;
+        a.k_cache = d_kc.get();
+        a.v_cache = d_vc.get();
+        a.d_pos0 = d_pos.get();
+        a.n_tokens = n;
+        a.n_heads = n_heads;
+        a.n_kv_heads = n_kv;
+        a.head_dim = head_dim;
+        a.q_norm = norm ? d_qn.get() : nullptr;
+        a.k_norm = norm ? d_kn.get() : nullptr;
+        a.cos = d_cos.get();
+        a.sin = d_sin.get();
+        a.rotary_dim = rotary;
+        a.pairs = rope.pairs;
+        a.rope_scale = rope.scale;
+        kc::qkv_prepare(a, nullptr);
+        sync_and_check();
+        const double err = std::fmax(normalised_error(d_q.download(), q),
+                                     std::fmax(normalised_error(d_kc.download(), k_cache),
+                                               normalised_error(d_vc.download(), v_cache)));
+        CHECK_MESSAGE(err < 1e-5, "head_dim " << head_dim << " norm " << norm << " rotary "
+                                              << rotary << " pairs " << rope.pairs << " scale "
+                                              << rope.scale << " error " << err);
+        worst = std::fmax(worst, err);
       }
-      kc::QkvPrepareArgs a;
-      a.q = d_q.get();
-      a.q_stride = q_dim;
-      a.k = d_k.get();
-      a.v = d_v.get();
-      a.kv_stride = kv_dim;
-      a.k_cache = d_kc.get();
-      a.v_cache = d_vc.get();
-      a.d_pos0 = d_pos.get();
-      a.n_tokens = n;
-      a.n_heads = n_heads;
-      a.n_kv_heads = n_kv;
-      a.head_dim = head_dim;
-      a.q_norm = norm ? d_qn.get() : nullptr;
-      a.k_norm = norm ? d_kn.get() : nullptr;
-      a.cos = d_cos.get();
-      a.sin = d_sin.get();
-      kc::qkv_prepare(a, nullptr);
-      sync_and_check();
-      const double err = std::fmax(normalised_error(d_q.download(), q),
-                                   std::fmax(normalised_error(d_kc.download(), k_cache),
-                                             normalised_error(d_vc.download(), v_cache)));
-      CHECK_MESSAGE(err < 1e-5, "head_dim " << head_dim << " norm " << norm << " error " << err);
-      worst = std::fmax(worst, err);
     }
   }
   MESSAGE("parity qkv_prepare: max normalised error " << worst);
+}
+
+TEST_CASE("cuda parity: sigmoid in place matches the CPU's 1 / (1 + exp(-x))") {
+  DMOE_REQUIRE_CUDA();
+  std::mt19937 rng(15);
+  const std::vector<float> x = random_floats(rng, 1000, -12.0f, 12.0f);
+  std::vector<float> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  DeviceArray<float> d_x(x);
+  kc::sigmoid(d_x.get(), static_cast<int64_t>(x.size()), nullptr);
+  sync_and_check();
+  const double err = normalised_error(d_x.download(), want);
+  CHECK(err < 1e-6);
+  MESSAGE("parity sigmoid: " << err);
 }
 
 TEST_CASE("cuda parity: swiglu, axpy and the bf16 conversions") {

@@ -1,9 +1,10 @@
 // CUDA parity of the MoE ops: the router (softmax / top-k / renormalise in
-// both orders, top-k 1 to 8, ties) against common/inference/routing.cpp, and the
-// grouped expert FFN (grouping, gate/up with SwiGLU, down, weighted combine)
-// against the scalar CPU kernels, through the GEMV (decode) and tensor-core
-// GEMM (prefill) paths, with experts nobody chose, experts absent from the
-// device (null pointers) and sizes off the 8-element vector width.
+// both orders, top-k 1 to 8, ties; sigmoid scores, choice bias, group-limited
+// choice, scaling) against common/inference/routing.cpp, and the
+// grouped expert FFN (grouping, gate/up with SwiGLU or gpt-oss's clamped
+// SwiGLU with expert biases, down, weighted combine) against the scalar CPU kernels, through the
+// GEMV (decode) and tensor-core GEMM (prefill) paths, with experts nobody chose, experts absent
+// from the device (null pointers) and sizes off the 8-element vector width.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -74,10 +75,81 @@ TEST_CASE("cuda parity: router top-k and weights match the CPU routing, ties inc
   MESSAGE("parity router: ids identical, max weight difference " << worst);
 }
 
+// DeepSeek-V2/V3, GLM-4.5 routing: sigmoid or softmax scores, the choice
+// bias, group-limited choice (both group scores), renormalisation with its
+// epsilon and routed_scaling_factor, against route_tokens.
+TEST_CASE("cuda parity: sigmoid, choice-biased and group-limited routing match the CPU") {
+  DMOE_REQUIRE_CUDA();
+  std::mt19937 rng(43);
+  struct Shape {
+    int64_t n_experts, top_k, n_group, topk_group;
+  };
+  const Shape shapes[] = {{8, 2, 1, 1},   {64, 6, 8, 3},  {64, 6, 1, 1},
+                          {256, 8, 8, 4}, {160, 6, 8, 3}, {16, 4, 4, 1}};
+  double worst = 0.0;
+  for (const Shape& shape : shapes) {
+    for (bool sigmoid : {false, true}) {
+      for (bool bias : {false, true}) {
+        for (bool top2 : {false, true}) {
+          for (bool norm : {false, true}) {
+            ModelConfig c;
+            c.n_experts = shape.n_experts;
+            c.n_experts_per_token = shape.top_k;
+            c.n_group = shape.n_group;
+            c.topk_group = shape.topk_group;
+            c.group_score = top2 ? GroupScore::kTop2Sum : GroupScore::kMax;
+            c.norm_topk_prob = norm;
+            c.topk_norm_epsilon = norm ? 1e-20f : 0.0f;
+            c.routed_scaling_factor = norm ? 2.5 : 1.0;
+            c.router_scoring = sigmoid ? RouterScoring::kSigmoid : RouterScoring::kSoftmaxThenTopK;
+            const int64_t n = 11;
+            const std::vector<float> logits = random_floats(rng, n * c.n_experts, -4.0f, 4.0f);
+            const std::vector<float> choice_bias = random_floats(rng, c.n_experts, -0.3f, 0.3f);
+            RoutingDecision want;
+            route_tokens(c, logits.data(), n, bias ? choice_bias.data() : nullptr, &want);
+
+            DeviceArray<float> d_logits(logits), d_bias(choice_bias),
+                d_w(n * c.n_experts_per_token);
+            DeviceArray<int32_t> d_ids(n * c.n_experts_per_token);
+            kc::RouterArgs a;
+            a.logits = d_logits.get();
+            a.n_tokens = n;
+            a.n_experts = c.n_experts;
+            a.top_k = c.n_experts_per_token;
+            a.order = sigmoid ? kc::RouterOrder::kSigmoid : kc::RouterOrder::kSoftmaxThenTopK;
+            a.norm_topk_prob = norm;
+            a.norm_epsilon = c.topk_norm_epsilon;
+            a.choice_bias = bias ? d_bias.get() : nullptr;
+            a.n_group = c.n_group;
+            a.topk_group = c.topk_group;
+            a.group_top2_sum = top2;
+            a.routed_scale = static_cast<float>(c.routed_scaling_factor);
+            a.ids = d_ids.get();
+            a.weights = d_w.get();
+            kc::router_topk(a, nullptr);
+            sync_and_check();
+            INFO("experts " << c.n_experts << " k " << c.n_experts_per_token << " groups "
+                            << c.n_group << "/" << c.topk_group << " sigmoid " << sigmoid
+                            << " bias " << bias << " top2 " << top2 << " norm " << norm);
+            REQUIRE(d_ids.download() == want.expert_ids);
+            const std::vector<float> got_w = d_w.download();
+            for (size_t i = 0; i < got_w.size(); ++i) {
+              worst = std::fmax(worst, std::fabs(got_w[i] - want.weights[i]));
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(worst < 1e-5);
+  MESSAGE("parity sigmoid / grouped router: ids identical, max weight difference " << worst);
+}
+
 struct MoeCase {
   int64_t n_tokens, n_experts, top_k, hidden, inter;
   bool gemm;
-  bool direct = false;  // ungrouped decode path (one token)
+  bool direct = false;   // ungrouped decode path (one token)
+  bool gpt_oss = false;  // expert biases and the clamped SwiGLU
 };
 
 // One MoE layer on the device against the scalar reference; returns the
@@ -104,6 +176,22 @@ double run_moe_case(const MoeCase& c, std::mt19937& rng) {
   std::vector<std::vector<uint16_t>> gate(E), up(E), down(E);
   std::vector<DeviceArray<uint16_t>> d_gate, d_up, d_down;
   std::vector<const uint16_t*> p_gate(E), p_up(E), p_down(E);
+  std::vector<std::vector<float>> gate_b(E), up_b(E), down_b(E);
+  std::vector<DeviceArray<float>> d_gate_b, d_up_b, d_down_b;
+  std::vector<const float*> p_gate_b(E), p_up_b(E), p_down_b(E);
+  const float alpha = 1.702f, limit = 7.0f;
+  for (int64_t e = 0; e < E; ++e) {
+    gate_b[e] = random_floats(rng, I, -2.0f, 2.0f);
+    up_b[e] = random_floats(rng, I, -2.0f, 2.0f);
+    down_b[e] = random_floats(rng, H, -2.0f, 2.0f);
+    d_gate_b.emplace_back(gate_b[e]);
+    d_up_b.emplace_back(up_b[e]);
+    d_down_b.emplace_back(down_b[e]);
+    p_gate_b[e] = d_gate_b.back().get();
+    p_up_b[e] = d_up_b.back().get();
+    // Every fourth expert has no down bias (a null entry).
+    p_down_b[e] = e % 4 == 3 ? nullptr : d_down_b.back().get();
+  }
   for (int64_t e = 0; e < E; ++e) {
     gate[e] = to_bf16(random_floats(rng, I * H));
     up[e] = to_bf16(random_floats(rng, I * H));
@@ -134,11 +222,18 @@ double run_moe_case(const MoeCase& c, std::mt19937& rng) {
       m.w.data = up[e].data();
       m.y = u.data();
       ref.matmul_bf16(m, x.data() + t * x_stride);
-      ref.swiglu(g.data(), u.data(), I, hf.data());
+      if (c.gpt_oss) {
+        ref.axpy(1.0f, gate_b[e].data(), g.data(), I);
+        ref.axpy(1.0f, up_b[e].data(), u.data(), I);
+        ref.swiglu_clamped(g.data(), u.data(), I, alpha, limit, hf.data());
+      } else {
+        ref.swiglu(g.data(), u.data(), I, hf.data());
+      }
       ref.f32_to_bf16(hf.data(), I, hb.data());
       kernels::MatmulArgs md{
           {down[e].data(), kernels::WeightType::kBF16, H, I}, 1, d.data(), H, 0, H};
       ref.matmul_bf16(md, hb.data());
+      if (c.gpt_oss && e % 4 != 3) ref.axpy(1.0f, down_b[e].data(), d.data(), H);
       ref.axpy(weights[t * k + j], d.data(), want.data() + t * H, H);
     }
   }
@@ -150,6 +245,7 @@ double run_moe_case(const MoeCase& c, std::mt19937& rng) {
   const int64_t max_tiles = kc::max_expert_tiles(P, E);
   DeviceArray<int32_t> d_tile_group(max_tiles), d_tile_row0(max_tiles), d_n_tiles(1);
   DeviceArray<const uint16_t*> dp_gate(p_gate), dp_up(p_up), dp_down(p_down);
+  DeviceArray<const float*> dp_gate_b(p_gate_b), dp_up_b(p_up_b), dp_down_b(p_down_b);
   DeviceArray<uint16_t> d_x(x), d_h(P * I);
   DeviceArray<float> d_d(P * H), d_out(out0);
   d_d.fill_bytes(0);
@@ -186,6 +282,14 @@ double run_moe_case(const MoeCase& c, std::mt19937& rng) {
   fa.x_stride = x_stride;
   fa.h = d_h.get();
   fa.d = d_d.get();
+  if (c.gpt_oss) {
+    fa.gate_bias = dp_gate_b.get();
+    fa.up_bias = dp_up_b.get();
+    fa.down_bias = dp_down_b.get();
+    fa.clamped = true;
+    fa.alpha = alpha;
+    fa.limit = limit;
+  }
   if (c.direct) {
     fa.direct = true;
     fa.direct_ids = d_ids.get();
@@ -262,13 +366,19 @@ TEST_CASE("cuda parity: grouped expert FFN and combine, GEMV and GEMM paths") {
       {1, 64, 8, 2048, 1024, false, true},
       {1, 8, 2, 33, 17, false, true},
       {1, 16, 1, 64, 40, false, true},
+      // gpt-oss experts: biases and the clamped SwiGLU, every path
+      {1, 8, 2, 64, 32, false, true, true},
+      {7, 16, 4, 256, 96, false, false, true},
+      {130, 33, 8, 40, 24, true, false, true},
+      {64, 32, 4, 1024, 512, true, false, true},
   };
   double worst_gemv = 0.0, worst_gemm = 0.0;
   for (const MoeCase& c : cases) {
     const double err = run_moe_case(c, rng);
     CHECK_MESSAGE(err < 2e-3, "tokens " << c.n_tokens << " experts " << c.n_experts << " top-"
                                         << c.top_k << " hidden " << c.hidden << " inter " << c.inter
-                                        << (c.gemm ? " gemm" : " gemv") << ": " << err);
+                                        << (c.gemm ? " gemm" : " gemv")
+                                        << (c.gpt_oss ? " gpt-oss" : "") << ": " << err);
     (c.gemm ? worst_gemm : worst_gemv) = std::fmax(c.gemm ? worst_gemm : worst_gemv, err);
   }
   MESSAGE("parity expert FFN + combine: gemv " << worst_gemv << ", gemm " << worst_gemm);

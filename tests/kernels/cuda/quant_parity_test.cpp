@@ -2,7 +2,8 @@
 // dequantization equals the CPU's dequantize_values rounded to bf16, bit for
 // bit; gemv_quant (f32 and bf16 activations, accumulate, odd row counts and
 // token counts around the 4-token pass) and matmul_quant's dequantize + GEMM
-// path match the CPU's matmul_f32 on the same weights.
+// path match the CPU's matmul_f32 on the same weights; a type the kernels do
+// not read is refused, not skipped.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -21,7 +22,7 @@ namespace kc = kernels::cuda;
 using kernels::WeightType;
 
 const WeightType kTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K,
-                             WeightType::kQ5_K, WeightType::kQ6_K};
+                             WeightType::kQ5_K, WeightType::kQ6_K, WeightType::kMXFP4};
 
 std::vector<uint8_t> quantized(WeightType type, int64_t rows, int64_t cols, std::mt19937& rng) {
   const std::vector<float> w = random_floats(rng, rows * cols);
@@ -38,7 +39,7 @@ TEST_CASE("cuda quant: dequantization equals the CPU reference rounded to bf16")
     const std::vector<uint8_t> q = quantized(type, rows, cols, rng);
     DeviceArray<uint8_t> d_q(q);
     DeviceArray<uint16_t> d_out(static_cast<size_t>(rows * cols));
-    kc::dequantize_bf16(type, d_q.get(), rows, cols, d_out.get(), cols, nullptr);
+    REQUIRE(kc::dequantize_bf16(type, d_q.get(), rows, cols, d_out.get(), cols, nullptr));
     sync_and_check();
     const std::vector<uint16_t> got = d_out.download();
     std::vector<float> want(static_cast<size_t>(cols));
@@ -91,7 +92,7 @@ TEST_CASE("cuda quant: gemv_quant and matmul_quant match the CPU's matmul_f32") 
         a.n_tokens = n_tokens;
         a.y = d_y.get();
         a.y_stride = rows;
-        kc::matmul_quant(a, scratch.get(), nullptr);
+        REQUIRE(kc::matmul_quant(a, scratch.get(), nullptr));
         sync_and_check();
         INFO(kernels::weight_type_name(type), " tokens ", n_tokens, f32 ? " f32" : " bf16");
         // The GEMM path rounds the weights to bf16: a looser bound.
@@ -99,6 +100,22 @@ TEST_CASE("cuda quant: gemv_quant and matmul_quant match the CPU's matmul_f32") 
         CHECK(normalised_error(d_y.download(), want) <= tolerance);
       }
     }
+  }
+}
+
+// Needs no device: a refused type launches nothing.
+TEST_CASE("cuda quant: a type the kernels do not read is refused, not silently skipped") {
+  kc::QuantMatmulArgs a;
+  a.type = WeightType::kF16;
+  a.rows = 4;
+  a.cols = 32;
+  a.n_tokens = 1;
+  CHECK_FALSE(kc::gemv_quant(a, nullptr));
+  CHECK_FALSE(kc::matmul_quant(a, nullptr, nullptr));
+  a.n_tokens = 0;  // even with nothing to compute
+  CHECK_FALSE(kc::gemv_quant(a, nullptr));
+  for (WeightType type : {WeightType::kF32, WeightType::kBF16, WeightType::kF16}) {
+    CHECK_FALSE(kc::dequantize_bf16(type, nullptr, 4, 32, nullptr, 32, nullptr));
   }
 }
 

@@ -61,6 +61,28 @@ TEST_CASE("cuda backend: too little memory names the device, bytes wanted and by
   CHECK(m.status().message().find("free") != std::string::npos);
 }
 
+TEST_CASE("cuda backend: a model using blocks the CUDA kernels lack is refused naming them") {
+  DMOE_REQUIRE_CUDA();
+  const std::pair<const char*, const char*> cases[] = {
+      {"deepseek_v2", "multi-head latent attention (MLA)"},
+      {"deepseek_v3", "multi-head latent attention (MLA)"}};
+  for (const auto& [arch, block] : cases) {
+    CAPTURE(arch);
+    TempDir dir("cuda-blocks");
+    SyntheticModelSpec spec = small();
+    spec.arch = arch;
+    spec.preset = "tiny";
+    write_model(spec, dir.path());
+    backend::DeviceOptions devices;
+    devices.devices = *backend::parse_device_list("cuda:0");
+    Result<std::unique_ptr<ModelRuntime>> m = open_with(dir.path(), devices);
+    REQUIRE_FALSE(m.is_ok());
+    MESSAGE("refusal: " << m.status().message());
+    CHECK(m.status().message().find(block) != std::string::npos);
+    CHECK(m.status().message().find("run it on the CPU devices") != std::string::npos);
+  }
+}
+
 TEST_CASE("cuda backend: a missing device and f32 precision are refused") {
   DMOE_REQUIRE_CUDA();
   TempDir dir("cuda-bad");

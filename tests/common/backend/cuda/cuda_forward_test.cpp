@@ -1,6 +1,7 @@
 // The CUDA backend's forward pass against the CPU forward in bf16 compute
 // mode (the CUDA backend's only mode): the tiny presets (Qwen3-MoE with a
-// dense layer, Mixtral, tied f32 weights) and the medium preset -- logits
+// dense layer, Mixtral, tied f32 weights, OLMoE, Qwen2-MoE, GLM-4.5, gpt-oss) and the
+// medium preset -- logits
 // within 2e-2 (normalised: max |gpu - cpu| / max |cpu|) and the same greedy
 // tokens over 32 decode steps -- plus the device KV cache, prompts split into
 // workspace-sized batches, and the MoE path through the executor. Skips
@@ -166,7 +167,17 @@ TEST_CASE("cuda forward: tiny presets match the CPU within 2e-2 with equal greed
   std::vector<Case> cases = {{"qwen3_moe tiny (dense layer 1)", spec("qwen3_moe", "tiny")},
                              {"mixtral tiny", spec("mixtral", "tiny")},
                              {"qwen3_moe tiny, tied f32 weights", spec("qwen3_moe", "tiny")},
-                             {"qwen3_moe small", spec("qwen3_moe", "small")}};
+                             {"qwen3_moe small", spec("qwen3_moe", "small")},
+                             // q/k RMSNorm over the whole projection, no renormalisation
+                             {"olmoe tiny", spec("olmoe", "tiny")},
+                             // q/k/v biases, shared expert with its sigmoid gate
+                             {"qwen2_moe tiny", spec("qwen2_moe", "tiny")},
+                             // partial rotary, sigmoid routing with the choice bias,
+                             // groups, routed scaling, shared expert, leading dense layers
+                             {"glm4_moe tiny", spec("glm4_moe", "tiny")},
+                             // sinks, alternating sliding windows, o_proj bias, router bias,
+                             // clamped SwiGLU experts with biases, YaRN
+                             {"gpt_oss tiny", spec("gpt_oss", "tiny")}};
   cases[2].spec.tie_word_embeddings = true;
   cases[2].spec.dtype = DType::kF32;
   for (const Case& k : cases) {
