@@ -163,7 +163,8 @@ Result<Json> rope_scaling_from_gguf(const Keys& k, Family family) {
     DMOE_ASSIGN_OR_RETURN(double log_mul,
                           k.number_or("rope.scaling.yarn_log_multiplier", std::nullopt));
     if (log_mul < 0.0) return k.error(log_key, "expected a non-negative number");
-    const double mscale = decimal(log_mul * 10.0);
+    // The decimal it was written from, then x 10 (0.0707f -> 0.0707 -> 0.707).
+    const double mscale = decimal(decimal(log_mul) * 10.0);
     r["mscale"] = mscale;
     r["mscale_all_dim"] = mscale;
   }
