@@ -12,6 +12,7 @@
 // (token_constraint.h), and the generation ends as soon as the output is
 // complete and nothing may follow. Log-probabilities (logprobs.h) are taken
 // from the unadjusted row.
+// The per-token work is a SequenceDecoder's (sequence_decoder.h).
 // Not thread-safe; one Generator per sequence at a time.
 #pragma once
 
@@ -89,8 +90,6 @@ class Generator {
                                     const GenerationParams& params, const TextSink& sink);
 
  private:
-  bool is_eos(int32_t id) const;
-
   Transformer& transformer_;
   const tokenizer::Tokenizer& tokenizer_;
   std::vector<int32_t> eos_ids_;

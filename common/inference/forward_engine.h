@@ -25,6 +25,20 @@
 // once (GPU) or grow to the largest batch seen (CPU), so steady-state
 // decoding allocates nothing.
 //
+// Several sequences in one batch (continuous batching): an engine whose
+// batches_sequences() is true also runs
+//   begin_sequences(seqs)         h = embed(every sequence's tokens, in order);
+//                                 row r belongs to the sequence whose tokens it is
+//   attention_sequences(layer)    attention of each sequence's rows against its
+//                                 own cache (positions cache->n_past() ...);
+//                                 projections and norms over all rows together
+//   moe / dense_mlp               over all rows together, as above: one routing
+//                                 pass, each expert once over every row routed to it
+//   finish_rows(rows, out)        out = lm_head(rmsnorm(h[rows[i]])) per i
+// The Transformer advances each cache between the last layer and
+// finish_rows(). An engine that cannot (the CUDA engine) keeps the defaults,
+// and the Transformer runs the sequences one after another instead.
+//
 // Not thread-safe: one forward at a time.
 #pragma once
 
@@ -38,6 +52,13 @@
 #include "common/inference/routing.h"
 
 namespace dancemoe {
+
+// One sequence's share of a multi-sequence batch: its new tokens, run at
+// positions cache->n_past() ... against its own cache.
+struct SequenceRows {
+  std::span<const int32_t> tokens;
+  KvCache* cache = nullptr;
+};
 
 class ForwardEngine {
  public:
@@ -55,6 +76,12 @@ class ForwardEngine {
   virtual Status moe(int64_t layer, MoeExecutor& executor, const RoutingObserver& observer) = 0;
   virtual Status dense_mlp(int64_t layer) = 0;
   virtual Status finish(int64_t first_row, int64_t n_rows, float* logits) = 0;
+
+  // Multi-sequence batches; see above. The defaults refuse.
+  virtual bool batches_sequences() const { return false; }
+  virtual Status begin_sequences(std::span<const SequenceRows> sequences);
+  virtual Status attention_sequences(int64_t layer);
+  virtual Status finish_rows(std::span<const int64_t> rows, float* logits);
 };
 
 }  // namespace dancemoe

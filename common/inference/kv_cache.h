@@ -37,6 +37,14 @@ class KvCache {
                           std::unique_ptr<ExternalStorage> storage);
 
   int64_t capacity() const { return capacity_; }
+  int64_t n_layers() const { return n_layers_; }
+  // Bytes one position takes over all layers (a host cache's resident cost).
+  int64_t bytes_per_position() const {
+    return n_layers_ * (key_dim_ + value_dim_) * static_cast<int64_t>(sizeof(float));
+  }
+  // Copies the first n positions of `source` (same layers and widths, both
+  // host caches) into this cache and sets n_past() to n (prefix reuse).
+  Status copy_prefix(const KvCache& source, int64_t n);
   int64_t kv_dim() const { return key_dim_; }
   int64_t key_dim() const { return key_dim_; }
   int64_t value_dim() const { return value_dim_; }
@@ -55,6 +63,9 @@ class KvCache {
  private:
   float* layer_base(int64_t layer) {
     return static_cast<float*>(storage_.data()) + layer * capacity_ * (key_dim_ + value_dim_);
+  }
+  const float* layer_base(int64_t layer) const {
+    return static_cast<const float*>(storage_.data()) + layer * capacity_ * (key_dim_ + value_dim_);
   }
 
   HostBuffer storage_;

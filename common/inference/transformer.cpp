@@ -14,8 +14,7 @@ Result<KvCache> Transformer::new_cache(int64_t capacity) const {
   return engine_->new_cache(capacity);
 }
 
-Status Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, LogitsMode mode,
-                            std::vector<float>* logits) {
+Status Transformer::check_tokens(std::span<const int32_t> tokens, const KvCache& cache) const {
   const int64_t n = static_cast<int64_t>(tokens.size());
   const int64_t pos0 = cache.n_past();
   if (n == 0) return invalid_argument("forward needs at least one token");
@@ -33,6 +32,14 @@ Status Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, Log
                               std::to_string(config_.vocab_size) + ")");
     }
   }
+  return Status::ok();
+}
+
+Status Transformer::forward(std::span<const int32_t> tokens, KvCache& cache, LogitsMode mode,
+                            std::vector<float>* logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t pos0 = cache.n_past();
+  DMOE_RETURN_IF_ERROR(check_tokens(tokens, cache));
   const int64_t vocab = config_.vocab_size;
   if (mode == LogitsMode::kNone) {
     logits->clear();
@@ -76,6 +83,73 @@ Status Transformer::run_batch(std::span<const int32_t> tokens, KvCache& cache, i
   }
   cache.set_n_past(cache.n_past() + static_cast<int64_t>(tokens.size()));
   return engine_->finish(first_row, n_rows, logits);
+}
+
+Status Transformer::forward_batch(std::span<const SequenceStep> steps, std::vector<float>* logits) {
+  if (steps.empty()) return invalid_argument("forward_batch needs at least one sequence");
+  const int64_t vocab = config_.vocab_size;
+  size_t n_logits = 0;
+  int64_t n_tokens = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const SequenceStep& step = steps[i];
+    if (step.cache == nullptr) return invalid_argument("forward_batch: a sequence has no cache");
+    for (size_t j = 0; j < i; ++j) {
+      if (steps[j].cache == step.cache) {
+        return invalid_argument("forward_batch: two sequences share one KV cache");
+      }
+    }
+    Status status = check_tokens(step.tokens, *step.cache);
+    if (!status.is_ok()) return status.with_context("sequence " + std::to_string(i));
+    n_logits += step.logits ? 1 : 0;
+    n_tokens += static_cast<int64_t>(step.tokens.size());
+  }
+  logits->resize(n_logits * static_cast<size_t>(vocab));
+  saved_past_.clear();
+  for (const SequenceStep& step : steps) saved_past_.push_back(step.cache->n_past());
+  Status status = Status::ok();
+  if (steps.size() == 1 || !engine_->batches_sequences() ||
+      n_tokens > engine_->max_batch_tokens()) {
+    // One after another, each as forward() runs it.
+    float* out = logits->data();
+    for (const SequenceStep& step : steps) {
+      status = forward(step.tokens, *step.cache,
+                       step.logits ? LogitsMode::kLast : LogitsMode::kNone, &one_logits_);
+      if (!status.is_ok()) break;
+      if (step.logits) {
+        std::copy(one_logits_.begin(), one_logits_.end(), out);
+        out += vocab;
+      }
+    }
+  } else {
+    status = run_sequences(steps, logits->data());
+  }
+  if (!status.is_ok()) {
+    for (size_t i = 0; i < steps.size(); ++i) steps[i].cache->set_n_past(saved_past_[i]);
+  }
+  return status;
+}
+
+Status Transformer::run_sequences(std::span<const SequenceStep> steps, float* logits) {
+  rows_.clear();
+  logit_rows_.clear();
+  int64_t row = 0;
+  for (const SequenceStep& step : steps) {
+    rows_.push_back({step.tokens, step.cache});
+    row += static_cast<int64_t>(step.tokens.size());
+    if (step.logits) logit_rows_.push_back(row - 1);
+  }
+  DMOE_RETURN_IF_ERROR(engine_->begin_sequences(rows_));
+  for (int64_t layer = 0; layer < config_.n_layers; ++layer) {
+    DMOE_RETURN_IF_ERROR(engine_->attention_sequences(layer));
+    Status status = config_.layer_is_moe[static_cast<size_t>(layer)]
+                        ? engine_->moe(layer, moe_, observer_)
+                        : engine_->dense_mlp(layer);
+    if (!status.is_ok()) return status.with_context("layer " + std::to_string(layer));
+  }
+  for (const SequenceStep& step : steps) {
+    step.cache->set_n_past(step.cache->n_past() + static_cast<int64_t>(step.tokens.size()));
+  }
+  return engine_->finish_rows(logit_rows_, logits);
 }
 
 }  // namespace dancemoe

@@ -38,6 +38,14 @@ namespace dancemoe {
 
 enum class LogitsMode { kNone, kLast, kAll };
 
+// One sequence's part of a multi-sequence forward: `tokens` at positions
+// cache->n_past() ..., and whether the last token's logits are wanted.
+struct SequenceStep {
+  std::span<const int32_t> tokens;
+  KvCache* cache = nullptr;
+  bool logits = false;
+};
+
 class Transformer {
  public:
   // A backend's forward (common/backend: cpu/cpu_forward.h, or a GPU's from
@@ -57,6 +65,18 @@ class Transformer {
   Status forward(std::span<const int32_t> tokens, KvCache& cache, LogitsMode mode,
                  std::vector<float>* logits);
 
+  // Runs several sequences in one batch (continuous batching): attention per
+  // sequence against its own cache, everything else -- projections, norms,
+  // routing, experts -- over all their rows together, so each expert's
+  // weights are read once for all of them. *logits becomes [k, vocab], one
+  // row per step with `logits` set, in order. A backend that cannot batch
+  // sequences (ForwardEngine::batches_sequences) runs them one after
+  // another, with the same results. The caches must be distinct. On error
+  // every cache is left at its previous length.
+  Status forward_batch(std::span<const SequenceStep> steps, std::vector<float>* logits);
+  // Whether forward_batch runs its sequences in one batch.
+  bool batches_sequences() const { return engine_->batches_sequences(); }
+
   void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
 
   // A cache kept where the backend computes.
@@ -65,12 +85,18 @@ class Transformer {
  private:
   Status run_batch(std::span<const int32_t> tokens, KvCache& cache, int64_t first_row,
                    int64_t n_rows, float* logits);
+  Status check_tokens(std::span<const int32_t> tokens, const KvCache& cache) const;
+  Status run_sequences(std::span<const SequenceStep> steps, float* logits);
 
   const ModelConfig& config_;
   std::unique_ptr<ForwardEngine> engine_;
   MoeExecutor& moe_;
   ComputePrecision precision_;
   RoutingObserver observer_;
+  std::vector<SequenceRows> rows_;   // forward_batch's sequences
+  std::vector<int64_t> logit_rows_;  // and the rows whose logits it wants
+  std::vector<int64_t> saved_past_;  // each cache's length before the batch
+  std::vector<float> one_logits_;    // the sequential fallback's row
 };
 
 }  // namespace dancemoe

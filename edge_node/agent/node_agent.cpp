@@ -61,6 +61,7 @@ Status NodeAgent::init() {
     http.address = options_.http;
     http.api_key = options_.api_key;
     http.max_queued = options_.max_queued;
+    http.max_running = static_cast<size_t>(parts_->runner->max_sequences());
     DMOE_ASSIGN_OR_RETURN(parts_->http, HttpServer::start(http, *backend_));
   }
   if (!options_.scheduler.empty()) start_scheduler_link();
@@ -243,7 +244,36 @@ Status NodeAgent::build_runtime() {
   runner.throttle = &p.migration->throttle();
   runner.migration_loading = [this] { return parts_->migration->loading(); };
   runner.context_tokens = o.context_tokens;
+  runner.batch.max_sequences = o.max_batch;
+  runner.batch.prefill_chunk_tokens = o.prefill_chunk;
+  runner.batch.prefix_cache_bytes = static_cast<int64_t>(o.prefix_cache_bytes);
+  {
+    const ModelConfig& c = runner.transformer->config();
+    const int64_t position_bytes = c.n_layers * (c.cache_key_dim() + c.cache_value_dim()) *
+                                   static_cast<int64_t>(sizeof(float));
+    const int64_t block_bytes = position_bytes * runner.batch.block_tokens;
+    const int64_t context_blocks =
+        (o.context_tokens + runner.batch.block_tokens - 1) / runner.batch.block_tokens;
+    runner.batch.kv_budget_blocks = o.kv_memory_bytes > 0
+                                        ? static_cast<int64_t>(o.kv_memory_bytes) / block_bytes
+                                        : 4 * context_blocks;
+    if (runner.batch.kv_budget_blocks < 1) {
+      return invalid_argument("--kv-memory: less than one KV block (" +
+                              std::to_string(block_bytes) + " bytes)");
+    }
+  }
+  // A backend that cannot batch sequences runs them one after another; its
+  // caches live on the device, where the prefix cache cannot copy them.
+  if (!runner.transformer->batches_sequences()) {
+    runner.batch.max_sequences = 1;
+    runner.batch.prefix_cache_bytes = 0;
+  }
   DMOE_ASSIGN_OR_RETURN(p.runner, PromptRunner::create(runner));
+  spdlog::info(
+      "generation: up to {} sequences per step, KV budget {} blocks of {} tokens, "
+      "prefix cache {} MiB",
+      p.runner->max_sequences(), runner.batch.kv_budget_blocks, runner.batch.block_tokens,
+      o.prefix_cache_bytes >> 20);
   return Status::ok();
 }
 

@@ -236,6 +236,7 @@ void NodeHttpBackend::write_metrics(http::PrometheusWriter& out) {
     in.scheduler = NodeMetricsInputs::Scheduler{l.attached, l.reports_sent, l.reports_acked,
                                                 l.reports_dropped};
   }
+  if (p.runner) in.batch = p.runner->batch_stats();
   write_node_metrics(out, in);
 }
 

@@ -146,6 +146,39 @@ void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in
     out.sample("dancemoe_node_reports_total", {{"outcome", "dropped"}},
                d(in.scheduler->reports_dropped));
   }
+  const BatchScheduler::Stats& b = in.batch;
+  one(out, "dancemoe_node_batch_sequences", "gauge", "sequences being generated together",
+      static_cast<double>(b.active));
+  one(out, "dancemoe_node_batch_waiting", "gauge", "sequences waiting for KV blocks or a slot",
+      static_cast<double>(b.waiting));
+  one(out, "dancemoe_node_batch_max_sequences", "gauge", "sequences that may run together",
+      static_cast<double>(b.max_sequences));
+  one(out, "dancemoe_node_kv_blocks_used", "gauge", "KV blocks reserved by running sequences",
+      static_cast<double>(b.blocks_used));
+  one(out, "dancemoe_node_kv_blocks_total", "gauge", "the KV block budget (--kv-memory)",
+      static_cast<double>(b.blocks_total));
+  one(out, "dancemoe_node_kv_block_tokens", "gauge", "positions per KV block",
+      static_cast<double>(b.block_tokens));
+  one(out, "dancemoe_node_batch_steps_total", "counter", "batched forward steps", d(b.steps));
+  one(out, "dancemoe_node_batch_step_tokens_total", "counter", "tokens run by batched steps",
+      d(b.step_tokens));
+  one(out, "dancemoe_node_batch_step_sequences_total", "counter",
+      "sequences in batched steps (divided by the steps: the mean batch width)",
+      d(b.step_sequences));
+  const PrefixCache::Stats& pc = b.prefix;
+  one(out, "dancemoe_node_prefix_cache_hits_total", "counter",
+      "prompts that reused a cached prefix's KV", d(pc.hits));
+  one(out, "dancemoe_node_prefix_cache_misses_total", "counter",
+      "prompts that found no cached prefix", d(pc.misses));
+  one(out, "dancemoe_node_prefix_cache_saved_tokens_total", "counter",
+      "prompt tokens whose KV was reused instead of computed", d(pc.saved_tokens));
+  one(out, "dancemoe_node_prefix_cache_evictions_total", "counter",
+      "cached prefixes dropped for room", d(pc.evictions));
+  one(out, "dancemoe_node_prefix_cache_entries", "gauge", "cached prefixes", d(pc.entries));
+  one(out, "dancemoe_node_prefix_cache_bytes", "gauge", "bytes held by cached prefixes",
+      static_cast<double>(pc.bytes));
+  one(out, "dancemoe_node_prefix_cache_budget_bytes", "gauge", "the prefix cache's budget",
+      static_cast<double>(pc.budget_bytes));
 }
 
 }  // namespace dancemoe::node

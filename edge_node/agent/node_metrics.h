@@ -3,7 +3,8 @@
 // were served and the local-hit ratio, local expert calls and remote calls
 // per peer (count, failures, bytes, latency histogram), the expert service,
 // resident experts, the offload cache, weight gathering, migrations (and the
-// local expert store of a partial checkpoint) and the scheduler link.
+// local expert store of a partial checkpoint), the scheduler link, and
+// continuous batching (sequences, KV blocks, steps) with the prefix cache.
 //
 // Labels are bounded: `peer` is a node id of the cluster, `served` and
 // `state` come from fixed sets. Pure function over a snapshot; thread-safe.
@@ -15,6 +16,7 @@
 
 #include "common/http/prometheus_text.h"
 #include "edge_node/activation/activation_log.h"
+#include "edge_node/agent/batch_scheduler.h"
 #include "edge_node/migration/migration_executor.h"
 
 namespace dancemoe::node {
@@ -45,6 +47,7 @@ struct NodeMetricsInputs {
     uint64_t reports_sent = 0, reports_acked = 0, reports_dropped = 0;
   };
   std::optional<Scheduler> scheduler;  // attached mode only
+  BatchScheduler::Stats batch;
 };
 
 void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in);

@@ -27,6 +27,8 @@ struct RawNodeFlags {
   std::string report_interval = "10s";
   std::string expert_source = "auto";
   std::string migration_rate;
+  std::string kv_memory;
+  std::string prefix_cache = "256M";
   std::string role = "full";
   bool no_overlap = false;
   bool no_weight_gathering = false;
@@ -196,6 +198,20 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
       ->capture_default_str();
   app.add_option("--context", o->context_tokens, "context length (prompt + generated tokens)")
       ->capture_default_str();
+  app.add_option("--max-batch", o->max_batch,
+                 "sequences generated together (continuous batching; 1 on backends that cannot "
+                 "batch sequences)")
+      ->capture_default_str();
+  app.add_option("--kv-memory", raw->kv_memory,
+                 "KV cache budget of the running sequences, e.g. 2G (default: 4 full contexts); "
+                 "admission waits while it is full");
+  app.add_option("--prefill-chunk", o->prefill_chunk,
+                 "prompt tokens prefilled per step, interleaved with the running streams' tokens")
+      ->capture_default_str();
+  app.add_option("--prefix-cache", raw->prefix_cache,
+                 "memory for the KV of finished sequences reused by prompts that start alike "
+                 "(0: off)")
+      ->capture_default_str();
   raw->report_interval_option =
       app.add_option("--report-interval", raw->report_interval,
                      "activation report period, e.g. 10s (default: the scheduler's, else 10s)");
@@ -277,6 +293,11 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   }
   DMOE_ASSIGN_OR_RETURN(o->offload_cache_bytes,
                         parse_byte_size(raw.offload_cache, "--offload-cache"));
+  if (!raw.kv_memory.empty()) {
+    DMOE_ASSIGN_OR_RETURN(o->kv_memory_bytes, parse_byte_size(raw.kv_memory, "--kv-memory"));
+    if (o->kv_memory_bytes == 0) return invalid_argument("--kv-memory: must be more than 0");
+  }
+  DMOE_ASSIGN_OR_RETURN(o->prefix_cache_bytes, parse_byte_size(raw.prefix_cache, "--prefix-cache"));
   std::optional<ComputePrecision> precision = parse_precision(raw.precision);
   if (!precision)
     return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");
@@ -336,6 +357,10 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (o->call_attempts < 1) return invalid_argument("--call-attempts: must be at least 1");
   if (o->max_call_tokens < 1) return invalid_argument("--max-call-tokens: must be at least 1");
   if (o->context_tokens < 2) return invalid_argument("--context: must be at least 2");
+  if (o->max_batch < 1 || o->max_batch > 256) {
+    return invalid_argument("--max-batch: expected 1 to 256, got " + std::to_string(o->max_batch));
+  }
+  if (o->prefill_chunk < 1) return invalid_argument("--prefill-chunk: must be at least 1");
   if (o->api_key.empty()) {
     if (const char* key = std::getenv("DANCEMOE_API_KEY")) o->api_key = key;
   }

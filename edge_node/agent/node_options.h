@@ -42,7 +42,7 @@ struct NodeOptions {
   // --served-model-name (repeatable): the names clients use; the first is the
   // one answers carry. Empty: the model directory's name.
   std::vector<std::string> served_model_names;
-  size_t max_queued = 64;  // generation requests waiting beyond the running one (429 above)
+  size_t max_queued = 64;  // generation requests waiting beyond the running ones (429 above)
   std::string ready_file;
   std::string record_trace;
   int32_t coactivation_pairs = 128;  // per layer and report (ActivationLog); 0: none
@@ -74,6 +74,11 @@ struct NodeOptions {
   bool weight_gathering = true;
   uint32_t max_call_tokens = 4096;
   int64_t context_tokens = 4096;
+  // Continuous batching (batch_scheduler.h).
+  int32_t max_batch = 16;                      // sequences generated together
+  uint64_t kv_memory_bytes = 0;                // KV budget; 0: 4 full contexts
+  int64_t prefill_chunk = 256;                 // prompt tokens per step
+  uint64_t prefix_cache_bytes = 256ull << 20;  // 0: no prefix cache
   std::chrono::milliseconds report_interval{10000};
   bool report_interval_set = false;
   size_t report_buffer = 360;

@@ -1,12 +1,16 @@
 // PromptRunner: one node's prompt execution -- the Transformer (whose MoE layers
-// run on the DistributedMoeExecutor), the tokenizer, one KV cache, and the
-// per-request accounting the HTTP API returns (where each activation was
-// served, remote calls, timings) and the trace recorder's request context.
+// run on the DistributedMoeExecutor), the tokenizer, the BatchScheduler that
+// runs every request's sequence in one continuous batch (batch_scheduler.h),
+// and the per-request accounting the HTTP API returns (where each activation
+// was served, remote calls, timings) and the trace recorder's request context.
 //
-// Concurrency: one generation at a time per node (single stream, one KV
-// cache). generate() takes a mutex; the HTTP API puts a FIFO RequestQueue
-// (edge_node/http/request_queue.h) in front of it so waiting is fair,
-// bounded and cancellable.
+// Concurrency: generate() may be called by many threads at once; up to
+// batch.max_sequences sequences run together. With a trace recorder or a
+// routing replay (both per request) generations run one at a time instead.
+// The HTTP API puts a FIFO RequestQueue (edge_node/http/request_queue.h) in
+// front of it so waiting is fair, bounded and cancellable. The served counts
+// of a response are the node's during the request: with several requests
+// running together they include the others' activations.
 // in_flight() counts running plus waiting requests (the migration throttle
 // and heartbeats read it). Thread-safe.
 #pragma once
@@ -26,6 +30,7 @@
 #include "common/inference/transformer.h"
 #include "common/tokenizer/tokenizer.h"
 #include "edge_node/activation/activation_log.h"
+#include "edge_node/agent/batch_scheduler.h"
 #include "edge_node/migration/load_throttle.h"
 #include "edge_node/trace/routing_replay.h"
 #include "edge_node/trace/trace_writer.h"
@@ -56,7 +61,8 @@ struct GenerateResponse {
   std::vector<TokenLogprobs> logprobs;  // per token, when asked for
   int64_t prompt_tokens = 0;
   std::string finish_reason;
-  ServedCounts served;  // this request only
+  int64_t cached_tokens = 0;  // prompt tokens whose KV came from the prefix cache
+  ServedCounts served;        // the node's during this request
   double prefill_ms = 0;
   double decode_ms = 0;
   // Wall time of each decode forward, ms: from its first MoE layer to the
@@ -77,6 +83,7 @@ class PromptRunner {
     LoadThrottle* throttle = nullptr;         // may be null
     std::function<bool()> migration_loading;  // may be empty
     int64_t context_tokens = 4096;
+    BatchOptions batch;  // context_tokens is set from the above
   };
 
   static Result<std::unique_ptr<PromptRunner>> create(Parts parts);
@@ -84,29 +91,34 @@ class PromptRunner {
   Result<GenerateResponse> generate(const GenerateRequest& request);
 
   uint32_t in_flight() const { return in_flight_.load(); }
+  // Sequences that may run together (1 with a trace or a replay).
+  int32_t max_sequences() const { return scheduler_->options().max_sequences; }
+  BatchScheduler::Stats batch_stats() const { return scheduler_->stats(); }
 
  private:
   explicit PromptRunner(Parts parts) : parts_(parts) {}
   void on_routing(int64_t layer, const RoutingDecision& routing);
-  Result<GenerateResponse> run_token_loop(std::span<const int32_t> prompt,
-                                          const GenerateRequest& request);
-  bool is_eos(int32_t id) const;
+  void on_step(const StepInfo& step);
+  Result<GenerateResponse> run(std::vector<int32_t> prompt, const GenerateRequest& request);
 
   Parts parts_;
-  std::mutex mutex_;
+  bool exclusive_ = false;  // a trace or a replay: one request at a time
+  std::mutex exclusive_mutex_;
+  std::mutex vocabulary_mutex_;
   std::atomic<uint32_t> in_flight_{0};
-  std::optional<KvCache> cache_;
   std::vector<int32_t> eos_ids_;
   // Built on the first request with a response_format, then shared.
   std::shared_ptr<const TokenVocabulary> vocabulary_;
   int64_t first_moe_layer_ = -1;
-  int64_t request_id_ = 0;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  // Scheduler thread only (the observers run there).
+  int64_t request_id_ = 0;  // exclusive mode's current request
+  int64_t step_position_ = 0;
+  bool step_decode_only_ = false;
   // Per decode step latency for the migration throttle: time between
-  // successive single-token forwards reaching the first MoE layer.
+  // successive decode-only steps reaching the first MoE layer.
   std::chrono::steady_clock::time_point last_step_{};
   bool last_step_valid_ = false;
-  // When each forward of the current request reached its first MoE layer.
-  std::vector<std::chrono::steady_clock::time_point> forward_starts_;
 };
 
 }  // namespace dancemoe::node

@@ -163,6 +163,8 @@ void ExpertService::inline_loop(zmq::socket_t router) {
                                options_.limits, counters_);
   const proto::DecodeLimits limits;
   std::deque<Job> pending;
+  std::vector<ExpertRequestHandler::Inbound> batch;
+  std::vector<Reply> replies;
   while (!stopping_.load()) {
     // Wait only when there is nothing to compute; then take everything that
     // has arrived, refusing what does not fit in the queue.
@@ -183,12 +185,18 @@ void ExpertService::inline_loop(zmq::socket_t router) {
       }
     }
     if (pending.empty()) continue;
-    Job job = std::move(pending.front());
-    pending.pop_front();
-    Reply reply = handler.handle(job.envelope, job.payload);
-    Status sent = net::send_message(router, reply.envelope, reply.payload, job.routing_id);
-    // EHOSTUNREACH: the caller went away before its answer; nothing to do.
-    if (!sent.is_ok()) spdlog::debug("expert service: reply not delivered: {}", sent.to_string());
+    // Everything that arrived together is computed together: the calls of
+    // one layer from several peers share each expert's weight reads.
+    batch.clear();
+    for (const Job& job : pending) batch.push_back({&job.envelope, job.payload});
+    handler.handle_many(batch, &replies);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Status sent =
+          net::send_message(router, replies[i].envelope, replies[i].payload, pending[i].routing_id);
+      // EHOSTUNREACH: the caller went away before its answer; nothing to do.
+      if (!sent.is_ok()) spdlog::debug("expert service: reply not delivered: {}", sent.to_string());
+    }
+    pending.clear();
   }
 }
 
@@ -205,18 +213,29 @@ void ExpertService::worker_loop(int worker_idx) {
   }
   ExpertRequestHandler handler(config_, store_, blobs_, **computer, options_.identity,
                                options_.limits, counters_);
+  std::vector<std::unique_ptr<Job>> jobs;
+  std::vector<ExpertRequestHandler::Inbound> batch;
+  std::vector<Reply> replies;
   while (true) {
-    std::unique_ptr<Job> job;
+    jobs.clear();
     {
       std::unique_lock<std::mutex> lock(mutex_);
       ready_.wait(lock, [&] { return stopping_.load() || !queue_.empty(); });
       if (stopping_.load()) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      // Every queued message at once, computed together (handle_many).
+      while (!queue_.empty()) {
+        jobs.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    Reply reply = handler.handle(job->envelope, job->payload);
-    Status sent = net::send_message(*push, reply.envelope, reply.payload, job->routing_id);
-    if (!sent.is_ok()) spdlog::warn("expert service worker {}: {}", worker_idx, sent.to_string());
+    batch.clear();
+    for (const auto& job : jobs) batch.push_back({&job->envelope, job->payload});
+    handler.handle_many(batch, &replies);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Status sent =
+          net::send_message(*push, replies[i].envelope, replies[i].payload, jobs[i]->routing_id);
+      if (!sent.is_ok()) spdlog::warn("expert service worker {}: {}", worker_idx, sent.to_string());
+    }
   }
 }
 

@@ -10,6 +10,11 @@
 // pool with the node's own forward pass (a pool has one owner thread at a
 // time).
 //
+// Messages that arrived together are handled together
+// (ExpertRequestHandler::handle_many): the calls of one layer from several
+// peers are computed in one pass, each expert's weights read once. (A
+// worker takes every queued message at once.)
+//
 // A full queue is answered at once with a resource_exhausted Error, so a
 // flood cannot pile up work; anything malformed gets an Error reply
 // (request_handler.h). stop() (or the destructor) joins every thread.

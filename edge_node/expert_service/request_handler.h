@@ -14,12 +14,19 @@
 // bf16, payload bytes == n_tokens x hidden x dtype size. A failed check is
 // an Error naming the field and the value, never a crash.
 //
+// Several messages that arrived together (handle_many): the ExpertCalls of
+// one layer -- from several peers, or several sequences' steps -- are
+// computed together, each expert once over every token routed to it, and
+// answered each with its own rows; the result per token is what handle()
+// gives (its experts summed in ascending id).
+//
 // Not thread-safe: one handler per service worker (it owns an
 // ExpertComputer and scratch). The store and blob cache are shared.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,9 +73,20 @@ class ExpertRequestHandler {
   // `envelope` as receive_message() returns it (possibly an error).
   Reply handle(const Result<proto::Envelope>& envelope, std::span<const uint8_t> payload);
 
+  struct Inbound {
+    const Result<proto::Envelope>* envelope = nullptr;
+    std::span<const uint8_t> payload;
+  };
+  // (*replies)[i] answers messages[i]; see above.
+  void handle_many(std::span<const Inbound> messages, std::vector<Reply>* replies);
+
  private:
-  Reply expert_call(const proto::Envelope& in, const proto::ExpertCall& call,
-                    std::span<const uint8_t> payload);
+  // An Error reply for a call that fails a check; nullopt when it passes.
+  std::optional<Reply> check_call(const proto::Envelope& in, const proto::ExpertCall& call,
+                                  std::span<const uint8_t> payload);
+  // Computes calls of one layer that passed check_call, together.
+  void compute_calls(std::span<const Inbound> messages, std::span<const size_t> members,
+                     std::vector<Reply>* replies);
   Reply weights_chunk(const proto::Envelope& in, const proto::ExpertWeightsRequest& request);
   Reply error(const Status& status, uint64_t in_reply_to);
   proto::Envelope envelope(proto::Body body);
@@ -85,7 +103,9 @@ class ExpertRequestHandler {
   std::vector<float> out_;  // [n_tokens, hidden]
   std::vector<ExpertJob> by_expert_;
   std::vector<ExpertJob> jobs_;
-  std::vector<std::shared_ptr<const ExpertWeights>> pinned_;
+  std::vector<std::shared_ptr<const ExpertWeights>> pinned_;  // [n_experts] of the layer
+  std::vector<size_t> members_;
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace dancemoe::node

@@ -24,7 +24,7 @@ namespace dancemoe::node {
 
 struct HttpContext {
   HttpContext(HttpBackend& b, const HttpServerOptions& o)
-      : backend(b), options(o), queue(o.max_queued) {}
+      : backend(b), options(o), queue(o.max_queued, o.max_running) {}
 
   HttpBackend& backend;
   HttpServerOptions options;

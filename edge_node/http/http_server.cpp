@@ -142,6 +142,7 @@ void register_node_routes(httplib::Server& server, HttpContext& ctx) {
     stats["http_queue"] = {{"waiting", ctx.queue.n_waiting()},
                            {"running", ctx.queue.running()},
                            {"rejected", ctx.queue.n_rejected()},
+                           {"n_running", ctx.queue.n_running()},
                            {"max_queued", ctx.queue.max_waiting()}};
     send_json(res, 200, stats);
   });
@@ -162,8 +163,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerOptions& o
   http::HttpListenerOptions listen;
   listen.address = options.address;
   listen.flag = "--http";
-  // max_queued + 16 threads, so queued requests never starve /health.
-  listen.n_threads = std::min<size_t>(options.max_queued, 1000) + 16;
+  // max_queued + max_running + 16 threads, so queued requests never starve /health.
+  listen.n_threads =
+      std::min<size_t>(options.max_queued, 1000) + std::min<size_t>(options.max_running, 256) + 16;
   listen.max_body_bytes = kMaxBodyBytes;
   std::unique_ptr<HttpServer> s(new HttpServer());
   DMOE_ASSIGN_OR_RETURN(s->listener_, http::HttpListener::bind(listen));

@@ -24,15 +24,15 @@
 //   POST /detokenize          {"tokens"} -> {"content"}
 //
 // Generation requests (the last three and /v1/generate) go through one FIFO
-// RequestQueue: one runs at a time on the engine, at most --max-queued wait,
-// more get 429. A client that disconnects cancels its generation (while
-// queued or running). With an API key set, /v1/*, /tokenize and /detokenize
+// RequestQueue: up to max_running run together on the engine (--max-batch;
+// continuous batching), at most --max-queued wait, more get 429. A client that disconnects cancels
+// its generation (while queued or running). With an API key set, /v1/*, /tokenize and /detokenize
 // need "Authorization: Bearer KEY" (401 otherwise); /health and /metrics
 // stay open.
 //
 // Requests are read whole by the listener's gate (common/http/
 // connection_gate.h: header limits and deadlines, so slow clients hold no
-// thread); handlers run on a pool of max_queued + 16 threads, so queued
+// thread); handlers run on a pool of max_queued + max_running + 16 threads, so queued
 // requests never starve /health, and call the backend, which must be
 // thread-safe. start() binds before returning, so the bound port is known
 // (port 0 picks a free one).
@@ -100,7 +100,8 @@ class HttpBackend {
 struct HttpServerOptions {
   std::string address = "127.0.0.1:8080";  // HOST:PORT, port 0: any free port
   std::string api_key;                     // empty: no authentication
-  size_t max_queued = 64;                  // generation requests waiting beyond the running one
+  size_t max_queued = 64;                  // generation requests waiting beyond the running ones
+  size_t max_running = 1;                  // generation requests running together
 };
 
 struct HttpContext;

@@ -7,10 +7,10 @@ namespace dancemoe::node {
 
 Result<std::unique_ptr<RequestQueue::Ticket>> RequestQueue::enqueue() {
   std::lock_guard<std::mutex> lock(mutex_);
-  const size_t waiting = order_.size() - (running_ ? 1 : 0);
-  // The first request on an idle node never counts as waiting.
-  const bool idle = order_.empty();
-  if (!idle && waiting >= max_waiting_) {
+  const size_t waiting = order_.size() - n_running_;
+  // A request that may start at once never counts as waiting.
+  const bool room = order_.size() < max_running_;
+  if (!room && waiting >= max_waiting_) {
     ++n_rejected_;
     return resource_exhausted("the node is busy: " + std::to_string(waiting) +
                               " requests already wait for the generation engine (--max-queued " +
@@ -22,7 +22,9 @@ Result<std::unique_ptr<RequestQueue::Ticket>> RequestQueue::enqueue() {
 }
 
 bool RequestQueue::is_turn_locked(uint64_t number) const {
-  return !order_.empty() && order_.front() == number;
+  const size_t n = std::min(order_.size(), max_running_);
+  return std::find(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n), number) !=
+         order_.begin() + static_cast<std::ptrdiff_t>(n);
 }
 
 Status RequestQueue::Ticket::wait_turn(const std::function<bool()>& cancelled,
@@ -42,18 +44,28 @@ Status RequestQueue::Ticket::wait_turn(const std::function<bool()>& cancelled,
       }
     }
   }
-  q.running_ = true;
+  if (!running_) {
+    running_ = true;
+    ++q.n_running_;
+  }
   return Status::ok();
 }
 
-RequestQueue::Ticket::~Ticket() { queue_.leave(number_); }
+RequestQueue::Ticket::~Ticket() {
+  bool was_running = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_.mutex_);
+    was_running = running_;
+  }
+  queue_.leave(number_, was_running);
+}
 
-void RequestQueue::leave(uint64_t number) {
+void RequestQueue::leave(uint64_t number, bool was_running) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = std::find(order_.begin(), order_.end(), number);
     if (it == order_.end()) return;
-    if (it == order_.begin()) running_ = false;
+    if (was_running) --n_running_;
     order_.erase(it);
   }
   changed_.notify_all();
@@ -61,12 +73,17 @@ void RequestQueue::leave(uint64_t number) {
 
 size_t RequestQueue::n_waiting() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return order_.size() - (running_ ? 1 : 0);
+  return order_.size() - n_running_;
 }
 
 bool RequestQueue::running() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return running_;
+  return n_running_ > 0;
+}
+
+size_t RequestQueue::n_running() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return n_running_;
 }
 
 uint64_t RequestQueue::n_rejected() const {

@@ -1,7 +1,9 @@
-// RequestQueue: fair admission of generation requests to the node's single
-// generation engine (one sequence at a time: one KV cache). Requests take a
-// Ticket when they arrive; tickets run strictly in arrival order (FIFO), one
-// at a time. At most `max_waiting` tickets may wait behind the running one:
+// RequestQueue: fair admission of generation requests to the node's
+// generation engine, which runs up to `max_running` sequences together
+// (continuous batching: edge_node/agent/batch_scheduler.h; 1 where the
+// engine runs one at a time). Requests take a Ticket when they arrive;
+// tickets start strictly in arrival order (FIFO), at most `max_running` at
+// once. At most `max_waiting` tickets may wait behind the running ones:
 // beyond that enqueue() answers resource_exhausted at once (HTTP 429)
 // instead of letting requests pile up. A waiting request whose client went
 // away leaves the queue (wait_turn's `cancelled`), so it never blocks those
@@ -11,6 +13,7 @@
 // its place. The queue must outlive its tickets.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -42,28 +45,32 @@ class RequestQueue {
     Ticket(RequestQueue& queue, uint64_t number) : queue_(queue), number_(number) {}
     RequestQueue& queue_;
     uint64_t number_;
+    bool running_ = false;  // passed wait_turn (guarded by the queue's mutex)
   };
 
-  explicit RequestQueue(size_t max_waiting) : max_waiting_(max_waiting) {}
+  explicit RequestQueue(size_t max_waiting, size_t max_running = 1)
+      : max_waiting_(max_waiting), max_running_(std::max<size_t>(max_running, 1)) {}
 
   // A ticket at the back of the queue, or resource_exhausted when
   // `max_waiting` requests already wait.
   Result<std::unique_ptr<Ticket>> enqueue();
 
   size_t n_waiting() const;  // not yet running
-  bool running() const;
+  bool running() const;      // at least one runs
+  size_t n_running() const;
   uint64_t n_rejected() const;
   size_t max_waiting() const { return max_waiting_; }
 
  private:
-  void leave(uint64_t number);
+  void leave(uint64_t number, bool was_running);
   bool is_turn_locked(uint64_t number) const;
 
   const size_t max_waiting_;
+  const size_t max_running_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<uint64_t> order_;  // tickets in arrival order; the front may run
-  bool running_ = false;        // the front ticket passed wait_turn
+  std::deque<uint64_t> order_;  // tickets in arrival order; the first max_running_ may run
+  size_t n_running_ = 0;        // tickets that passed wait_turn
   uint64_t next_number_ = 0;
   uint64_t n_rejected_ = 0;
 };

@@ -30,7 +30,8 @@
 // With every expert local this is exactly LocalMoeExecutor; otherwise it
 // differs from it only by float re-association (~1 ulp per add).
 //
-// Not thread-safe: one forward at a time (the node serialises requests).
+// Not thread-safe: one forward at a time (every forward of the node runs on
+// its batch scheduler's thread, one step over all sequences at a time).
 // Owns no sockets itself; the PeerPool's links belong to this thread too.
 #pragma once
 

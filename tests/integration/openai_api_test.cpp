@@ -330,7 +330,8 @@ TEST_CASE("openai api: a client that disconnects cancels its generation") {
 }
 
 TEST_CASE("openai api: a full queue answers 429 with an OpenAI error") {
-  OpenAiTestNode n({"--context", "65536", "--max-queued", "1"});
+  // One sequence at a time, so the second request waits.
+  OpenAiTestNode n({"--context", "65536", "--max-queued", "1", "--max-batch", "1"});
   const json long_body = {{"prompt", "Hello"},
                           {"max_tokens", 60000},
                           {"temperature", 0},

@@ -104,39 +104,66 @@ void CpuForward::project(const kernels::WeightView& w, const ActivationsView& x,
 }
 
 Status CpuForward::begin(std::span<const int32_t> tokens, KvCache& cache) {
-  if (cache.external_storage() != nullptr) {
-    return invalid_argument(
-        "this KV cache was made by another backend; make it with the model's "
-        "Transformer::new_cache");
+  const SequenceRows one{tokens, &cache};
+  return begin_sequences(std::span(&one, 1));
+}
+
+Status CpuForward::begin_sequences(std::span<const SequenceRows> sequences) {
+  int64_t n = 0;
+  int64_t capacity = 0;
+  segments_.clear();
+  for (const SequenceRows& seq : sequences) {
+    if (seq.cache == nullptr || seq.cache->external_storage() != nullptr) {
+      return invalid_argument(
+          "this KV cache was made by another backend; make it with the model's "
+          "Transformer::new_cache");
+    }
+    const auto rows = static_cast<int64_t>(seq.tokens.size());
+    segments_.push_back({n, rows, seq.cache, seq.cache->n_past()});
+    n += rows;
+    capacity = std::max(capacity, seq.cache->capacity());
   }
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  const int64_t pos0 = cache.n_past();
   const int64_t hidden = config_.hidden_size;
   n_ = n;
   const kernels::CpuKernels& k = kernels::cpu_kernels();
-  prepare(n, cache.capacity());
-  rope_tables(rope_, pos0, n, &rope_cos_, &rope_sin_);
+  prepare(n, capacity);
+  row_segment_.resize(static_cast<size_t>(n));
+  const int64_t half = config_.rope_dim() / 2;
+  grow(&rope_cos_, n * half);
+  grow(&rope_sin_, n * half);
+  for (size_t i = 0; i < segments_.size(); ++i) {
+    const Segment& s = segments_[i];
+    std::fill(row_segment_.begin() + s.first_row, row_segment_.begin() + s.first_row + s.n_rows,
+              static_cast<int32_t>(i));
+    rope_tables(rope_, s.pos0, s.n_rows, &rope_cos_part_, &rope_sin_part_);
+    std::copy_n(rope_cos_part_.begin(), s.n_rows * half, rope_cos_.begin() + s.first_row * half);
+    std::copy_n(rope_sin_part_.begin(), s.n_rows * half, rope_sin_.begin() + s.first_row * half);
+  }
 
   // Embedding rows, widened to f32.
   const kernels::WeightView& embed = weights_.embed();
   const int64_t row_bytes = kernels::weight_row_bytes(embed.type, hidden);
-  for (int64_t t = 0; t < n; ++t) {
-    const auto* row = static_cast<const uint8_t*>(embed.data) +
-                      static_cast<int64_t>(tokens[static_cast<size_t>(t)]) * row_bytes;
-    float* dst = h_.data() + t * hidden;
-    switch (embed.type) {
-      case kernels::WeightType::kF32:
-        std::memcpy(dst, row, static_cast<size_t>(hidden) * sizeof(float));
-        break;
-      case kernels::WeightType::kBF16:
-        k.bf16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
-        break;
-      case kernels::WeightType::kF16:
-        k.f16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
-        break;
-      default:  // block formats
-        kernels::dequantize_values(embed.type, row, hidden, dst);
-        break;
+  int64_t t = 0;
+  for (const SequenceRows& seq : sequences) {
+    for (const int32_t token : seq.tokens) {
+      const auto* row =
+          static_cast<const uint8_t*>(embed.data) + static_cast<int64_t>(token) * row_bytes;
+      float* dst = h_.data() + t * hidden;
+      ++t;
+      switch (embed.type) {
+        case kernels::WeightType::kF32:
+          std::memcpy(dst, row, static_cast<size_t>(hidden) * sizeof(float));
+          break;
+        case kernels::WeightType::kBF16:
+          k.bf16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
+          break;
+        case kernels::WeightType::kF16:
+          k.f16_to_f32(reinterpret_cast<const uint16_t*>(row), hidden, dst);
+          break;
+        default:  // block formats
+          kernels::dequantize_values(embed.type, row, hidden, dst);
+          break;
+      }
     }
   }
 
@@ -153,10 +180,17 @@ void CpuForward::norm_rows(const float* weight) {
 }
 
 Status CpuForward::attention(int64_t layer, KvCache& cache) {
-  if (config_.attention == AttentionKind::kLatent) return latent_attention(layer, cache);
+  if (segments_.size() != 1 || segments_[0].cache != &cache) {
+    return invalid_argument("attention: the cache is not the one begin() was given");
+  }
+  return attention_sequences(layer);
+}
+
+Status CpuForward::attention_sequences(int64_t layer) {
+  if (config_.attention == AttentionKind::kLatent) return latent_attention(layer);
   project_qkv(layer);
-  position_and_cache(layer, cache);
-  attend(layer, cache);
+  position_and_cache(layer);
+  attend(layer);
   project_out(layer);
   return Status::ok();
 }
@@ -189,16 +223,17 @@ void CpuForward::project_qkv(int64_t layer) {
 }
 
 // Biases, q/k norms and rotary positions, then k and v into the cache.
-void CpuForward::position_and_cache(int64_t layer, KvCache& cache) {
+void CpuForward::position_and_cache(int64_t layer) {
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const AttentionWeights& aw = weights_.layer(layer).attention;
   const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
   const int64_t head_dim = config_.head_dim;
-  const int64_t pos0 = cache.n_past();
-  float* k_cache = cache.keys(layer);
-  float* v_cache = cache.values(layer);
   for (int64_t t = 0; t < n_; ++t) {
+    const Segment& s = segments_[static_cast<size_t>(row_segment_[static_cast<size_t>(t)])];
+    const int64_t pos = s.pos0 + t - s.first_row;
+    float* k_cache = s.cache->keys(layer);
+    float* v_cache = s.cache->values(layer);
     float* q = q_.data() + t * q_dim;
     float* kk = k_.data() + t * kv_dim;
     float* v = v_.data() + t * kv_dim;
@@ -218,47 +253,51 @@ void CpuForward::position_and_cache(int64_t layer, KvCache& cache) {
     }
     rotate(q, config_.n_heads, head_dim, t);
     rotate(kk, config_.n_kv_heads, head_dim, t);
-    std::memcpy(k_cache + (pos0 + t) * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
-    std::memcpy(v_cache + (pos0 + t) * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
+    std::memcpy(k_cache + pos * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
+    std::memcpy(v_cache + pos * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
   }
 }
 
-// Causal attention: token t sees cached positions [0, pos0 + t]. Work items
+// Causal attention: token t of a sequence sees its cache's positions
+// [0, pos0 + t]. Work items
 // are (token, query head); chunk boundaries fall on KV-head groups so a
 // kernel can share each cached key among the heads that read it.
-void CpuForward::attend(int64_t layer, KvCache& cache) {
+void CpuForward::attend(int64_t layer) {
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const int64_t n = n_;
   const int64_t q_dim = config_.q_dim();
   const int64_t kv_dim = config_.kv_dim();
   const int64_t head_dim = config_.head_dim;
-  const int64_t pos0 = cache.n_past();
-  const float* k_cache = cache.keys(layer);
-  const float* v_cache = cache.values(layer);
   const int64_t n_heads = config_.n_heads;
   const int64_t group = n_heads / config_.n_kv_heads;
   const float scale = softmax_scale_;
   const int64_t window = config_.is_sliding(layer) ? config_.sliding_window : 0;
   const float* sinks = weights_.layer(layer).attention.sinks;
   const int64_t n_items = n * n_heads;
+  int64_t work = 0;  // (token, position) pairs
+  for (const Segment& s : segments_) work += s.n_rows * (s.pos0 + s.n_rows);
   // Short contexts are cheaper on one thread than a pool round trip.
   const int64_t n_attention_chunks =
-      n * (pos0 + n) * n_heads >= 4096 ? chunk_count(n_items / group, 2, pool_.size()) : 1;
+      work * n_heads >= 4096 ? chunk_count(n_items / group, 2, pool_.size()) : 1;
   pool_.parallel_for(n_attention_chunks, [&](int64_t chunk, int thread_idx) {
     const Range r = split_range(n_items, chunk, n_attention_chunks, group);
     float* scratch = attention_scratch_[static_cast<size_t>(thread_idx)].data();
     for (int64_t i = r.begin; i < r.end;) {
       const int64_t t = i / n_heads;
       const int64_t head_end = std::min(r.end - t * n_heads, n_heads);
-      // Token t sees positions [first, pos0 + t]: all of them, or the
-      // window's last ones on a sliding layer.
-      const int64_t first = window > 0 ? std::max<int64_t>(0, pos0 + t + 1 - window) : 0;
+      const Segment& s = segments_[static_cast<size_t>(row_segment_[static_cast<size_t>(t)])];
+      const int64_t pos = s.pos0 + t - s.first_row;
+      const float* k_cache = s.cache->keys(layer);
+      const float* v_cache = s.cache->values(layer);
+      // Token t sees positions [first, pos]: all of them, or the window's
+      // last ones on a sliding layer.
+      const int64_t first = window > 0 ? std::max<int64_t>(0, pos + 1 - window) : 0;
       kernels::AttentionArgs args;
       args.q = q_.data() + t * q_dim;
       args.k = k_cache + first * kv_dim;
       args.v = v_cache + first * kv_dim;
       args.kv_stride = kv_dim;
-      args.n_ctx = pos0 + t + 1 - first;
+      args.n_ctx = pos + 1 - first;
       args.sinks = sinks;
       args.n_heads = n_heads;
       args.n_kv_heads = config_.n_kv_heads;
@@ -372,13 +411,22 @@ void CpuForward::shared_expert(int64_t layer) {
 }
 
 Status CpuForward::finish(int64_t first_row, int64_t n_rows, float* logits) {
+  finish_rows_.resize(static_cast<size_t>(n_rows));
+  for (int64_t t = 0; t < n_rows; ++t) finish_rows_[static_cast<size_t>(t)] = first_row + t;
+  return finish_rows(finish_rows_, logits);
+}
+
+Status CpuForward::finish_rows(std::span<const int64_t> rows, float* logits) {
+  const auto n_rows = static_cast<int64_t>(rows.size());
   if (n_rows == 0) return Status::ok();
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const int64_t hidden = config_.hidden_size;
   const int64_t vocab = config_.vocab_size;
   for (int64_t t = 0; t < n_rows; ++t) {
-    k.rmsnorm(h_.data() + (first_row + t) * hidden, weights_.final_norm(), hidden,
-              config_.rms_norm_eps, xn_.row(t));
+    const int64_t row = rows[static_cast<size_t>(t)];
+    if (row < 0 || row >= n_) return invalid_argument("finish_rows: row outside the batch");
+    k.rmsnorm(h_.data() + row * hidden, weights_.final_norm(), hidden, config_.rms_norm_eps,
+              xn_.row(t));
   }
   xn_.prepare(k, n_rows, {weights_.lm_head().type});
   const ActivationsView x = xn_.view();

@@ -8,7 +8,10 @@
 // window, sinks) or latent attention (MLA, cpu_latent_attention.cpp); the
 // router with its scoring, biases and groups (common/inference/routing.h),
 // shared experts and dense MLPs. Matrix products are split across the pool
-// by output rows; attention by (token, head). bf16 compute mode rounds activations to bf16 before
+// by output rows; attention by (token, head). Several sequences may share a
+// batch (begin_sequences): every row has its sequence's cache and position,
+// attention reads each row's own cache, and everything else runs over all
+// rows at once. bf16 compute mode rounds activations to bf16 before
 // each bf16-weight product, except the router's, which always sees f32.
 //
 // Dense MLP layers run on an expert engine of its own over the same pool
@@ -47,7 +50,21 @@ class CpuForward final : public ForwardEngine {
   Status dense_mlp(int64_t layer) override;
   Status finish(int64_t first_row, int64_t n_rows, float* logits) override;
 
+  bool batches_sequences() const override { return true; }
+  Status begin_sequences(std::span<const SequenceRows> sequences) override;
+  Status attention_sequences(int64_t layer) override;
+  Status finish_rows(std::span<const int64_t> rows, float* logits) override;
+
  private:
+  // One sequence's rows [first_row, first_row + n_rows) of the batch, at
+  // positions pos0 ... of its cache.
+  struct Segment {
+    int64_t first_row = 0;
+    int64_t n_rows = 0;
+    KvCache* cache = nullptr;
+    int64_t pos0 = 0;
+  };
+
   void prepare(int64_t n_tokens, int64_t capacity);
   void norm_rows(const float* weight);
   // y[0, n_) = x W^T over the pool, by chunks of rows (y: [n_, y_stride]).
@@ -57,12 +74,15 @@ class CpuForward final : public ForwardEngine {
   void rotate(float* x, int64_t n_heads, int64_t stride, int64_t t) const;
   // Grouped attention, in four steps.
   void project_qkv(int64_t layer);
-  void position_and_cache(int64_t layer, KvCache& cache);
-  void attend(int64_t layer, KvCache& cache);
+  void position_and_cache(int64_t layer);
+  void attend(int64_t layer);
   // attn_ through o_proj (+ its bias), added into the residual stream h_.
   void project_out(int64_t layer);
-  // Multi-head latent attention (cpu_latent_attention.cpp).
-  Status latent_attention(int64_t layer, KvCache& cache);
+  // Multi-head latent attention (cpu_latent_attention.cpp): projections
+  // over every row, then the attention of each segment.
+  Status latent_attention(int64_t layer);
+  void latent_absorbed(int64_t layer, const Segment& s);
+  void latent_expanded(int64_t layer, const Segment& s);
   // The shared expert of an MoE layer, added into h_ (weight 1, or its
   // sigmoid gate per token).
   void shared_expert(int64_t layer);
@@ -72,7 +92,12 @@ class CpuForward final : public ForwardEngine {
   ComputePrecision precision_;
   ThreadPool& pool_;
   CpuExpertEngine dense_mlp_;
-  int64_t n_ = 0;  // tokens of the current batch
+  int64_t n_ = 0;                     // tokens of the current batch
+  std::vector<Segment> segments_;     // the sequences of the current batch
+  std::vector<int32_t> row_segment_;  // [n_tokens] index into segments_
+  std::vector<int64_t> finish_rows_;  // finish()'s rows
+  std::vector<float> rope_cos_part_;  // one segment's rope tables
+  std::vector<float> rope_sin_part_;
 
   RopeFrequencies rope_;  // inv_freq [rope_dim / 2], attention factor
   float softmax_scale_ = 1.0f;

@@ -151,4 +151,95 @@ TEST_CASE("transformer: a node with only the experts it needs still computes the
   CHECK(testing::max_abs_diff(expected, logits) == 0.0f);
 }
 
+TEST_CASE("transformer: a batch of sequences gives each the logits it gets alone") {
+  for (std::string arch : {"qwen3_moe", "mixtral", "deepseek_v3", "glm4_moe"}) {
+    CAPTURE(arch);
+    testing::TempDir dir("batch");
+    testing::write_model(tiny(arch), dir.path());
+    auto model = testing::open_model(dir.path());
+    Transformer& tf = model->transformer();
+    REQUIRE(tf.batches_sequences());
+    const std::vector<int32_t> ids = sequence(40, 512);
+    // Three sequences at different positions: one decoding a token after a
+    // prefix of 9, one prefilling 7 tokens after 5, one starting with 12.
+    std::vector<KvCache> alone;
+    std::vector<KvCache> batched;
+    const auto make = [&] {
+      Result<KvCache> made = tf.new_cache(64);
+      REQUIRE(made.is_ok());
+      return std::move(made).value();
+    };
+    for (int i = 0; i < 3; ++i) {
+      alone.push_back(make());
+      batched.push_back(make());
+    }
+    std::vector<float> scratch;
+    const auto prefix = [&](int i, size_t n) {
+      auto tokens = std::span(ids).subspan(static_cast<size_t>(i) * 13, n);
+      REQUIRE(
+          tf.forward(tokens, alone[static_cast<size_t>(i)], LogitsMode::kNone, &scratch).is_ok());
+      REQUIRE(
+          tf.forward(tokens, batched[static_cast<size_t>(i)], LogitsMode::kNone, &scratch).is_ok());
+    };
+    prefix(0, 9);
+    prefix(1, 5);
+    const std::span<const int32_t> parts[3] = {std::span(ids).subspan(30, 1),
+                                               std::span(ids).subspan(31, 7),
+                                               std::span(ids).subspan(26, 12)};
+    std::vector<float> expected;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> row;
+      REQUIRE(tf.forward(parts[i], alone[static_cast<size_t>(i)], LogitsMode::kLast, &row).is_ok());
+      if (i != 1) expected.insert(expected.end(), row.begin(), row.end());
+    }
+    const SequenceStep steps[3] = {{parts[0], &batched[0], true},
+                                   {parts[1], &batched[1], false},
+                                   {parts[2], &batched[2], true}};
+    std::vector<float> got;
+    REQUIRE(tf.forward_batch(steps, &got).is_ok());
+    REQUIRE(got.size() == expected.size());
+    const float err = testing::max_abs_diff(got, expected);
+    MESSAGE(arch, ": max |batched - alone| = ", err);
+    CHECK(err <= 1e-4f);
+    CHECK(batched[0].n_past() == 10);
+    CHECK(batched[1].n_past() == 12);
+    CHECK(batched[2].n_past() == 12);
+    // The next step decodes one token in each; still the same.
+    std::vector<float> next_alone;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<float> row;
+      REQUIRE(tf.forward(std::span(ids).subspan(static_cast<size_t>(i), 1),
+                         alone[static_cast<size_t>(i)], LogitsMode::kLast, &row)
+                  .is_ok());
+      next_alone.insert(next_alone.end(), row.begin(), row.end());
+    }
+    const SequenceStep decode[3] = {{std::span(ids).subspan(0, 1), &batched[0], true},
+                                    {std::span(ids).subspan(1, 1), &batched[1], true},
+                                    {std::span(ids).subspan(2, 1), &batched[2], true}};
+    REQUIRE(tf.forward_batch(decode, &got).is_ok());
+    CHECK(testing::max_abs_diff(got, next_alone) <= 1e-4f);
+  }
+}
+
+TEST_CASE(
+    "transformer: a bad sequence in a batch is a clear error and leaves every cache as it was") {
+  testing::TempDir dir("batch_err");
+  testing::write_model(tiny("qwen3_moe"), dir.path());
+  auto model = testing::open_model(dir.path());
+  Transformer& tf = model->transformer();
+  auto a = tf.new_cache(8);
+  auto b = tf.new_cache(8);
+  const std::vector<int32_t> ok = {1, 2, 3};
+  const std::vector<int32_t> bad = {4, 9999};
+  std::vector<float> logits;
+  const SequenceStep steps[2] = {{ok, &*a, true}, {bad, &*b, true}};
+  Status status = tf.forward_batch(steps, &logits);
+  CHECK(status.code() == StatusCode::kInvalidArgument);
+  CHECK(status.message().find("sequence 1") != std::string::npos);
+  CHECK(a->n_past() == 0);
+  const SequenceStep shared[2] = {{ok, &*a, true}, {ok, &*a, true}};
+  CHECK(tf.forward_batch(shared, &logits).message().find("share one KV cache") !=
+        std::string::npos);
+}
+
 }  // namespace dancemoe

@@ -8,6 +8,7 @@
 #include "common/runtime/thread_pool.h"
 #include "edge_node/remote/wire_tensor.h"
 #include "tests/edge_node/node_test_support.h"
+#include "tests/support/model_fixtures.h"
 
 namespace dancemoe::node {
 namespace {
@@ -196,6 +197,54 @@ TEST_CASE("expert request: weights are served in chunks with the SHA-256 of the 
   e.body = proto::ExpertWeightsRequest{0, 2, 1u << 30, 100};
   CHECK(f.error_of(f.handler->handle(e, {})).message().find("past the expert") !=
         std::string::npos);
+}
+
+TEST_CASE("expert request: calls arriving together are computed together, each answered alone") {
+  Fixture f;
+  const int64_t hidden = f.model.config().hidden_size;
+  // Three peers' calls of layer 0 (one bf16), one bad call and a bad message among them.
+  std::vector<proto::ExpertCall> calls;
+  std::vector<std::vector<uint8_t>> payloads;
+  for (int i = 0; i < 3; ++i) {
+    proto::ExpertCall c = f.good_call(i == 2 ? DType::kBF16 : DType::kF32);
+    c.call_id = 100 + static_cast<uint64_t>(i);
+    if (i == 1) c.assignments = {{0, 0, 1.0f}, {1, 2, 0.5f}, {2, 3, 0.5f}, {2, 1, 0.25f}};
+    const std::vector<float> x = testing::random_hidden(3, hidden, 20 + static_cast<uint64_t>(i));
+    std::vector<uint8_t> payload;
+    encode_rows(x.data(), 3, hidden, c.dtype, &payload);
+    calls.push_back(std::move(c));
+    payloads.push_back(std::move(payload));
+  }
+  std::vector<Result<proto::Envelope>> envelopes;
+  for (const auto& c : calls) envelopes.emplace_back(f.call_envelope(c));
+  proto::ExpertCall bad = f.good_call(DType::kF32);
+  bad.layer = 99;
+  envelopes.emplace_back(f.call_envelope(bad));
+  envelopes.emplace_back(invalid_argument("undecodable"));
+  std::vector<ExpertRequestHandler::Inbound> in;
+  for (size_t i = 0; i < envelopes.size(); ++i) {
+    in.push_back({&envelopes[i], i < 3 ? std::span<const uint8_t>(payloads[i])
+                                       : std::span<const uint8_t>(payloads[0])});
+  }
+  std::vector<Reply> together;
+  f.handler->handle_many(in, &together);
+  REQUIRE(together.size() == 5);
+  CHECK(f.counters.calls.load() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const auto* result = std::get_if<proto::ExpertResult>(&together[i].envelope.body);
+    REQUIRE(result != nullptr);
+    CHECK(result->call_id == 100 + i);
+    const Reply alone = f.handler->handle(envelopes[i], payloads[i]);
+    REQUIRE(alone.payload.size() == together[i].payload.size());
+    // The same rows (up to the rounding of a kernel that saw more tokens).
+    std::vector<float> a(static_cast<size_t>(3 * hidden)), b(a.size());
+    REQUIRE(decode_rows(alone.payload, calls[i].dtype, 3 * hidden, a.data()).is_ok());
+    REQUIRE(decode_rows(together[i].payload, calls[i].dtype, 3 * hidden, b.data()).is_ok());
+    CHECK(dancemoe::testing::max_abs_diff(a, b) <= 1e-5f);
+  }
+  CHECK(f.error_of(together[3]).message().find("layer 99") != std::string::npos);
+  CHECK(std::holds_alternative<proto::Error>(together[4].envelope.body));
 }
 
 TEST_CASE("expert request: weights neither held nor on disk (a partial checkpoint) are not_found") {

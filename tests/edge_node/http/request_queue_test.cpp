@@ -92,4 +92,33 @@ TEST_CASE("request queue: a cancelled waiter leaves and does not block the next"
   CHECK((*next)->wait_turn({}, std::chrono::milliseconds(5)).is_ok());
 }
 
+TEST_CASE("request queue: with max running 3, three tickets run together and the fourth waits") {
+  RequestQueue queue(1, 3);
+  std::vector<std::unique_ptr<RequestQueue::Ticket>> running;
+  for (int i = 0; i < 3; ++i) {
+    auto t = queue.enqueue();
+    REQUIRE(t.is_ok());
+    REQUIRE((*t)->wait_turn({}).is_ok());
+    running.push_back(std::move(*t));
+  }
+  CHECK(queue.n_running() == 3);
+  CHECK(queue.n_waiting() == 0);
+  auto fourth = queue.enqueue();
+  REQUIRE(fourth.is_ok());
+  CHECK(queue.n_waiting() == 1);
+  // Its turn does not come while three run...
+  int polls = 0;
+  CHECK_FALSE(
+      (*fourth)->wait_turn([&] { return ++polls >= 3; }, std::chrono::milliseconds(5)).is_ok());
+  fourth->reset();  // its handler gave up and dropped the ticket
+  auto again = queue.enqueue();
+  REQUIRE(again.is_ok());
+  auto refused = queue.enqueue();  // one waits already: --max-queued 1
+  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+  // ... and comes when one of them leaves.
+  running[1].reset();
+  CHECK((*again)->wait_turn({}).is_ok());
+  CHECK(queue.n_running() == 3);
+}
+
 }  // namespace dancemoe::node

@@ -1,0 +1,348 @@
+#include "edge_node/agent/batch_scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+namespace dancemoe::node {
+
+// A sequence's state. `job`, `blocks` and `decoder` (until admitted) are set
+// by run(); the scheduler thread alone touches the rest of the first group;
+// the second group is shared under the scheduler's mutex.
+struct BatchScheduler::Sequence {
+  SequenceJob job;
+  int64_t blocks = 0;
+  std::unique_ptr<SequenceDecoder> decoder;
+  // Scheduler thread.
+  std::optional<KvCache> cache;
+  int64_t prefilled = 0;  // prompt positions in the cache
+  int32_t fed = 0;        // the token a decode step runs
+  bool decoding = false;
+  Clock::time_point last_step{};
+  Clock::time_point prefill_start{};
+  Clock::time_point decode_start{};
+  std::vector<Delta> pending;  // text of this step, published under the lock
+  SequenceOutcome outcome;
+  // Under the mutex.
+  bool admitted = false;
+  bool cancel = false;
+  bool done = false;
+  Status error = Status::ok();
+  std::deque<Delta> outbox;
+};
+
+namespace {
+
+double ms_between(std::chrono::steady_clock::time_point a,
+                  std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+int64_t blocks_for(int64_t tokens, int64_t block) { return (tokens + block - 1) / block; }
+
+}  // namespace
+
+Result<std::unique_ptr<BatchScheduler>> BatchScheduler::create(Parts parts, BatchOptions options) {
+  if (parts.transformer == nullptr) return internal_error("BatchScheduler needs a transformer");
+  if (options.max_sequences < 1) return invalid_argument("--max-batch: must be at least 1");
+  if (options.block_tokens < 1) return invalid_argument("KV block size must be at least 1");
+  if (options.prefill_chunk_tokens < 1) {
+    return invalid_argument("--prefill-chunk: must be at least 1 token");
+  }
+  if (options.kv_budget_blocks <= 0) {
+    options.kv_budget_blocks =
+        options.max_sequences * blocks_for(options.context_tokens, options.block_tokens);
+  }
+  std::unique_ptr<BatchScheduler> s(new BatchScheduler(std::move(parts), options));
+  s->thread_ = std::thread([raw = s.get()] { raw->loop(); });
+  return s;
+}
+
+BatchScheduler::BatchScheduler(Parts parts, BatchOptions options)
+    : parts_(std::move(parts)), options_(options) {
+  Transformer* tf = parts_.transformer;
+  prefix_ =
+      std::make_unique<PrefixCache>(options_.prefix_cache_bytes, options_.block_tokens,
+                                    [tf](int64_t capacity) { return tf->new_cache(capacity); });
+}
+
+BatchScheduler::~BatchScheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
+  const int64_t prompt_len = static_cast<int64_t>(job.prompt.size());
+  const int64_t needed = prompt_len + job.params.max_tokens;
+  if (needed > options_.context_tokens) {
+    return invalid_argument("prompt (" + std::to_string(prompt_len) + " tokens) + max_tokens (" +
+                            std::to_string(job.params.max_tokens) + ") exceed the context of " +
+                            std::to_string(options_.context_tokens) + " tokens (--context)");
+  }
+  const int64_t blocks = blocks_for(needed, options_.block_tokens);
+  if (blocks > options_.kv_budget_blocks) {
+    return invalid_argument("prompt + max_tokens need " + std::to_string(blocks) +
+                            " KV blocks of " + std::to_string(options_.block_tokens) +
+                            " tokens, more than the node's whole KV budget of " +
+                            std::to_string(options_.kv_budget_blocks) + " (--kv-memory)");
+  }
+  GenerationParams params = job.params;
+  params.cancelled = nullptr;  // polled here, not on the scheduler thread
+  DMOE_ASSIGN_OR_RETURN(
+      std::unique_ptr<SequenceDecoder> decoder,
+      SequenceDecoder::create(params, job.prompt, parts_.tokenizer, parts_.eos_ids, job.vocabulary,
+                              parts_.transformer->config().vocab_size, job.keep_logits));
+  auto seq = std::make_shared<Sequence>();
+  seq->job = std::move(job);
+  seq->blocks = blocks;
+  seq->decoder = std::move(decoder);
+
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) return unavailable("the node is shutting down");
+  waiting_.push_back(seq);
+  changed_.notify_all();
+  bool cancel_sent = false;
+  std::vector<Delta> deltas;
+  while (true) {
+    changed_.wait_for(lock, std::chrono::milliseconds(20),
+                      [&] { return seq->done || !seq->outbox.empty(); });
+    deltas.assign(std::make_move_iterator(seq->outbox.begin()),
+                  std::make_move_iterator(seq->outbox.end()));
+    seq->outbox.clear();
+    const bool done = seq->done;
+    lock.unlock();
+    bool cancel = false;
+    for (const Delta& d : deltas) {
+      if (cancel_sent || cancel) break;
+      if (seq->job.on_text && !seq->job.on_text(TextDelta{d.text, d.logprobs})) cancel = true;
+    }
+    if (!done && !cancel && !cancel_sent && seq->job.cancelled && seq->job.cancelled()) {
+      cancel = true;
+    }
+    lock.lock();
+    if (cancel && !cancel_sent) {
+      cancel_sent = true;
+      seq->cancel = true;
+      changed_.notify_all();
+    }
+    if (done && seq->outbox.empty()) break;
+  }
+  if (!seq->error.is_ok()) return seq->error;
+  SequenceOutcome outcome = std::move(seq->outcome);
+  if (cancel_sent) outcome.result.finish = FinishReason::kCancelled;
+  return outcome;
+}
+
+void BatchScheduler::release_locked(Sequence& seq) {
+  if (seq.admitted) blocks_used_ -= seq.blocks;
+  seq.admitted = false;
+  seq.cache.reset();
+  seq.done = true;
+}
+
+void BatchScheduler::sweep_and_admit_locked() {
+  for (auto it = active_.begin(); it != active_.end();) {
+    if ((*it)->cancel || (*it)->done) {
+      if (!(*it)->done) {
+        (*it)->outcome.result = std::move((*it)->decoder->result());
+        (*it)->outcome.result.finish = FinishReason::kCancelled;
+      }
+      release_locked(**it);
+      it = active_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->cancel) {
+      (*it)->outcome.result.finish = FinishReason::kCancelled;
+      release_locked(**it);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // FIFO: the first waiting sequence that does not fit holds the others back.
+  while (!waiting_.empty() && static_cast<int32_t>(active_.size()) < options_.max_sequences &&
+         blocks_used_ + waiting_.front()->blocks <= options_.kv_budget_blocks) {
+    std::shared_ptr<Sequence> seq = std::move(waiting_.front());
+    waiting_.pop_front();
+    blocks_used_ += seq->blocks;
+    seq->admitted = true;
+    active_.push_back(std::move(seq));
+  }
+}
+
+void BatchScheduler::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    sweep_and_admit_locked();
+    if (stopping_) {
+      for (auto& seq : active_) {
+        seq->error = unavailable("the node is shutting down");
+        release_locked(*seq);
+      }
+      for (auto& seq : waiting_) {
+        seq->error = unavailable("the node is shutting down");
+        release_locked(*seq);
+      }
+      active_.clear();
+      waiting_.clear();
+      changed_.notify_all();
+      return;
+    }
+    if (active_.empty()) {
+      changed_.notify_all();
+      changed_.wait(lock);
+      continue;
+    }
+    lock.unlock();
+    step();
+    lock.lock();
+    changed_.notify_all();
+  }
+}
+
+void BatchScheduler::step() {
+  Transformer& tf = *parts_.transformer;
+  const int64_t vocab = tf.config().vocab_size;
+  std::vector<std::shared_ptr<Sequence>> active;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    active = active_;
+  }
+  stepped_.clear();
+  batch_.clear();
+  // New sequences: a cache of their reserved blocks, and the longest cached
+  // prefix of their prompt (never the whole prompt: its last token must run
+  // to give the first logits).
+  for (const auto& seq : active) {
+    if (seq->cache) continue;
+    // Its reserved blocks, never more than the context (a backend may size
+    // its cache pool by the context).
+    Result<KvCache> made =
+        tf.new_cache(std::min(seq->blocks * options_.block_tokens, options_.context_tokens));
+    if (!made.is_ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seq->error = made.status();
+      release_locked(*seq);
+      continue;
+    }
+    seq->cache.emplace(std::move(*made));
+    seq->prefill_start = Clock::now();
+    const auto prompt_len = static_cast<int64_t>(seq->job.prompt.size());
+    seq->prefilled = prefix_->restore(seq->job.prompt, prompt_len - 1, *seq->cache);
+    seq->outcome.cached_tokens = seq->prefilled;
+  }
+  int64_t prefill_left = options_.prefill_chunk_tokens;
+  bool decode_only = true;
+  for (const auto& seq : active) {
+    if (!seq->cache) continue;  // failed above
+    if (seq->decoding) {
+      batch_.push_back({std::span(&seq->fed, 1), &*seq->cache, true});
+    } else {
+      if (prefill_left == 0) continue;
+      const auto prompt_len = static_cast<int64_t>(seq->job.prompt.size());
+      const int64_t n = std::min(prompt_len - seq->prefilled, prefill_left);
+      prefill_left -= n;
+      decode_only = false;
+      batch_.push_back({std::span(seq->job.prompt)
+                            .subspan(static_cast<size_t>(seq->prefilled), static_cast<size_t>(n)),
+                        &*seq->cache, seq->prefilled + n == prompt_len});
+    }
+    stepped_.push_back(seq.get());
+  }
+  if (batch_.empty()) return;
+  int64_t n_tokens = 0;
+  for (const SequenceStep& s : batch_) n_tokens += static_cast<int64_t>(s.tokens.size());
+  if (parts_.on_step) {
+    parts_.on_step({static_cast<int64_t>(batch_.size()), n_tokens, decode_only,
+                    batch_.front().cache->n_past()});
+  }
+  const Status status = tf.forward_batch(batch_, &logits_);
+  const Clock::time_point now = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++steps_;
+  step_tokens_ += static_cast<uint64_t>(n_tokens);
+  step_sequences_ += batch_.size();
+  if (!status.is_ok()) {
+    for (Sequence* seq : stepped_) {
+      seq->error = status;
+      release_locked(*seq);
+    }
+    return;
+  }
+  size_t row = 0;
+  for (size_t i = 0; i < stepped_.size(); ++i) {
+    Sequence& seq = *stepped_[i];
+    if (!seq.decoding) {
+      seq.prefilled += static_cast<int64_t>(batch_[i].tokens.size());
+      if (!batch_[i].logits) continue;  // more of the prompt to come
+      seq.decoding = true;
+      seq.outcome.result.prefill_seconds = ms_between(seq.prefill_start, now) / 1e3;
+      seq.decode_start = now;
+    } else {
+      seq.outcome.step_ms.push_back(ms_between(seq.last_step, now));
+    }
+    seq.last_step = now;
+    const std::span<float> logits(logits_.data() + row * static_cast<size_t>(vocab),
+                                  static_cast<size_t>(vocab));
+    ++row;
+    if (seq.cancel) continue;  // dropped at the next sweep
+    auto sink = [&seq](const TextDelta& d) {
+      seq.pending.push_back(
+          {std::string(d.text), std::vector<TokenLogprobs>(d.logprobs.begin(), d.logprobs.end())});
+      return true;
+    };
+    Status stepped = seq.decoder->finished() ? Status::ok() : seq.decoder->step(logits, sink);
+    if (!stepped.is_ok()) {
+      seq.error = stepped;
+      release_locked(seq);
+      continue;
+    }
+    if (!seq.decoder->finished()) {
+      seq.fed = seq.decoder->next_token();
+      continue;
+    }
+    seq.decoder->finish(sink);
+    GenerationResult& result = seq.decoder->result();
+    // What the cache holds: the prompt and the generated tokens fed back.
+    std::vector<int32_t> cached = seq.job.prompt;
+    cached.insert(cached.end(), result.tokens.begin(), result.tokens.end());
+    prefix_->insert(cached, *seq.cache);
+    result.prefill_seconds = seq.outcome.result.prefill_seconds;
+    result.decode_seconds = ms_between(seq.decode_start, now) / 1e3;
+    seq.outcome.result = std::move(result);
+    seq.outcome.logits = std::move(seq.decoder->logits());
+    release_locked(seq);  // its blocks are free before run() returns
+  }
+  // Published with `done`, under the same lock: run() sees the end only
+  // after the last text.
+  for (Sequence* seq : stepped_) {
+    for (Delta& d : seq->pending) seq->outbox.push_back(std::move(d));
+    seq->pending.clear();
+  }
+}
+
+BatchScheduler::Stats BatchScheduler::stats() const {
+  Stats s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    s.active = static_cast<int64_t>(active_.size());
+    s.waiting = static_cast<int64_t>(waiting_.size());
+    s.blocks_used = blocks_used_;
+    s.steps = steps_;
+    s.step_tokens = step_tokens_;
+    s.step_sequences = step_sequences_;
+  }
+  s.blocks_total = options_.kv_budget_blocks;
+  s.block_tokens = options_.block_tokens;
+  s.max_sequences = options_.max_sequences;
+  s.prefix = prefix_->stats();
+  return s;
+}
+
+}  // namespace dancemoe::node

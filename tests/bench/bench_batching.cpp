@@ -1,0 +1,390 @@
+// Continuous batching and the prefix cache (issue 16), on one standalone
+// node holding every expert of a synthetic model, over HTTP on loopback.
+//
+// Part 1, interleaved rounds of: one client alone (requests back to back),
+// then N clients (16) at once. Prints, over all rounds: generated tokens/s
+// and time to first token (p50) of each, their ratios (targets: aggregate
+// >= 4x one stream's, TTFT p50 <= 3x a lone request's), errors, and the
+// node's RSS after warm-up vs at the end of the concurrent phases (target:
+// flat within 10 %).
+// Part 2, interleaved: a chat's second turn (its long history repeated)
+// on a node with the prefix cache and on one without (--prefix-cache 0).
+// Prints each TTFT p50 and the ratio (target <= 0.3x).
+//
+//   build/release/tests/bench_batching [--preset small] [--rounds 3] [--lone 8]
+//       [--concurrent 20] [--clients 16] [--max-tokens 32] [--turns 5]
+//       [--history 900] [--threads 0]
+//
+// --lone and --concurrent are seconds per round. Exit code 0 only with no
+// error.
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/model/synthetic/synthetic_model.h"
+
+extern char** environ;
+
+using namespace dancemoe;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+struct Outcome {
+  bool ok = false;
+  double ttft_s = 0;
+  int64_t tokens = 0;
+  std::string text;
+  std::string error;
+};
+
+// One streamed completion, parsed as its events arrive.
+Outcome complete(int port, const std::string& prompt, int max_tokens, uint64_t seed) {
+  Outcome o;
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(600, 0);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.set_header("Content-Type", "application/json");
+  req.body = json{{"prompt", prompt},
+                  {"max_tokens", max_tokens},
+                  {"temperature", 0.8},
+                  {"seed", seed},
+                  {"ignore_eos", true},
+                  {"stream", true},
+                  {"stream_options", {{"include_usage", true}}}}
+                 .dump();
+  const Clock::time_point start = Clock::now();
+  std::string buffer;
+  bool first = true;
+  bool done = false;
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    buffer.append(data, len);
+    size_t end;
+    while ((end = buffer.find("\n\n")) != std::string::npos) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;
+      const std::string payload = event.substr(6);
+      if (payload == "[DONE]") {
+        done = true;
+        continue;
+      }
+      const json j = json::parse(payload, nullptr, false);
+      if (j.is_discarded() || j.contains("error")) {
+        o.error = "bad event: " + payload.substr(0, 200);
+        return false;
+      }
+      if (!j["choices"].empty()) {
+        const std::string text = j["choices"][0].value("text", "");
+        if (first && !text.empty()) {
+          o.ttft_s = std::chrono::duration<double>(Clock::now() - start).count();
+          first = false;
+        }
+        o.text += text;
+      }
+      if (j.contains("usage")) o.tokens = j["usage"]["completion_tokens"].get<int64_t>();
+    }
+    return true;
+  };
+  const httplib::Result res = client.send(req);
+  if (!res) {
+    if (o.error.empty()) o.error = "transport: " + httplib::to_string(res.error());
+    return o;
+  }
+  if (res->status != 200) {
+    o.error = "HTTP " + std::to_string(res->status);
+    return o;
+  }
+  if (!done || first) {
+    o.error = "stream ended without [DONE] or text";
+    return o;
+  }
+  o.ok = o.tokens == max_tokens;
+  if (!o.ok) o.error = "got " + std::to_string(o.tokens) + " tokens";
+  return o;
+}
+
+// A node process serving every expert of the model; stopped on destruction.
+struct Node {
+  pid_t pid = -1;
+  int port = 0;
+  ~Node() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+    }
+  }
+};
+
+bool start_node(const fs::path& model_dir, const fs::path& work, const std::string& name,
+                const std::vector<std::string>& extra, int threads, Node* node) {
+  const json config = json::parse(std::ifstream(model_dir / "config.json"));
+  const int64_t n_layers = config["num_hidden_layers"].get<int64_t>();
+  const int64_t n_experts = config["num_experts"].get<int64_t>();
+  std::vector<int64_t> dense;
+  if (config.contains("mlp_only_layers"))
+    dense = config["mlp_only_layers"].get<std::vector<int64_t>>();
+  json experts = json::array();
+  for (int64_t l = 0; l < n_layers; ++l) {
+    if (std::find(dense.begin(), dense.end(), l) != dense.end()) continue;
+    for (int64_t e = 0; e < n_experts; ++e) experts.push_back({l, e});
+  }
+  const fs::path placement = work / (name + "-placement.json");
+  std::ofstream(placement) << json{{"version", 1},
+                                   {"nodes",
+                                    {{name,
+                                      {{"expert_endpoint", "tcp://127.0.0.1:0"},
+                                       {"devices", {{"cpu", experts}}}}}}}}
+                                  .dump();
+  const fs::path ready = work / (name + "-ready.json");
+  fs::remove(ready);
+  const std::string log = (work / (name + ".log")).string();
+  std::vector<std::string> args = {DMOE_NODE_PATH,
+                                   "--model",
+                                   model_dir.string(),
+                                   "--node-id",
+                                   name,
+                                   "--placement",
+                                   placement.string(),
+                                   "--experts",
+                                   "tcp://127.0.0.1:0",
+                                   "--http",
+                                   "127.0.0.1:0",
+                                   "--ready-file",
+                                   ready.string(),
+                                   "--threads",
+                                   std::to_string(threads),
+                                   "--log-level",
+                                   "warn",
+                                   "--max-queued",
+                                   "64",
+                                   "--insecure",
+                                   "--expert-memory",
+                                   "4G"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  const int spawned = posix_spawn(&node->pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    node->pid = -1;
+    std::fprintf(stderr, "cannot start %s\n", DMOE_NODE_PATH);
+    return false;
+  }
+  for (int i = 0; i < 1200 && !(fs::exists(ready) && fs::file_size(ready) > 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!fs::exists(ready)) {
+    std::fprintf(stderr, "node %s not ready; see %s\n", name.c_str(), log.c_str());
+    return false;
+  }
+  const std::string http = json::parse(std::ifstream(ready))["http"].get<std::string>();
+  node->port = std::stoi(http.substr(http.rfind(':') + 1));
+  return true;
+}
+
+struct Phase {
+  std::vector<double> ttft;
+  int64_t tokens = 0;
+  double seconds = 0;
+  std::vector<std::string> errors;
+};
+
+// `clients` clients sending requests back to back for `seconds`.
+void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t seed0,
+               Phase* phase) {
+  std::mutex mutex;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline =
+      start + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      uint64_t seed = seed0 + static_cast<uint64_t>(c) * 1000003u;
+      while (Clock::now() < deadline) {
+        const Outcome o = complete(port, "The cluster of workstations serves a mixture of experts",
+                                   max_tokens, ++seed);
+        std::lock_guard<std::mutex> lock(mutex);
+        if (o.ok) {
+          phase->tokens += o.tokens;
+          phase->ttft.push_back(o.ttft_s);
+        } else {
+          phase->errors.push_back(o.error);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  phase->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string history(int round, int words) {
+  std::string text = "Conversation " + std::to_string(round * 7919 + 13) +
+                     ". System: you are a careful assistant of the lab.";
+  const char* const vocabulary[] = {"expert", "router", "token",  "layer",   "cluster", "node",
+                                    "cache",  "prefix", "stream", "latency", "memory",  "batch"};
+  uint32_t x = static_cast<uint32_t>(round) * 2654435761u + 1u;
+  for (int i = 0; i < words; ++i) {
+    x = x * 1664525u + 1013904223u;
+    text += (i % 12 == 0 ? "\nUser: " : " ");
+    text += vocabulary[(x >> 16) % 12];
+  }
+  return text + "\nAssistant:";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "small";
+  int rounds = 3;
+  double lone_s = 8;
+  double concurrent_s = 20;
+  int n_clients = 16;
+  int max_tokens = 32;
+  int turns = 5;
+  int history_words = 900;
+  int threads = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--preset") preset = argv[i + 1];
+    if (flag == "--rounds") rounds = std::stoi(argv[i + 1]);
+    if (flag == "--lone") lone_s = std::stod(argv[i + 1]);
+    if (flag == "--concurrent") concurrent_s = std::stod(argv[i + 1]);
+    if (flag == "--clients") n_clients = std::stoi(argv[i + 1]);
+    if (flag == "--max-tokens") max_tokens = std::stoi(argv[i + 1]);
+    if (flag == "--turns") turns = std::stoi(argv[i + 1]);
+    if (flag == "--history") history_words = std::stoi(argv[i + 1]);
+    if (flag == "--threads") threads = std::stoi(argv[i + 1]);
+  }
+  const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
+  fs::create_directories(work);
+  const fs::path model_dir = fs::path(DMOE_BUILD_DIR) / "bench-models" / preset;
+  if (!fs::exists(model_dir / "config.json")) {
+    std::printf("generating the %s preset in %s ...\n", preset.c_str(), model_dir.c_str());
+    SyntheticModelSpec spec;
+    spec.preset = preset;
+    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  int errors = 0;
+
+  // Part 1: one stream vs N streams, interleaved.
+  {
+    Node node;
+    if (!start_node(model_dir, work, "batching", {"--max-batch", std::to_string(n_clients)},
+                    threads, &node)) {
+      return 1;
+    }
+    Phase warm;
+    run_phase(node.port, n_clients, 3, max_tokens, 1, &warm);  // first pages, pools, sockets
+    const long rss_start = rss_kib(node.pid);
+    Phase lone, many;
+    for (int r = 0; r < rounds; ++r) {
+      run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, &lone);
+      run_phase(node.port, n_clients, concurrent_s, max_tokens, 200000 + r * 100, &many);
+    }
+    const long rss_end = rss_kib(node.pid);
+    errors += static_cast<int>(lone.errors.size() + many.errors.size());
+    for (size_t i = 0; i < std::min<size_t>(many.errors.size(), 5); ++i) {
+      std::printf("  error: %s\n", many.errors[i].c_str());
+    }
+    const double lone_tps = static_cast<double>(lone.tokens) / lone.seconds;
+    const double many_tps = static_cast<double>(many.tokens) / many.seconds;
+    const double lone_ttft = quantile(lone.ttft, 0.5);
+    const double many_ttft = quantile(many.ttft, 0.5);
+    const double growth =
+        rss_start > 0 ? static_cast<double>(rss_end - rss_start) / static_cast<double>(rss_start)
+                      : 0;
+    std::printf("preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each\n",
+                preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens);
+    std::printf("one stream:  %.1f tokens/s, TTFT p50 %.1f ms (%zu requests)\n", lone_tps,
+                lone_ttft * 1e3, lone.ttft.size());
+    std::printf("%d streams: %.1f tokens/s, TTFT p50 %.1f ms, p99 %.1f ms (%zu requests)\n",
+                n_clients, many_tps, many_ttft * 1e3, quantile(many.ttft, 0.99) * 1e3,
+                many.ttft.size());
+    std::printf(
+        "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
+        "(target <= 3x); errors %zu\n",
+        many_tps / lone_tps, many_ttft / lone_ttft, lone.errors.size() + many.errors.size());
+    std::printf("node RSS after warm-up %.1f MiB, end %.1f MiB (%+.1f %%: %s) over %.0f s\n",
+                rss_start / 1024.0, rss_end / 1024.0, growth * 100,
+                std::abs(growth) <= 0.10 ? "flat within 10 %" : "NOT flat",
+                lone.seconds + many.seconds);
+  }
+
+  // Part 2: a chat's second turn, with and without the prefix cache.
+  {
+    Node cached, cold;
+    if (!start_node(model_dir, work, "cached", {}, threads, &cached) ||
+        !start_node(model_dir, work, "cold", {"--prefix-cache", "0"}, threads, &cold)) {
+      return 1;
+    }
+    std::vector<double> with_cache, without;
+    for (int t = 0; t < turns; ++t) {
+      for (int which = 0; which < 2; ++which) {
+        const int port = which == 0 ? cached.port : cold.port;
+        // Different histories per turn and node: only the turn's own first
+        // half can be reused.
+        const std::string first = history(t * 2 + which, history_words);
+        const Outcome one = complete(port, first, 16, 7);
+        const Outcome two =
+            complete(port, first + one.text + "\nUser: and then?\nAssistant:", 16, 8);
+        if (!one.ok || !two.ok) {
+          ++errors;
+          std::printf("  error: %s%s\n", one.error.c_str(), two.error.c_str());
+          continue;
+        }
+        (which == 0 ? with_cache : without).push_back(two.ttft_s);
+      }
+    }
+    const double a = quantile(with_cache, 0.5);
+    const double b = quantile(without, 0.5);
+    std::printf(
+        "second chat turn (history of %d words): TTFT p50 %.1f ms with the prefix cache, "
+        "%.1f ms without: %.2fx (target <= 0.3x)\n",
+        history_words, a * 1e3, b * 1e3, b > 0 ? a / b : 0.0);
+  }
+  std::printf("errors: %d\n", errors);
+  return errors == 0 ? 0 : 2;
+}

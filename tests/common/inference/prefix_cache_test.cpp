@@ -1,0 +1,131 @@
+#include "common/inference/prefix_cache.h"
+
+#include <doctest/doctest.h>
+
+#include "common/inference/transformer.h"
+#include "tests/support/model_fixtures.h"
+#include "tests/support/paths.h"
+
+namespace dancemoe {
+namespace {
+
+std::vector<int32_t> sequence(int n, uint32_t seed) {
+  std::vector<int32_t> ids;
+  uint32_t x = seed;
+  for (int i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    ids.push_back(static_cast<int32_t>((x >> 8) % 512u));
+  }
+  return ids;
+}
+
+struct Fixture {
+  testing::TempDir dir{"prefix"};
+  std::unique_ptr<ModelRuntime> model;
+  Fixture() {
+    testing::write_model(testing::tiny_spec(3), dir.path());
+    model = testing::open_model(dir.path());
+  }
+  Transformer& tf() { return model->transformer(); }
+  PrefixCache::CacheMaker maker() {
+    return [this](int64_t n) { return tf().new_cache(n); };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("prefix cache: a hit gives the same logits as a cold run of the whole prompt") {
+  Fixture f;
+  // A chat's first turn (system prompt + question) and its second turn,
+  // which repeats the first and adds to it.
+  const std::vector<int32_t> first = sequence(40, 7);
+  std::vector<int32_t> second = first;
+  const std::vector<int32_t> more = sequence(12, 99);
+  second.insert(second.end(), more.begin(), more.end());
+
+  PrefixCache cache(64 << 20, 16, f.maker());
+  std::vector<float> logits;
+  {
+    auto kv = f.tf().new_cache(128);
+    REQUIRE(f.tf().forward(first, *kv, LogitsMode::kNone, &logits).is_ok());
+    cache.insert(first, *kv);
+  }
+  CHECK(cache.stats().entries == 1);
+
+  auto cold = f.tf().new_cache(128);
+  std::vector<float> cold_logits;
+  REQUIRE(f.tf().forward(second, *cold, LogitsMode::kLast, &cold_logits).is_ok());
+
+  auto warm = f.tf().new_cache(128);
+  const int64_t reused = cache.restore(second, static_cast<int64_t>(second.size()) - 1, *warm);
+  CHECK(reused == 40);
+  CHECK(warm->n_past() == 40);
+  std::vector<float> warm_logits;
+  REQUIRE(f.tf()
+              .forward(std::span(second).subspan(static_cast<size_t>(reused)), *warm,
+                       LogitsMode::kLast, &warm_logits)
+              .is_ok());
+  const float err = testing::max_abs_diff(cold_logits, warm_logits);
+  MESSAGE("max |prefix hit - cold| = ", err);
+  CHECK(err <= 1e-5f);
+  const PrefixCache::Stats s = cache.stats();
+  CHECK(s.hits == 1);
+  CHECK(s.saved_tokens == 40);
+}
+
+TEST_CASE("prefix cache: short or foreign prefixes miss, and a full prompt keeps its last token") {
+  Fixture f;
+  PrefixCache cache(64 << 20, 16, f.maker());
+  const std::vector<int32_t> a = sequence(32, 1);
+  auto kv = f.tf().new_cache(64);
+  std::vector<float> logits;
+  REQUIRE(f.tf().forward(a, *kv, LogitsMode::kNone, &logits).is_ok());
+  cache.insert(a, *kv);
+
+  std::vector<int32_t> shares_ten(a.begin(), a.begin() + 10);
+  const std::vector<int32_t> tail = sequence(20, 5);
+  shares_ten.insert(shares_ten.end(), tail.begin(), tail.end());
+  auto into = f.tf().new_cache(64);
+  CHECK(cache.restore(shares_ten, 29, *into) == 0);  // below the 16-token minimum
+  CHECK(cache.restore(sequence(30, 77), 29, *into) == 0);
+  CHECK(into->n_past() == 0);
+  // The same prompt again: at most max_tokens (its length - 1) positions.
+  CHECK(cache.restore(a, 31, *into) == 31);
+  CHECK(cache.stats().misses == 2);
+}
+
+TEST_CASE("prefix cache: the byte budget holds, least recently used entries go first") {
+  Fixture f;
+  auto probe = f.tf().new_cache(1);
+  const int64_t per_entry = 32 * probe->bytes_per_position();
+  PrefixCache cache(2 * per_entry + per_entry / 2, 16, f.maker());  // room for two
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<float> logits;
+  for (uint32_t i = 0; i < 3; ++i) {
+    prompts.push_back(sequence(32, 100 + i));
+    auto kv = f.tf().new_cache(32);
+    REQUIRE(f.tf().forward(prompts.back(), *kv, LogitsMode::kNone, &logits).is_ok());
+    cache.insert(prompts.back(), *kv);
+    if (i == 1) {
+      auto touch = f.tf().new_cache(32);
+      CHECK(cache.restore(prompts[0], 31, *touch) == 31);  // the first is now the newest
+    }
+  }
+  const PrefixCache::Stats s = cache.stats();
+  CHECK(s.entries == 2);
+  CHECK(s.evictions == 1);
+  CHECK(s.bytes <= s.budget_bytes);
+  auto into = f.tf().new_cache(32);
+  CHECK(cache.restore(prompts[1], 31, *into) == 0);  // the evicted one
+  auto into0 = f.tf().new_cache(32);
+  CHECK(cache.restore(prompts[0], 31, *into0) == 31);
+  // An entry the new one extends is replaced, not kept twice.
+  std::vector<int32_t> longer = prompts[2];
+  longer.push_back(3);
+  auto kv = f.tf().new_cache(33);
+  REQUIRE(f.tf().forward(longer, *kv, LogitsMode::kNone, &logits).is_ok());
+  cache.insert(longer, *kv);
+  CHECK(cache.stats().entries <= 2);
+}
+
+}  // namespace dancemoe
