@@ -20,37 +20,23 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
-// Every (role, layer) the architecture needs (experts: one entry per layer).
+// Every (role, layer) the architecture needs: required_tensors() with the
+// experts of a layer as one entry (expert 0), as GGUF merges them.
 std::vector<std::pair<TensorRole, int64_t>> required(const ModelConfig& c) {
-  std::vector<std::pair<TensorRole, int64_t>> out = {{TensorRole::kEmbed, 0},
-                                                     {TensorRole::kFinalNorm, 0}};
-  if (!c.tie_word_embeddings) out.push_back({TensorRole::kLmHead, 0});
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    for (TensorRole r : {TensorRole::kInputNorm, TensorRole::kPostAttentionNorm, TensorRole::kQ,
-                         TensorRole::kK, TensorRole::kV, TensorRole::kO}) {
-      out.push_back({r, l});
-    }
-    if (c.attention_bias) {
-      for (TensorRole r : {TensorRole::kQBias, TensorRole::kKBias, TensorRole::kVBias}) {
-        out.push_back({r, l});
-      }
-    }
-    if (c.qk_norm != QkNormKind::kNone) {
-      out.push_back({TensorRole::kQNorm, l});
-      out.push_back({TensorRole::kKNorm, l});
-    }
-    if (c.layer_is_moe[static_cast<size_t>(l)]) {
-      for (TensorRole r : {TensorRole::kRouter, TensorRole::kExpertGate, TensorRole::kExpertUp,
-                           TensorRole::kExpertDown}) {
-        out.push_back({r, l});
-      }
-    } else {
-      for (TensorRole r : {TensorRole::kDenseGate, TensorRole::kDenseUp, TensorRole::kDenseDown}) {
-        out.push_back({r, l});
-      }
-    }
+  std::vector<std::pair<TensorRole, int64_t>> out;
+  for (const RequiredTensor& t : required_tensors(c)) {
+    if (t.expert == 0) out.push_back({t.role, t.layer});
   }
   return out;
+}
+
+// GGUF dims agree when equal but for trailing 1s (a [1, n] matrix may be
+// stored as the vector [n], as llama.cpp's converter writes
+// ffn_gate_inp_shexp).
+bool same_dims(std::vector<int64_t> a, std::vector<int64_t> b) {
+  while (a.size() > 1 && a.back() == 1) a.pop_back();
+  while (b.size() > 1 && b.back() == 1) b.pop_back();
+  return a == b;
 }
 
 Result<int64_t> split_key(const File& f, const std::string& file, const char* key) {
@@ -201,13 +187,15 @@ Result<std::unique_ptr<GgufModel>> GgufModel::open(const std::filesystem::path& 
 Status GgufModel::build_slices() {
   const ModelConfig& c = config_;
   for (const auto& [role, layer] : required(c)) {
-    const bool experts = is_expert_matrix_role(role);
+    const bool experts = is_expert_role(role);
     const std::vector<int64_t> shape = c.expected_shape(role);
     // GGUF dims run fastest-first: [cols, rows] (+ [n_experts]); vectors [n].
     std::vector<int64_t> dims(shape.rbegin(), shape.rend());
-    std::string name = gguf_tensor_name(role, layer);
+    const std::string merged_name = gguf_tensor_name(c, role, layer);
+    std::string name = merged_name;
     auto it = by_name_.find(name);
-    const bool merged = it != by_name_.end() || !experts;
+    // Only expert matrices had the older one-tensor-per-expert names.
+    const bool merged = it != by_name_.end() || !is_expert_matrix_role(role);
     if (experts && merged) dims.push_back(c.n_experts);
     const int64_t n_slabs = experts ? c.n_experts : 1;
     for (int64_t e = 0; e < n_slabs; ++e) {
@@ -216,14 +204,14 @@ Status GgufModel::build_slices() {
         it = by_name_.find(name);
       }
       if (it == by_name_.end()) {
-        return not_found(paths_[0].string() + ": tensor '" + gguf_tensor_name(role, layer) +
+        return not_found(paths_[0].string() + ": tensor '" + merged_name +
                          "' required by the metadata (" + c.hf_architecture + ") is missing");
       }
       const auto [file_index, info_index] = it->second;
       const File& header = headers_[file_index];
       const TensorInfo& info = header.tensors[info_index];
       const std::string file = paths_[file_index].string();
-      if (info.dims != dims) {
+      if (!same_dims(info.dims, dims)) {
         return invalid_argument(file + ": tensor '" + name + "' has dims " + dims_text(info.dims) +
                                 ", but the metadata implies " + dims_text(dims));
       }
@@ -233,7 +221,7 @@ Status GgufModel::build_slices() {
         return invalid_argument(file + ": tensor '" + name + "' has type " +
                                 std::string(t ? t->name : "?") +
                                 ", which the runtime does not compute with (supported: f32, f16, "
-                                "bf16, q8_0, q4_0, q4_K, q5_K, q6_K)");
+                                "bf16, q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4)");
       }
       const bool slab = experts && merged;
       for (int64_t x = 0; x < (slab ? c.n_experts : 1); ++x) {

@@ -29,47 +29,56 @@ struct Entry {
   int64_t cols = 0;
 };
 
-// The tensors in llama.cpp's order.
-std::vector<Entry> plan(const ModelConfig& c, Mixture mixture) {
+// The tensors in llama.cpp's order: the model's, then each layer's input
+// norm, attention, the norm after it, and the feed-forward (a layer's
+// experts merged into one tensor per role). Expert matrices stored as MXFP4
+// (gpt-oss as published) stay MXFP4, as llama.cpp's converter keeps them.
+std::vector<Entry> plan(const Checkpoint& ckpt, Mixture mixture) {
+  const ModelConfig& c = ckpt.config();
   std::vector<Entry> out;
-  auto add = [&](TensorRole role, int64_t layer, bool experts = false) {
-    Entry e{role, layer, experts, WeightType::kF32};
+  auto add = [&](TensorRole role, int64_t layer) {
+    Entry e{role, layer, is_expert_role(role), WeightType::kF32};
     const std::vector<int64_t> shape = c.expected_shape(role);
     e.rows = shape.size() == 2 ? shape[0] : 1;
     e.cols = shape.back();
     e.type = recipe_type(mixture, c, role, layer, e.cols);
+    if (is_expert_matrix_role(role) && ckpt.tensor(role, layer, 0).type == WeightType::kMXFP4) {
+      e.type = WeightType::kMXFP4;
+    }
     out.push_back(e);
   };
-  add(TensorRole::kEmbed, 0);
-  add(TensorRole::kFinalNorm, 0);
-  if (!c.tie_word_embeddings) add(TensorRole::kLmHead, 0);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    add(TensorRole::kInputNorm, l);
-    add(TensorRole::kQ, l);
-    add(TensorRole::kK, l);
-    add(TensorRole::kV, l);
-    add(TensorRole::kO, l);
-    if (c.attention_bias) {
-      add(TensorRole::kQBias, l);
-      add(TensorRole::kKBias, l);
-      add(TensorRole::kVBias, l);
+  std::vector<RequiredTensor> layer_tensors;
+  auto flush = [&]() {
+    // The post-attention norm goes before the feed-forward.
+    bool post_norm_pending = false;
+    for (const RequiredTensor& t : layer_tensors) {
+      if (t.role == TensorRole::kPostAttentionNorm) {
+        post_norm_pending = true;
+        continue;
+      }
+      const bool ffn = t.role == TensorRole::kRouter || t.role == TensorRole::kDenseGate;
+      if (ffn && post_norm_pending) {
+        add(TensorRole::kPostAttentionNorm, t.layer);
+        post_norm_pending = false;
+      }
+      add(t.role, t.layer);
     }
-    if (c.qk_norm != QkNormKind::kNone) {
-      add(TensorRole::kQNorm, l);
-      add(TensorRole::kKNorm, l);
+    layer_tensors.clear();
+  };
+  int64_t current = -1;
+  for (const RequiredTensor& t : required_tensors(c)) {
+    if (t.expert != 0) continue;  // merged with expert 0's
+    const bool global = t.role == TensorRole::kEmbed || t.role == TensorRole::kFinalNorm ||
+                        t.role == TensorRole::kLmHead;
+    if (global) {
+      add(t.role, 0);
+      continue;
     }
-    add(TensorRole::kPostAttentionNorm, l);
-    if (c.layer_is_moe[static_cast<size_t>(l)]) {
-      add(TensorRole::kRouter, l);
-      add(TensorRole::kExpertGate, l, true);
-      add(TensorRole::kExpertUp, l, true);
-      add(TensorRole::kExpertDown, l, true);
-    } else {
-      add(TensorRole::kDenseGate, l);
-      add(TensorRole::kDenseUp, l);
-      add(TensorRole::kDenseDown, l);
-    }
+    if (t.layer != current) flush();
+    current = t.layer;
+    layer_tensors.push_back(t);
   }
+  flush();
   return out;
 }
 
@@ -99,12 +108,18 @@ class Converter {
     values_.resize(static_cast<size_t>(e.rows * e.cols));
     for (int64_t m = 0; m < n_mats; ++m) {
       const TensorLocation& loc = ckpt_.tensor(e.role, e.layer, m);
-      DMOE_RETURN_IF_ERROR(read_f32(ckpt_, loc, &staging_, values_.data()));
       source_bytes_ += loc.n_bytes;
-      if (gguf_interleaves_qk(c) && (e.role == TensorRole::kQ || e.role == TensorRole::kK)) {
-        interleave_rows(c.head_dim, e.rows, e.cols);
-      }
       uint8_t* dst = bytes->data() + m * e.rows * row_bytes;
+      const bool reorder =
+          gguf_interleaves_qk(c) && (e.role == TensorRole::kQ || e.role == TensorRole::kK);
+      if (loc.type == e.type && !reorder &&
+          loc.n_bytes == static_cast<uint64_t>(e.rows * row_bytes)) {
+        // Already in the output format: the bytes as they are (lossless).
+        DMOE_RETURN_IF_ERROR(ckpt_.read_tensor(loc, dst));
+        continue;
+      }
+      DMOE_RETURN_IF_ERROR(read_f32(ckpt_, loc, &staging_, values_.data()));
+      if (reorder) interleave_rows(c.head_dim, e.rows, e.cols);
       // Rows in chunks across the pool; each chunk writes its own rows.
       const int64_t n_chunks = std::min<int64_t>(e.rows, 4 * pool_.size());
       pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
@@ -156,7 +171,7 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
                                          const QuantizeOptions& options) {
   const ModelConfig& c = ckpt.config();
   DMOE_RETURN_IF_ERROR(gguf_supports(c));
-  const std::vector<Entry> entries = plan(c, options.mixture);
+  const std::vector<Entry> entries = plan(ckpt, options.mixture);
   GgufWriter w;
   w.set_string("general.architecture", std::string(gguf_architecture(c)));
   w.set_string("general.name", ckpt.dir().filename().string());
@@ -171,7 +186,7 @@ Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& ckpt, const std::file
     std::vector<int64_t> dims = {e.cols};
     if (e.rows > 1 || !is_vector_role(e.role)) dims.push_back(e.rows);
     if (e.experts) dims.push_back(c.n_experts);
-    w.add_tensor(gguf_tensor_name(e.role, e.layer), dims, ggml_type_id(e.type));
+    w.add_tensor(gguf_tensor_name(c, e.role, e.layer), dims, ggml_type_id(e.type));
     any_quantized = any_quantized || kernels::is_block_format(e.type);
     ++summary.n_by_type[static_cast<int>(e.type)];
   }

@@ -18,6 +18,7 @@
 #include "common/base/status.h"
 #include "common/model/checkpoint.h"
 #include "common/model/gguf/gguf_recipe.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::gguf {
 
@@ -33,7 +34,7 @@ struct QuantizeSummary {
   uint64_t source_bytes = 0;  // the checkpoint's weight bytes
   int64_t n_tensors = 0;
   // Tensors per format, indexed by kernels::WeightType.
-  int64_t n_by_type[8] = {};
+  int64_t n_by_type[kernels::kWeightTypeCount] = {};
 };
 
 Result<QuantizeSummary> quantize_to_gguf(const Checkpoint& checkpoint,

@@ -44,9 +44,9 @@ File to_file(const ModelConfig& c, GgufWriter& w) {
   if (!c.tie_word_embeddings) w.add_tensor("output.weight", {c.hidden_size, c.vocab_size}, 0);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     if (c.layer_is_moe[static_cast<size_t>(l)]) {
-      w.add_tensor(gguf_tensor_name(TensorRole::kRouter, l), {c.hidden_size, c.n_experts}, 0);
+      w.add_tensor(gguf_tensor_name(c, TensorRole::kRouter, l), {c.hidden_size, c.n_experts}, 0);
     } else {
-      w.add_tensor(gguf_tensor_name(TensorRole::kDenseGate, l),
+      w.add_tensor(gguf_tensor_name(c, TensorRole::kDenseGate, l),
                    {c.hidden_size, c.dense_intermediate_size}, 0);
     }
   }
@@ -130,8 +130,9 @@ TEST_CASE("gguf config: unsupported architectures and features name the key") {
   {
     GgufWriter w;
     config_to_gguf(parse(kQwenConfig), &w);
-    w.set_string("qwen3moe.rope.scaling.type", "yarn");
-    CHECK(error(w).find("metadata 'qwen3moe.rope.scaling.type'") != std::string::npos);
+    w.set_string("qwen3moe.rope.scaling.type", "longrope");
+    CHECK(error(w).find("metadata 'qwen3moe.rope.scaling.type': 'longrope' is not supported "
+                        "(supported: none, linear, yarn)") != std::string::npos);
   }
   {
     GgufWriter w;
@@ -155,12 +156,13 @@ TEST_CASE("gguf config: llama q/k rows interleave each head's halves like llama.
 }
 
 TEST_CASE("gguf config: tensor names follow llama.cpp") {
-  CHECK(gguf_tensor_name(TensorRole::kQ, 3) == "blk.3.attn_q.weight");
-  CHECK(gguf_tensor_name(TensorRole::kPostAttentionNorm, 0) == "blk.0.ffn_norm.weight");
-  CHECK(gguf_tensor_name(TensorRole::kExpertDown, 15) == "blk.15.ffn_down_exps.weight");
-  CHECK(gguf_tensor_name(TensorRole::kRouter, 2) == "blk.2.ffn_gate_inp.weight");
-  CHECK(gguf_tensor_name(TensorRole::kQNorm, 1) == "blk.1.attn_q_norm.weight");
-  CHECK(gguf_tensor_name(TensorRole::kLmHead, 0) == "output.weight");
+  const ModelConfig c = parse(kQwenConfig);
+  CHECK(gguf_tensor_name(c, TensorRole::kQ, 3) == "blk.3.attn_q.weight");
+  CHECK(gguf_tensor_name(c, TensorRole::kPostAttentionNorm, 0) == "blk.0.ffn_norm.weight");
+  CHECK(gguf_tensor_name(c, TensorRole::kExpertDown, 15) == "blk.15.ffn_down_exps.weight");
+  CHECK(gguf_tensor_name(c, TensorRole::kRouter, 2) == "blk.2.ffn_gate_inp.weight");
+  CHECK(gguf_tensor_name(c, TensorRole::kQNorm, 1) == "blk.1.attn_q_norm.weight");
+  CHECK(gguf_tensor_name(c, TensorRole::kLmHead, 0) == "output.weight");
   CHECK(gguf_single_expert_name(TensorRole::kExpertUp, 1, 7) == "blk.1.ffn_up.7.weight");
 }
 

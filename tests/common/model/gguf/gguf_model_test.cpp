@@ -264,8 +264,8 @@ TEST_CASE("gguf model: bad files are errors naming the file and the tensor or ke
                            "not compute with") != std::string::npos);
   }
   // An unsupported architecture.
-  CHECK(error(patched(good, dir.path() / "arch.gguf", "qwen3moe", "qwen2moe"))
-            .find("metadata 'general.architecture': 'qwen2moe' is not supported") !=
+  CHECK(error(patched(good, dir.path() / "arch.gguf", "qwen3moe", "qwen9moe"))
+            .find("metadata 'general.architecture': 'qwen9moe' is not supported") !=
         std::string::npos);
   // A manifest identity that is not a digest.
   {
@@ -281,6 +281,44 @@ TEST_CASE("gguf model: bad files are errors naming the file and the tensor or ke
     std::filesystem::resize_file(cut, std::filesystem::file_size(good) - 100);
     CHECK(error(cut).find("truncated") != std::string::npos);
   }
+}
+
+TEST_CASE("gguf model: the new families' files name a missing tensor and a bad gating key") {
+  TempDir dir("gguf-bad-family");
+  const auto ckpt = tiny(dir, "deepseek_v3");
+  const auto good = quantize(*ckpt, dir.path() / "good.gguf", Mixture::kQ8_0);
+  auto error = [](const std::filesystem::path& p) {
+    Result<std::unique_ptr<GgufModel>> m = GgufModel::open(p);
+    REQUIRE_FALSE(m.is_ok());
+    return m.status().message();
+  };
+  REQUIRE(GgufModel::open(good).is_ok());
+  // DeepSeek-V3's choice bias (e_score_correction_bias) and latent attention.
+  for (const char* name : {"blk.1.exp_probs_b.bias", "blk.2.attn_kv_a_mqa.weight",
+                           "blk.0.attn_q_a_norm.weight", "blk.3.ffn_up_shexp.weight"}) {
+    std::string renamed = name;
+    renamed[6] = 'X';
+    CHECK(error(patched(good, dir.path() / "missing.gguf", name, renamed))
+              .find("tensor '" + std::string(name) + "' required by the metadata") !=
+          std::string::npos);
+  }
+  // expert_gating_func 7: neither softmax nor sigmoid.
+  {
+    std::ifstream in(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string key = "deepseek2.expert_gating_func";
+    const size_t at = bytes.find(key) + key.size() + 4;  // the value type, then the value
+    const uint32_t seven = 7;
+    std::memcpy(bytes.data() + at, &seven, 4);
+    const auto path = dir.path() / "gating.gguf";
+    std::ofstream(path, std::ios::binary) << bytes;
+    CHECK(error(path).find("metadata 'deepseek2.expert_gating_func': 7 is not supported "
+                           "(supported: 1 = softmax (V2), 2 = sigmoid (V3))") != std::string::npos);
+  }
+  // The split attn_k_b / attn_v_b form is refused by its key.
+  CHECK(error(patched(good, dir.path() / "mla.gguf", "deepseek2.expert_feed_forward_length",
+                      "deepseek2.attention.value_length_mla"))
+            .find("split attn_k_b / attn_v_b form") != std::string::npos);
 }
 
 }  // namespace
