@@ -100,12 +100,14 @@ const capped = await client.chat.completions.create({
 out.max_completion_tokens = capped.usage.completion_tokens;
 
 // response_format.
+// A random-weight model may stay inside a JSON string past any max_tokens,
+// so several choices: each one that stops must parse.
 const object = await client.chat.completions.create({
-  model, messages, max_tokens: 300, temperature: 1, seed: 5,
+  model, messages, max_tokens: 300, temperature: 1, seed: 5, n: 4,
   response_format: { type: 'json_object' },
 });
-out.json_object = { content: object.choices[0].message.content,
-  finish_reason: object.choices[0].finish_reason };
+out.json_object = object.choices.map((c) => ({ content: c.message.content,
+  finish_reason: c.finish_reason }));
 const schema = {
   type: 'object',
   properties: {
