@@ -76,7 +76,7 @@ Result<GenerationResult> Generator::generate(std::span<const int32_t> prompt, Kv
   cache.clear();
   Sampler sampler(params.sampling);
   sampler.set_prompt(prompt);
-  tokenizer::IncrementalDecoder decoder(tokenizer_);
+  tokenizer::IncrementalDecoder decoder(tokenizer_, params.skip_special_tokens);
   StopMatcher stops(params.stop);
   std::vector<float> logits;
   std::vector<float> row;  // the adjusted (and masked) copy the sampler picks from

@@ -130,6 +130,7 @@ Result<GenerateResponse> PromptRunner::generate(const GenerateRequest& request) 
     params.cancelled = request.cancelled;
     params.n_logprobs = request.n_logprobs;
     params.grammar = request.grammar;
+    params.skip_special_tokens = request.skip_special_tokens;
     if (request.grammar && !vocabulary_) {
       vocabulary_ = TokenVocabulary::build(*parts_.tokenizer, config.vocab_size);
     }
@@ -206,7 +207,8 @@ Result<GenerateResponse> PromptRunner::run_token_loop(std::span<const int32_t> p
     DMOE_RETURN_IF_ERROR(parts_.transformer->forward(fed, *cache_, LogitsMode::kLast, &logits));
   }
   r.decode_ms = ms_since(decode_start);
-  if (parts_.tokenizer != nullptr) r.text = parts_.tokenizer->decode(r.tokens, true);
+  if (parts_.tokenizer != nullptr)
+    r.text = parts_.tokenizer->decode(r.tokens, request.skip_special_tokens);
   return r;
 }
 
