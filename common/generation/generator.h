@@ -44,6 +44,9 @@ struct GenerationParams {
   int32_t n_logprobs = -1;
   // The output must be a sentence of this grammar (nullptr: free text).
   std::shared_ptr<const Grammar> grammar;
+  // false: the text keeps special tokens (a chat answer whose tool calls or
+  // channels are marked by them: gpt-oss, Mistral; tool_call_parser.h).
+  bool skip_special_tokens = true;
   // Checked after every generated token (also when it produced no text yet);
   // returning true stops with FinishReason::kCancelled. May be empty.
   std::function<bool()> cancelled;

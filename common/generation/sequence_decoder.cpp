@@ -35,8 +35,10 @@ Result<std::unique_ptr<SequenceDecoder>> SequenceDecoder::create(
     if (!made.is_ok()) return made.status().with_context("response_format");
     d->constraint_ = std::move(*made);
   }
-  if (tokenizer != nullptr)
-    d->decoder_ = std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer);
+  if (tokenizer != nullptr) {
+    d->decoder_ =
+        std::make_unique<tokenizer::IncrementalDecoder>(*tokenizer, params.skip_special_tokens);
+  }
   d->sampler_.set_prompt(prompt);
   d->result_.prompt_tokens = static_cast<int64_t>(prompt.size());
   d->result_.finish = FinishReason::kLength;

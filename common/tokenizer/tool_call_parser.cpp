@@ -72,6 +72,38 @@ std::string forced_call_prefix(ToolCallFormat format, std::string_view function)
   return "";
 }
 
+ForcedCallBody forced_call_body(ToolCallFormat format, bool named) {
+  switch (format) {
+    case ToolCallFormat::kNone:
+    case ToolCallFormat::kGlm:
+      return ForcedCallBody::kNone;
+    case ToolCallFormat::kHermes:
+      return named ? ForcedCallBody::kArguments : ForcedCallBody::kCall;
+    case ToolCallFormat::kMistral:
+      return named ? ForcedCallBody::kArguments : ForcedCallBody::kCallList;
+    case ToolCallFormat::kDeepSeek:
+    case ToolCallFormat::kHarmony:
+      return named ? ForcedCallBody::kArguments : ForcedCallBody::kNone;
+  }
+  return ForcedCallBody::kNone;
+}
+
+std::string forced_call_suffix(ToolCallFormat format, bool named) {
+  if (forced_call_body(format, named) == ForcedCallBody::kNone) return "";
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      return named ? "}\n</tool_call>" : "\n</tool_call>";
+    case ToolCallFormat::kMistral:
+      return named ? "}]" : "";  // the list closes itself
+    case ToolCallFormat::kDeepSeek:
+      return "<｜tool▁call▁end｜><｜tool▁calls▁end｜>";
+    case ToolCallFormat::kHarmony:
+      return "<|call|>";
+    default:
+      return "";
+  }
+}
+
 ToolCallParser::ToolCallParser(ToolCallFormat format, ToolCallParserOptions options) {
   switch (format) {
     case ToolCallFormat::kNone:

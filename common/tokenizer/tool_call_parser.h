@@ -112,6 +112,20 @@ class ToolCallParser {
 // caller checks it is a plain name).
 std::string forced_call_prefix(ToolCallFormat format, std::string_view function);
 
+// What the model writes after forced_call_prefix when that part of the call
+// is one JSON value, so that constrained decoding can guarantee it parses:
+//   kArguments  the arguments object (a named function; every format but kGlm,
+//               whose arguments are key/value tags)
+//   kCall       {"name": ..., "arguments": {...}} (kHermes, "required")
+//   kCallList   [{"name": ..., "arguments": {...}}, ...] (kMistral, "required")
+//   kNone       not one JSON value (kGlm; "required" in kDeepSeek, kHarmony:
+//               the name comes first, outside the JSON)
+enum class ForcedCallBody { kNone, kArguments, kCall, kCallList };
+ForcedCallBody forced_call_body(ToolCallFormat format, bool named);
+// What closes a forced call once its JSON body (forced_call_body) is
+// complete: prefix + body + suffix is one whole call in `format`.
+std::string forced_call_suffix(ToolCallFormat format, bool named);
+
 // The whole answer at once (feed + finish).
 ModelOutput parse_model_output(ToolCallFormat format, std::string_view text,
                                ToolCallParserOptions options = {});

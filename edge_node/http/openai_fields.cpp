@@ -13,9 +13,6 @@ constexpr std::string_view kIgnoredAnywhere[] = {
     "service_tier",
     "safety_identifier",
     "prompt_cache_key",
-    "parallel_tool_calls",
-    "tools",
-    "tool_choice",
     "functions",
     "function_call",
     // vLLM
@@ -78,12 +75,15 @@ constexpr std::string_view kIgnoredInChat[] = {
     "add_generation_prompt",
     "continue_final_message",
     "chat_template",
-    "chat_template_kwargs",
     "mm_processor_kwargs",
 };
 
 constexpr std::string_view kIgnoredInCompletions[] = {
     "suffix",
+    // chat's (openai_tools.h); a prompt has no template to render them
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
 };
 
 constexpr std::string_view kRefused[] = {

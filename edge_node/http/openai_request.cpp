@@ -18,10 +18,11 @@ using nlohmann::json;
 
 constexpr size_t kMaxStops = 4;  // as OpenAI
 constexpr size_t kMaxLogitBias = 1024;
-// An object this large in a body that also carries a schema is refused:
-// the schema is re-read keeping key order, which costs the square of an
-// object's size.
-constexpr size_t kMaxKeysWithSchema = 1024;
+// An object this large in a chat body or one that carries a schema is
+// refused: such a body is re-read keeping key order (messages, tools and
+// schemas go to the template and the grammar as sent), which costs the
+// square of an object's size.
+constexpr size_t kMaxKeysOrdered = 1024;
 
 std::string shown(const json& value) { return json_preview(value); }
 
@@ -30,7 +31,69 @@ ApiError expected(const std::string& field, const std::string& what, const json&
                          got.is_number() ? "invalid_value" : "invalid_type");
 }
 
-std::optional<ApiError> parse_messages(const json& value, OpenAiRequest* r) {
+std::optional<ApiError> check_text_content(const json& content, const std::string& at) {
+  if (content.is_string()) return std::nullopt;
+  if (content.is_array()) {
+    for (const json& part : content) {
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+          !part["text"].is_string()) {
+        return expected(at, "a string or a list of {\"type\": \"text\", \"text\"}", part);
+      }
+    }
+    return std::nullopt;
+  }
+  return expected(at, "a string", content);
+}
+
+// An assistant message's tool_calls: what the client was answered before
+// (OpenAI's shape; "index" is what a streamed answer carried).
+std::optional<ApiError> check_tool_calls(const json& calls, const std::string& at) {
+  if (!calls.is_array()) return expected(at, "a list of tool calls", calls);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const json& call = calls[k];
+    const std::string call_at = at + "[" + std::to_string(k) + "]";
+    if (!call.is_object()) {
+      return expected(call_at, "an object {\"id\", \"type\": \"function\", \"function\"}", call);
+    }
+    for (const auto& [key, value] : call.items()) {
+      if (key == "id") {
+        if (!value.is_string()) return expected(call_at + ".id", "a string", value);
+      } else if (key == "type") {
+        if (value != "function") return expected(call_at + ".type", "\"function\"", value);
+      } else if (key != "function" && key != "index") {
+        return invalid_request(call_at + "." + key, call_at + ": unknown field '" + key + "'",
+                               "unknown_parameter");
+      }
+    }
+    const auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object()) {
+      return expected(call_at + ".function", "an object {\"name\", \"arguments\"}",
+                      fn == call.end() ? json(nullptr) : *fn);
+    }
+    const auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string()) {
+      return expected(call_at + ".function.name", "a string",
+                      name == fn->end() ? json(nullptr) : *name);
+    }
+    const auto args = fn->find("arguments");
+    if (args != fn->end() && !args->is_string() && !args->is_object() && !args->is_null()) {
+      return expected(call_at + ".function.arguments", "the arguments' JSON text", *args);
+    }
+  }
+  return std::nullopt;
+}
+
+// The fields each role may carry besides role, content and name.
+bool allowed_field(const std::string& role, const std::string& key) {
+  if (key == "role" || key == "content" || key == "name") return true;
+  if (role == "assistant") {
+    return key == "tool_calls" || key == "reasoning_content" || key == "reasoning";
+  }
+  return role == "tool" && key == "tool_call_id";
+}
+
+// Checks the messages; the template gets them from the ordered body.
+std::optional<ApiError> check_messages(const json& value) {
   if (!value.is_array() || value.empty()) {
     return expected("messages", "a non-empty list of {\"role\", \"content\"}", value);
   }
@@ -38,44 +101,53 @@ std::optional<ApiError> parse_messages(const json& value, OpenAiRequest* r) {
     const json& m = value[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) return expected(at, "an object {\"role\", \"content\"}", m);
-    tokenizer::ChatMessage message;
-    const auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) {
-      return expected(at + ".role", "\"system\", \"user\" or \"assistant\"",
-                      role == m.end() ? json(nullptr) : *role);
+    const auto role_field = m.find("role");
+    if (role_field == m.end() || !role_field->is_string()) {
+      return expected(at + ".role", "\"system\", \"user\", \"assistant\" or \"tool\"",
+                      role_field == m.end() ? json(nullptr) : *role_field);
     }
-    message.role = role->get<std::string>();
-    if (message.role == "developer") message.role = "system";  // OpenAI's newer name
-    if (message.role != "system" && message.role != "user" && message.role != "assistant") {
-      return invalid_request(at + ".role",
-                             at + ".role: '" + message.role +
-                                 "' is not supported (system, developer, user, assistant)");
+    const std::string role = role_field->get<std::string>();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" &&
+        role != "tool") {
+      return invalid_request(
+          at + ".role",
+          at + ".role: '" + role + "' is not supported (system, developer, user, assistant, tool)");
+    }
+    for (const auto& [key, field] : m.items()) {
+      if (!allowed_field(role, key)) {
+        return invalid_request(at + "." + key,
+                               at + ": unknown field '" + key + "' (in a " + role + " message)",
+                               "unknown_parameter");
+      }
+      if ((key == "name" || key == "tool_call_id" || key == "reasoning_content" ||
+           key == "reasoning") &&
+          !field.is_string() && !field.is_null()) {
+        return expected(at + "." + key, "a string", field);
+      }
+    }
+    const auto calls = m.find("tool_calls");
+    const bool has_calls = calls != m.end() && !calls->is_null();
+    if (has_calls) {
+      if (auto e = check_tool_calls(*calls, at + ".tool_calls")) return e;
     }
     const auto content = m.find("content");
     if (content == m.end() || content->is_null()) {
-      return invalid_request(at + ".content", at + ".content: missing", "missing_required");
-    }
-    if (content->is_string()) {
-      message.content = content->get<std::string>();
-    } else if (content->is_array()) {
-      for (const json& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
-          return expected(at + ".content", "a string or a list of {\"type\": \"text\", \"text\"}",
-                          part);
-        }
-        message.content += part["text"].get<std::string>();
+      // OpenAI: an assistant message that calls tools needs no content.
+      if (!(role == "assistant" && has_calls && !calls->empty())) {
+        return invalid_request(at + ".content", at + ".content: missing", "missing_required");
       }
-    } else {
-      return expected(at + ".content", "a string", *content);
+    } else if (auto e = check_text_content(*content, at + ".content")) {
+      return e;
     }
-    for (const auto& [key, unused] : m.items()) {
-      if (key != "role" && key != "content" && key != "name") {
-        return invalid_request(at + "." + key, at + ": unknown field '" + key + "'",
-                               "unknown_parameter");
+    if (role == "tool") {
+      const auto id = m.find("tool_call_id");
+      if (id == m.end() || !id->is_string() || id->get<std::string>().empty()) {
+        return invalid_request(at + ".tool_call_id",
+                               at + ".tool_call_id: missing (the id of the tool call this "
+                                    "message answers)",
+                               "missing_required");
       }
     }
-    r->messages.push_back(std::move(message));
   }
   return std::nullopt;
 }
@@ -177,6 +249,9 @@ struct Pending {
   std::optional<int32_t> top_logprobs;
   std::optional<int32_t> best_of;
   std::string format_field;  // the field that asked for constrained output
+  bool has_messages = false;
+  bool has_tools = false;  // tools, tool_choice or parallel_tool_calls
+  bool has_kwargs = false;
 };
 
 std::optional<ApiError> parse_field(const std::string& key, const json& value, OpenAiKind kind,
@@ -189,7 +264,8 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
   } else if (key == "prompt" && !chat) {
     return parse_prompt(value, r);
   } else if (key == "messages" && chat) {
-    return parse_messages(value, r);
+    if (auto e = check_messages(value)) return e;
+    pending->has_messages = true;  // taken from the ordered body
   } else if (key == "max_tokens") {
     int32_t v = 0;
     if (auto e = integer_in(key, value, 1, kMaxInt, &v)) return e;
@@ -282,10 +358,19 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
           key, key + " and " + pending->format_field + " both constrain the output: send one");
     }
     pending->format_field = key;  // parsed after the loop, keeping the schema's key order
-  } else if (key == "tool_choice" && (value.is_object() || value == "required")) {
-    return invalid_request(key, "tool_choice: " + shown(value) +
-                                    " is not supported (this node does not render tools into "
-                                    "the prompt yet); use \"auto\" or \"none\"");
+  } else if (chat && (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls")) {
+    pending->has_tools = true;  // parsed from the ordered body: the tools' schemas keep their order
+  } else if (chat && key == "chat_template_kwargs") {
+    if (!value.is_object()) return expected(key, "an object of chat template variables", value);
+    for (const char* reserved :
+         {"messages", "tools", "add_generation_prompt", "bos_token", "eos_token"}) {
+      if (value.contains(reserved)) {
+        return invalid_request(key + "." + reserved, key + "." + reserved +
+                                                         ": set by the server (send it as a "
+                                                         "request field, not a template variable)");
+      }
+    }
+    pending->has_kwargs = true;
   } else if (is_ignored_field(key, kind)) {
     r->ignored.push_back(key);
   } else if (is_refused_field(key)) {
@@ -338,7 +423,7 @@ std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body
   if (kind == OpenAiKind::kCompletion && r.prompts.empty()) {
     return invalid_request("prompt", "prompt: missing (a string)", "missing_required");
   }
-  if (kind == OpenAiKind::kChat && r.messages.empty()) {
+  if (kind == OpenAiKind::kChat && !pending.has_messages) {
     return invalid_request("messages", "messages: missing (a non-empty list)", "missing_required");
   }
   if (pending.max_completion_tokens) r.max_tokens = pending.max_completion_tokens;
@@ -370,20 +455,32 @@ std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body
     static thread_local std::mt19937_64 seeds{std::random_device{}()};
     r.sampling.seed = seeds();
   }
+  if (pending.format_field.empty() && kind != OpenAiKind::kChat) return r;
+  const std::string param = pending.format_field.empty() ? "messages" : pending.format_field;
+  if (largest_object(root) > kMaxKeysOrdered) {
+    return invalid_request(param, "a body with " + param + " may hold objects of at most " +
+                                      std::to_string(kMaxKeysOrdered) + " keys");
+  }
+  // Again keeping each object's key order: properties are generated in it,
+  // and the template renders messages and tools as sent.
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, false);
   if (!pending.format_field.empty()) {
-    if (largest_object(root) > kMaxKeysWithSchema) {
-      return invalid_request(pending.format_field, "a body with " + pending.format_field +
-                                                       " may hold objects of at most " +
-                                                       std::to_string(kMaxKeysWithSchema) +
-                                                       " keys");
-    }
-    // Again keeping each object's key order: properties are generated in it.
-    const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body, nullptr, false);
     std::variant<ResponseGrammar, ApiError> grammar =
         parse_response_format(pending.format_field, ordered.at(pending.format_field));
     if (ApiError* e = std::get_if<ApiError>(&grammar)) return *e;
     r.grammar = std::get<ResponseGrammar>(grammar);
   }
+  if (kind != OpenAiKind::kChat) return r;
+  r.messages = ordered.at("messages");
+  for (nlohmann::ordered_json& m : r.messages) {
+    if (m["role"] == "developer") m["role"] = "system";  // OpenAI's newer name
+  }
+  if (pending.has_tools) {
+    std::variant<ToolsRequest, ApiError> tools = parse_tools_request(ordered);
+    if (ApiError* e = std::get_if<ApiError>(&tools)) return *e;
+    r.tools = std::move(std::get<ToolsRequest>(tools));
+  }
+  if (pending.has_kwargs) r.chat_template_kwargs = ordered.at("chat_template_kwargs");
   return r;
 }
 

@@ -6,7 +6,18 @@
 //   prompt       completions: a string, a list of strings, a list of token
 //                ids, or a list of lists of token ids (one choice set each)
 //   messages     chat: non-empty list of {"role": system|developer|user|
-//                assistant, "content": string | [{"type": "text", "text"}]}
+//                assistant|tool, "content": string | [{"type": "text",
+//                "text"}], "name"?}; an assistant message may carry
+//                "tool_calls" [{"id", "type": "function", "function":
+//                {"name", "arguments"}}] (then "content" may be null) and
+//                "reasoning_content"; a tool message needs "tool_call_id".
+//                Kept as sent (developer becomes system) for the model's
+//                chat template.
+//   tools, tool_choice, parallel_tool_calls
+//                chat: openai_tools.h (completions: ignored)
+//   chat_template_kwargs
+//                chat: an object of extra chat template variables, as vLLM
+//                and llama-server take it (e.g. {"enable_thinking": false})
 //   max_tokens / max_completion_tokens
 //                integer >= 1 (max_completion_tokens wins when both are
 //                given); absent: 16 for completions (OpenAI's default), the
@@ -37,15 +48,14 @@
 //   user         string
 //
 // Fields of OpenAI, vLLM and llama-server that the node does not implement
-// are accepted and listed in `ignored` (openai_fields.h); tool_choice
-// "required" or a named function cannot be honoured and is refused. A JSON
-// null is the same as an absent field (clients send nulls). Other unknown
-// fields are refused (a typo must not silently change sampling). Errors
-// name the field (ApiError::param). Pure functions; thread-safe.
+// are accepted and listed in `ignored` (openai_fields.h). A JSON null is the same as an absent
+// field (clients send nulls). Other unknown fields are refused (a typo must not silently change
+// sampling). Errors name the field (ApiError::param). Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,8 +64,8 @@
 
 #include "common/generation/grammar.h"
 #include "common/generation/sampler.h"
-#include "common/tokenizer/chat_format.h"
 #include "edge_node/http/openai_errors.h"
+#include "edge_node/http/openai_tools.h"
 
 namespace dancemoe::node {
 
@@ -74,7 +84,11 @@ struct OpenAiRequest {
   OpenAiKind kind = OpenAiKind::kCompletion;
   std::string model;                 // empty: the served model
   std::vector<PromptInput> prompts;  // completions: at least one
-  std::vector<tokenizer::ChatMessage> messages;
+  // chat: the messages as sent, in the client's key order (checked; the
+  // role "developer" written as "system").
+  nlohmann::ordered_json messages;
+  ToolsRequest tools;                                                              // chat
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();  // chat
   std::optional<int32_t> max_tokens;
   SamplingParams sampling;
   bool seed_given = false;  // false: sampling.seed is a fresh random seed

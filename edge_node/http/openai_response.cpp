@@ -47,8 +47,11 @@ json completion_json(const ResponseHeader& h, const std::vector<Choice>& choices
     json choice = {
         {"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", reason(c.finish_reason)}};
     if (h.kind == OpenAiKind::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = {
+          {"role", "assistant"},
+          {"content", c.text.empty() && c.null_empty_content ? json(nullptr) : json(c.text)}};
       if (c.reasoning) choice["message"]["reasoning_content"] = *c.reasoning;
+      if (!c.tool_calls.is_null()) choice["message"]["tool_calls"] = c.tool_calls;
     } else {
       choice["text"] = c.text;
     }
@@ -67,6 +70,7 @@ json chunk_json(const ResponseHeader& h, const Choice& c, bool first) {
     if (first) delta["role"] = "assistant";
     if (c.reasoning && !c.reasoning->empty()) delta["reasoning_content"] = *c.reasoning;
     if (!c.text.empty() || first) delta["content"] = c.text;
+    if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = delta;
   } else {
     choice["text"] = c.text;

@@ -5,14 +5,15 @@
 //                     "finish_reason": "stop" | "length"}], "usage"}
 //   chat completion  {"id": "chatcmpl-...", "object": "chat.completion", ...,
 //                     "choices": [{"index", "message": {"role": "assistant",
-//                     "content"[, "reasoning_content"]}, "logprobs",
-//                     "finish_reason"}], "usage"}
+//                     "content"[, "reasoning_content"][, "tool_calls"]},
+//                     "logprobs", "finish_reason"}], "usage"}; with tools
+//                    an empty content is null, as OpenAI's (openai_tools.h)
 //                    (one choice per prompt and n; "logprobs" null unless
 //                    asked for: openai_logprobs.h)
 //   stream chunks    the same with "object": "text_completion" /
 //                    "chat.completion.chunk" and one choice per chunk, "text" /
 //                    "delta" ({"role"} first, then {"content"} and/or
-//                    {"reasoning_content"}) and the logprobs of the chunk's
+//                    {"reasoning_content"} and/or {"tool_calls"}) and the logprobs of the chunk's
 //                    tokens; finish_reason null until the choice's last
 //                    chunk; usage only in a final chunk with no choices when
 //                    stream_options.include_usage.
@@ -65,6 +66,9 @@ struct Choice {
   // empty one is left out too).
   std::optional<std::string> reasoning;
   nlohmann::json logprobs;  // null unless asked for
+  // null, or the message's "tool_calls" (a chunk: the delta's).
+  nlohmann::json tool_calls;
+  bool null_empty_content = false;  // an empty message content is null (tools)
 };
 
 nlohmann::json completion_json(const ResponseHeader& header, const std::vector<Choice>& choices,

@@ -8,6 +8,11 @@
 // with its own seed (the request's seed + the choice's index); a stream
 // sends each choice's chunks in turn, tagged with its index.
 //
+// A chat is rendered by the model's own template with the request's tools
+// (openai_tools.h; a forced call ends the prompt with the call's opening),
+// and each answer is split into content, reasoning and tool calls as it
+// streams (chat_answer.h).
+//
 // Everything that can be refused is refused before the ticket is taken, so
 // a streamed response only starts (status 200, headers) for a request the
 // engine will run. A failure of the cluster during a stream (e.g. every
@@ -17,12 +22,14 @@
 
 #include <memory>
 
+#include "edge_node/http/chat_answer.h"
 #include "edge_node/http/connection_probe.h"
 #include "edge_node/http/generate_json.h"
 #include "edge_node/http/http_context.h"
 #include "edge_node/http/openai_logprobs.h"
 #include "edge_node/http/openai_request.h"
 #include "edge_node/http/openai_response.h"
+#include "edge_node/http/openai_tools.h"
 #include "edge_node/http/prompt_tokens.h"
 #include "edge_node/http/sse_stream.h"
 
@@ -59,9 +66,56 @@ struct Prepared {
   bool include_usage = false;
   bool include_stats = false;
   bool logprobs = false;
-  std::string prompt_param;                   // "prompt" / "messages"
-  std::optional<ReasoningMarkers> reasoning;  // chat with a model that thinks aloud
+  std::string prompt_param;  // "prompt" / "messages"
+  ChatAnswerOptions answer;  // chat: how each answer is split
+  bool tools = false;        // chat with tools: an empty content is null, as OpenAI's
 };
+
+// A chat's prompt text: the template's rendering of the messages and
+// tools, and the opening of a forced call. Sets how answers are split.
+std::variant<std::string, ApiError> chat_prompt(const ServedModel& model, OpenAiRequest& r,
+                                                ChatAnswerOptions* answer) {
+  const tokenizer::ChatTemplate& tmpl = *model.chat_template;
+  const tokenizer::ToolCallFormat format = tmpl.tool_call_format();
+  if (r.tools.active() && !tmpl.supports_tools()) {
+    return invalid_request("tools",
+                           "tools: this model's chat template (" + std::string(tmpl.format_name()) +
+                               ") does not render tools, so the model cannot call them; send "
+                               "the request without tools (or with tool_choice \"none\")",
+                           "tools_unsupported");
+  }
+  std::variant<std::optional<ForcedToolCall>, ApiError> forced = forced_tool_call(format, r.tools);
+  if (ApiError* e = std::get_if<ApiError>(&forced)) return *e;
+  const std::optional<ForcedToolCall>& call = std::get<std::optional<ForcedToolCall>>(forced);
+  if (call && call->prefix.empty()) {
+    return invalid_request("tool_choice",
+                           "tool_choice: this model's chat template renders tools, but its tool "
+                           "call format is not one this node can parse; use \"auto\" or "
+                           "\"none\"");
+  }
+  if (call && call->grammar && r.grammar) {
+    return invalid_request("tool_choice",
+                           "tool_choice and response_format both constrain the output: send one");
+  }
+  tokenizer::ChatRequest request;
+  request.messages = r.messages;
+  if (r.tools.active()) request.tools = r.tools.tools;
+  request.kwargs = r.chat_template_kwargs;
+  Result<std::string> text = tmpl.render(request);
+  if (!text.is_ok()) return invalid_request("messages", text.status().message());
+  answer->parse = r.tools.active() || format == tokenizer::ToolCallFormat::kHarmony;
+  answer->format = format;
+  // gpt-oss says its reasoning in a channel: the parser splits it.
+  if (format != tokenizer::ToolCallFormat::kHarmony) answer->reasoning = model.reasoning;
+  if (r.tools.active()) answer->tools = r.tools.tools;
+  if (call) {
+    *text += call->prefix;
+    answer->forced_prefix = call->prefix;
+    answer->forced_suffix = call->suffix;
+    if (call->grammar) r.grammar = call->grammar;
+  }
+  return std::move(*text);
+}
 
 ApiError too_long(const std::string& param, int64_t context, const std::string& count) {
   return invalid_request(param,
@@ -159,9 +213,10 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
                              "chat template); use /v1/completions",
                              "no_chat_format");
     }
-    Result<std::string> chat = model.chat_template->render(r.messages, true);
-    if (!chat.is_ok()) return invalid_request("messages", chat.status().message());
-    prompts = {PromptInput{std::move(*chat), std::nullopt}};
+    std::variant<std::string, ApiError> chat = chat_prompt(model, r, &p.answer);
+    p.tools = r.tools.active();
+    if (ApiError* e = std::get_if<ApiError>(&chat)) return *e;
+    prompts = {PromptInput{std::move(std::get<std::string>(chat)), std::nullopt}};
     add_special = false;  // the chat text already holds the special tokens
   }
   p.header = {kind, new_response_id(kind), unix_seconds(), model.name};
@@ -208,6 +263,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
       job.generate.ignore_eos = r.ignore_eos;
       job.generate.n_logprobs = r.n_logprobs;
       job.generate.grammar = r.grammar;
+      job.generate.skip_special_tokens = !p.answer.keeps_special_tokens();
       p.jobs.push_back(std::move(job));
     }
   }
@@ -215,7 +271,6 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
   p.include_usage = r.include_usage;
   p.include_stats = r.include_stats;
   p.logprobs = r.n_logprobs >= 0;
-  if (kind == OpenAiKind::kChat) p.reasoning = model.reasoning;
   return p;
 }
 
@@ -273,8 +328,18 @@ struct StreamJob {
         if (!sse.send(chunk_json(p.header, part, false))) return false;
         part.text.clear();
       }
-      std::optional<ReasoningSplitter> split;
-      if (p.reasoning) split.emplace(*p.reasoning);
+      std::optional<ChatAnswer> answer;
+      if (kind == OpenAiKind::kChat) answer.emplace(p.answer);
+      size_t calls_sent = 0;
+      // A chunk of what the answer decided (content, reasoning, whole calls).
+      auto answer_chunk = [&](tokenizer::ModelOutput&& d, Choice* c) {
+        c->text = std::move(d.content);
+        if (p.answer.reports_reasoning()) c->reasoning = std::move(d.reasoning);
+        if (!d.tool_calls.empty()) {
+          c->tool_calls = tool_call_deltas_json(d.tool_calls, calls_sent);
+          calls_sent += d.tool_calls.size();
+        }
+      };
       int64_t text_offset = static_cast<int64_t>(job.echo.size());
       job.generate.on_text = [&](const TextDelta& delta) {
         if (first_token) ctx->metrics.observe_first_token(p.endpoint, seconds_since(p.start));
@@ -282,14 +347,13 @@ struct StreamJob {
         Choice c;
         c.index = job.index;
         if (p.logprobs) c.logprobs = logprobs_json(*ctx, kind, delta.logprobs, &text_offset);
-        if (!split) {
+        if (!answer) {
           c.text = std::string(delta.text);
           return sse.send(chunk_json(p.header, c, false));
         }
-        const ReasoningSplitter::Delta d = split->feed(delta.text);
+        tokenizer::ModelOutput d = answer->feed(delta.text);
         if (d.empty() && delta.logprobs.empty()) return true;
-        c.text = d.content;
-        c.reasoning = d.reasoning;
+        answer_chunk(std::move(d), &c);
         return sse.send(chunk_json(p.header, c, false));
       };
       job.generate.cancelled = gone;
@@ -306,19 +370,19 @@ struct StreamJob {
         ctx->metrics.record_cancelled(p.endpoint);
         return false;
       }
-      if (split) {
-        const ReasoningSplitter::Delta d = split->finish();
+      if (answer) {
+        tokenizer::ModelOutput d = answer->finish(out->finish_reason == "stop");
         if (!d.empty()) {
           Choice c;
           c.index = job.index;
-          c.text = d.content;
-          c.reasoning = d.reasoning;
+          answer_chunk(std::move(d), &c);
           sse.send(chunk_json(p.header, c, false));
         }
       }
       Choice end;
       end.index = job.index;
-      end.finish_reason = out->finish_reason;
+      end.finish_reason =
+          calls_sent > 0 && out->finish_reason == "stop" ? "tool_calls" : out->finish_reason;
       sse.send(chunk_json(p.header, end, false));
       usage.completion_tokens += static_cast<int64_t>(out->tokens.size());
       if (p.include_stats) stats.push_back(answer_stats_json(*out));
@@ -396,12 +460,18 @@ void handle_generation(HttpContext& ctx, OpenAiKind kind, const httplib::Request
     c.finish_reason = out->finish_reason;
     int64_t text_offset = static_cast<int64_t>(job.echo.size());
     if (p.logprobs) c.logprobs = logprobs_json(ctx, kind, out->logprobs, &text_offset);
-    if (p.reasoning) {
-      ReasoningSplitter split(*p.reasoning);
-      ReasoningSplitter::Delta all = split.feed(out->text);
-      const ReasoningSplitter::Delta rest = split.finish();
+    if (kind == OpenAiKind::kChat) {
+      ChatAnswer answer(p.answer);
+      tokenizer::ModelOutput all = answer.feed(out->text);
+      tokenizer::ModelOutput rest = answer.finish(out->finish_reason == "stop");
       c.text = all.content + rest.content;
-      c.reasoning = all.reasoning + rest.reasoning;
+      if (p.answer.reports_reasoning()) c.reasoning = all.reasoning + rest.reasoning;
+      for (tokenizer::ToolCall& call : rest.tool_calls) all.tool_calls.push_back(std::move(call));
+      if (!all.tool_calls.empty()) {
+        c.tool_calls = tool_calls_json(all.tool_calls);
+        if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+      }
+      c.null_empty_content = p.tools;
     } else {
       c.text = job.echo + out->text;
     }

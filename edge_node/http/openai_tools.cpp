@@ -3,6 +3,8 @@
 #include <mutex>
 #include <random>
 
+#include "common/generation/json_schema_grammar.h"
+
 namespace dancemoe::node {
 namespace {
 
@@ -61,7 +63,89 @@ Json call_json(const tokenizer::ToolCall& call) {
               {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
+const Json& function_of(const Json& tool) { return tool.at("function"); }
+
+// The schema of a function's arguments: its parameters, else any object.
+Json parameters_schema(const Json& tool) {
+  const Json* p = member(function_of(tool), "parameters");
+  return p != nullptr ? *p : Json{{"type", "object"}};
+}
+
+// {"name": f, "arguments": ...} for each tool: a call of any of them.
+Json call_schema(const Json& tools) {
+  Json any = Json::array();
+  for (const Json& tool : tools) {
+    any.push_back({{"type", "object"},
+                   {"properties",
+                    {{"name", {{"const", function_of(tool)["name"]}}},
+                     {"arguments", parameters_schema(tool)}}},
+                   {"required", {"name", "arguments"}},
+                   {"additionalProperties", false}});
+  }
+  return Json{{"anyOf", any}};
+}
+
+// The first strict tool (of `function`, or of all when empty) whose
+// parameters constrained decoding cannot follow, as a 400.
+std::optional<ApiError> unsupported_strict_parameters(const Json& tools,
+                                                      const std::string& function) {
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& fn = function_of(tools[i]);
+    const Json* strict = member(fn, "strict");
+    if (!function.empty() && fn["name"] != function) continue;
+    if (strict == nullptr || !strict->get<bool>()) continue;
+    Result<Grammar> g = json_schema_grammar(parameters_schema(tools[i]));
+    if (g.is_ok()) continue;
+    return invalid_request(
+        "tools",
+        "tools[" + std::to_string(i) + "].function.parameters: " + g.status().message() +
+            " (the tool is strict: its arguments are generated under this schema)",
+        g.status().code() == StatusCode::kResourceExhausted ? "schema_too_large"
+                                                            : "unsupported_schema");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::variant<std::optional<ForcedToolCall>, ApiError> forced_tool_call(
+    tokenizer::ToolCallFormat format, const ToolsRequest& request) {
+  using tokenizer::ForcedCallBody;
+  if (!request.active() || (request.choice != ToolChoiceMode::kRequired &&
+                            request.choice != ToolChoiceMode::kFunction)) {
+    return std::optional<ForcedToolCall>();
+  }
+  const Json& tools = request.tools;
+  std::string function = request.function;
+  if (function.empty() && tools.size() == 1) {
+    function = function_of(tools[0])["name"].get<std::string>();
+  }
+  const bool named = !function.empty();
+  ForcedToolCall forced;
+  forced.prefix = tokenizer::forced_call_prefix(format, function);
+  const ForcedCallBody body = tokenizer::forced_call_body(format, named);
+  Json schema;
+  if (body == ForcedCallBody::kArguments) {
+    for (const Json& tool : tools) {
+      if (function_of(tool)["name"] == function) schema = parameters_schema(tool);
+    }
+  } else if (body == ForcedCallBody::kCall || body == ForcedCallBody::kCallList) {
+    schema = call_schema(tools);
+    if (body == ForcedCallBody::kCallList) {
+      schema = Json{{"type", "array"}, {"items", schema}, {"minItems", 1}};
+    }
+  } else {
+    return std::optional<ForcedToolCall>(std::move(forced));  // the model writes the call
+  }
+  Result<Grammar> grammar = json_schema_grammar(schema);
+  if (!grammar.is_ok()) {
+    if (std::optional<ApiError> e = unsupported_strict_parameters(tools, function)) return *e;
+    return std::optional<ForcedToolCall>(std::move(forced));  // free, as the tool allows
+  }
+  forced.grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  forced.suffix = tokenizer::forced_call_suffix(format, named);
+  return std::optional<ForcedToolCall>(std::move(forced));
+}
 
 std::variant<ToolsRequest, ApiError> parse_tools_request(const nlohmann::ordered_json& body) {
   ToolsRequest r;

@@ -186,7 +186,8 @@ TEST_CASE("openai client: seeds, n, logprobs, penalties, prompts, json_schema an
                                                         {"response_format", "response_format"},
                                                         {"schema", "response_format"},
                                                         {"misspelt", "presense_penalty"},
-                                                        {"prompt_ids", "prompt"}}) {
+                                                        {"prompt_ids", "prompt"},
+                                                        {"tools", "tools"}}) {
     INFO(field);
     REQUIRE(e[field].is_object());
     CHECK(e[field]["status"] == 400);
@@ -197,6 +198,89 @@ TEST_CASE("openai client: seeds, n, logprobs, penalties, prompts, json_schema an
   CHECK(e["schema"]["message"].get<std::string>().find("properties.zip.pattern: 'pattern' is not "
                                                        "supported") != std::string::npos);
   CHECK(e["misspelt"]["code"] == "unknown_parameter");
+  CHECK(e["tools"]["code"] == "tools_unsupported");
+}
+
+namespace {
+
+// A get_weather call as openai_tools.mjs defines the tool: its arguments
+// follow the schema (the call was generated under it).
+void check_weather_call(const json& call) {
+  INFO("call: " << call.dump());
+  CHECK(call["type"] == "function");
+  CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
+  CHECK(call["function"]["name"] == "get_weather");
+  const json args = json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false);
+  REQUIRE(args.is_object());
+  CHECK(args.size() == 2);
+  REQUIRE(args["city"].is_string());
+  CHECK(json(args["city"]).get<std::string>().size() <= 12 * 4);
+  CHECK((args["unit"] == "celsius" || args["unit"] == "fahrenheit"));
+}
+
+}  // namespace
+
+TEST_CASE("openai client: tool calls, whole and streamed, required, and the tool's turn") {
+  const std::filesystem::path node_js = "/usr/bin/node";
+  const std::filesystem::path package = source_dir() / "tests/fixtures/npm/openai/package.json";
+  if (!std::filesystem::exists(node_js) || !std::filesystem::exists(package)) {
+    MESSAGE("SKIPPED: no Node.js or no openai package (deploy/install-deps.sh)");
+    return;
+  }
+  // Qwen3's own template: it renders tools and the model writes Hermes calls.
+  OpenAiTestNode n({"--api-key", "e2e-key"}, "tiny", "127.0.0.1:0", "qwen3.jinja");
+  const std::string script =
+      (source_dir() / "tests/integration/openai_client/openai_tools.mjs").string();
+  const ProcessResult r =
+      run_process({"/usr/bin/env", "NODE_PATH=" + (source_dir() / "tests/fixtures/npm").string(),
+                   node_js.string(), script, n.base_url() + "/v1", "e2e-key", n.model_name()},
+                  std::chrono::seconds(240));
+  INFO("stdout: " << r.out.substr(0, 4000) << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const json out = json::parse(r.out);
+
+  const json& named = out["named"];
+  CHECK(named["finish_reason"] == "tool_calls");
+  CHECK(named["content"].is_null());
+  REQUIRE(named["tool_calls"].size() == 1);
+  check_weather_call(named["tool_calls"][0]);
+
+  const json& streamed = out["streamed"];
+  CHECK(streamed["finish_reason"] == "tool_calls");
+  REQUIRE(streamed["tool_calls"].size() == 1);
+  check_weather_call(streamed["tool_calls"][0]);
+  // Greedy: the stream's call is the whole answer's.
+  CHECK(streamed["tool_calls"][0]["function"]["arguments"] ==
+        named["tool_calls"][0]["function"]["arguments"]);
+  CHECK(streamed["arguments_done"]["name"] == "get_weather");
+  CHECK(streamed["arguments_done"]["index"] == 0);
+  // The helper parsed the arguments (the tool is strict).
+  CHECK(streamed["arguments_done"]["parsed_arguments"].is_object());
+
+  for (const json& one : out["required"]) {
+    CHECK(one["finish_reason"] == "tool_calls");
+    REQUIRE(one["tool_calls"].size() == 1);
+    const json& call = one["tool_calls"][0];
+    CHECK((call["function"]["name"] == "get_weather" || call["function"]["name"] == "get_time"));
+    CHECK(
+        json::parse(call["function"]["arguments"].get<std::string>(), nullptr, false).is_object());
+  }
+
+  const json& followup = out["followup"];
+  CHECK(followup["prompt_tokens"].get<int64_t>() > followup["first_prompt_tokens"].get<int64_t>());
+  CHECK(followup["message"]["role"] == "assistant");
+
+  const json& e = out["errors"];
+  for (const auto& [field, param] : std::vector<std::pair<std::string, std::string>>{
+           {"no_tool_call_id", "messages[1].tool_call_id"},
+           {"unknown_function", "tool_choice"},
+           {"bad_kwargs", "chat_template_kwargs"}}) {
+    INFO(field);
+    REQUIRE(e[field].is_object());
+    CHECK(e[field]["status"] == 400);
+    CHECK(e[field]["class"] == "BadRequestError");
+    CHECK(e[field]["param"] == param);
+  }
 }
 
 }  // namespace dancemoe::testing

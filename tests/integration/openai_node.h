@@ -24,14 +24,27 @@ namespace dancemoe::testing {
 
 class OpenAiTestNode {
  public:
-  // A node serving `preset` with every expert, extra flags appended.
+  // A node serving `preset` with every expert, extra flags appended; with
+  // `chat_template` (a file of tests/fixtures/chat_templates), that model's
+  // template replaces the synthetic tokenizer's ChatML one.
   explicit OpenAiTestNode(std::vector<std::string> extra = {}, const std::string& preset = "tiny",
-                          const std::string& http = "127.0.0.1:0")
+                          const std::string& http = "127.0.0.1:0",
+                          const std::string& chat_template = "")
       : work_("openai_node") {
     model_ = work_.path() / preset;
     SyntheticModelSpec spec;
     spec.preset = preset;
     write_model(spec, model_);
+    if (!chat_template.empty()) {
+      std::ifstream source(source_dir() / "tests/fixtures/chat_templates" / chat_template);
+      REQUIRE(source.good());
+      const std::string text((std::istreambuf_iterator<char>(source)),
+                             std::istreambuf_iterator<char>());
+      std::ifstream config_in(model_ / "tokenizer_config.json");
+      json tokenizer_config = json::parse(config_in);
+      tokenizer_config["chat_template"] = text;
+      write_json(model_ / "tokenizer_config.json", tokenizer_config);
+    }
     std::ifstream in(model_ / "config.json");
     const json config = json::parse(in);
     const int32_t n_experts = config["num_experts"].get<int32_t>();

@@ -291,5 +291,37 @@ TEST_CASE(
   CHECK(forced_call_prefix(ToolCallFormat::kNone, "f").empty());
 }
 
+TEST_CASE("tool calls: a forced prefix, a constrained JSON body and the suffix make one call") {
+  const std::string args = R"({"city": "Paris"})";
+  const std::string call = R"({"name": "get_weather", "arguments": {"city": "Paris"}})";
+  for (ToolCallFormat format :
+       {ToolCallFormat::kHermes, ToolCallFormat::kMistral, ToolCallFormat::kDeepSeek,
+        ToolCallFormat::kGlm, ToolCallFormat::kHarmony, ToolCallFormat::kNone}) {
+    INFO(tool_call_format_name(format));
+    for (bool named : {true, false}) {
+      INFO("named: " << named);
+      const ForcedCallBody body = forced_call_body(format, named);
+      if (body == ForcedCallBody::kNone) {
+        CHECK(forced_call_suffix(format, named).empty());
+        continue;
+      }
+      const std::string json = body == ForcedCallBody::kArguments ? args
+                               : body == ForcedCallBody::kCall    ? call
+                                                                  : "[" + call + "]";
+      const std::string text = forced_call_prefix(format, named ? "get_weather" : "") + json +
+                               forced_call_suffix(format, named);
+      const ModelOutput out = parse_all_ways(format, text);
+      REQUIRE(out.tool_calls.size() == 1);
+      CHECK(out.tool_calls[0].name == "get_weather");
+      CHECK(args_of(out.tool_calls[0]) == Json{{"city", "Paris"}});
+      CHECK(out.content.empty());
+    }
+  }
+  CHECK(forced_call_body(ToolCallFormat::kGlm, true) == ForcedCallBody::kNone);
+  CHECK(forced_call_body(ToolCallFormat::kHermes, false) == ForcedCallBody::kCall);
+  CHECK(forced_call_body(ToolCallFormat::kMistral, false) == ForcedCallBody::kCallList);
+  CHECK(forced_call_body(ToolCallFormat::kHarmony, false) == ForcedCallBody::kNone);
+}
+
 }  // namespace
 }  // namespace dancemoe::tokenizer

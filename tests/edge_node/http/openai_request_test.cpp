@@ -60,10 +60,68 @@ TEST_CASE("openai request: chat messages with text parts and the developer role"
           "max_completion_tokens": 3})",
       OpenAiKind::kChat);
   REQUIRE(r.messages.size() == 3);
-  CHECK(r.messages[0].role == "system");
-  CHECK(r.messages[1].content == "Hi there");
-  CHECK(r.messages[2].role == "assistant");
+  CHECK(r.messages[0]["role"] == "system");
+  CHECK(r.messages[1]["content"][1]["text"] == "there");  // as sent: the template joins parts
+  CHECK(r.messages[2]["role"] == "assistant");
+  CHECK(r.messages[2]["name"] == "bot");
   CHECK(r.max_tokens == 3);
+}
+
+TEST_CASE("openai request: a tool-calling conversation is kept as sent, keys in order") {
+  const OpenAiRequest r = ok_of(
+      R"({"messages": [{"role": "user", "content": "Weather in Paris?"},
+                       {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                        "type": "function", "function": {"name": "get_weather",
+                        "arguments": "{\"city\": \"Paris\"}"}}]},
+                       {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+          "tools": [{"type": "function", "function": {"name": "get_weather", "parameters":
+                    {"type": "object", "properties": {"zeta": {}, "alpha": {}}}}}],
+          "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+          "parallel_tool_calls": true, "chat_template_kwargs": {"enable_thinking": false}})",
+      OpenAiKind::kChat);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(r.messages[1]["tool_calls"][0]["function"]["name"] == "get_weather");
+  CHECK(r.messages[2]["tool_call_id"] == "call_1");
+  CHECK(r.tools.choice == ToolChoiceMode::kFunction);
+  CHECK(r.tools.function == "get_weather");
+  CHECK(r.tools.tools[0]["function"]["parameters"]["properties"].begin().key() == "zeta");
+  CHECK(r.chat_template_kwargs == nlohmann::ordered_json{{"enable_thinking", false}});
+  CHECK(r.ignored.empty());
+}
+
+TEST_CASE("openai request: bad tool messages, tools and template kwargs name the field") {
+  const auto chat = [](const char* body) { return error_of(body, OpenAiKind::kChat); };
+  const ApiError no_id = chat(R"({"messages": [{"role": "tool", "content": "sunny"}]})");
+  CHECK(no_id.param == "messages[0].tool_call_id");
+  CHECK(no_id.code == "missing_required");
+  CHECK(chat(R"({"messages": [{"role": "tool", "tool_call_id": 5, "content": "x"}]})").param ==
+        "messages[0].tool_call_id");
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x", "tool_call_id": "a"}]})").param ==
+        "messages[0].tool_call_id");
+  CHECK(chat(R"({"messages": [{"role": "assistant", "content": null}]})").param ==
+        "messages[0].content");
+  CHECK(chat(R"({"messages": [{"role": "assistant", "tool_calls": {}}]})").param ==
+        "messages[0].tool_calls");
+  CHECK(chat(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a",
+                 "function": {"arguments": "{}"}}]}]})")
+            .param == "messages[0].tool_calls[0].function.name");
+  CHECK(chat(R"({"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "type": "web",
+                 "function": {"name": "f"}}]}]})")
+            .param == "messages[0].tool_calls[0].type");
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}],
+                 "tools": [{"type": "function", "function": {"name": "f"}}],
+                 "tool_choice": {"type": "function", "function": {"name": "g"}}})")
+            .param == "tool_choice");
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}], "tools": "all"})").param ==
+        "tools");
+  CHECK(
+      chat(R"({"messages": [{"role": "user", "content": "x"}], "parallel_tool_calls": 1})").param ==
+      "parallel_tool_calls");
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": [1]})")
+            .param == "chat_template_kwargs");
+  CHECK(chat(R"({"messages": [{"role": "user", "content": "x"}],
+                 "chat_template_kwargs": {"messages": []}})")
+            .param == "chat_template_kwargs.messages");
 }
 
 TEST_CASE("openai request: malformed JSON is refused") {
@@ -127,8 +185,8 @@ TEST_CASE("openai request: absurd values name the field") {
                  OpenAiKind::kChat)
             .param == "top_logprobs");
   CHECK(error_of(R"({"messages": []})", OpenAiKind::kChat).param == "messages");
-  CHECK(error_of(R"({"messages": [{"role": "tool", "content": "x"}]})", OpenAiKind::kChat).param ==
-        "messages[0].role");
+  CHECK(error_of(R"({"messages": [{"role": "function", "content": "x"}]})", OpenAiKind::kChat)
+            .param == "messages[0].role");
 }
 
 TEST_CASE("openai request: missing and unknown fields are refused") {
@@ -196,13 +254,16 @@ TEST_CASE(
       ok_of(R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "auto",
                 "reasoning_effort": "low", "parallel_tool_calls": false})",
             OpenAiKind::kChat);
-  CHECK(chat.ignored.size() == 4);
+  CHECK(chat.ignored == std::vector<std::string>{"reasoning_effort"});  // tools are read
+  const OpenAiRequest completion =
+      ok_of(R"({"prompt": "x", "tools": [], "tool_choice": "auto", "parallel_tool_calls": true})");
+  CHECK(completion.ignored.size() == 3);
   const ApiError regex = error_of(R"({"prompt": "x", "guided_regex": "a+"})");
   CHECK(regex.param == "guided_regex");
   CHECK(regex.code == "unsupported_parameter");
   CHECK(error_of(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})",
                  OpenAiKind::kChat)
-            .param == "tool_choice");
+            .message.find("needs tools") != std::string::npos);
   // A chat-only field on completions is still unknown.
   CHECK(error_of(R"({"prompt": "x", "reasoning_effort": "low"})").code == "unknown_parameter");
 }

@@ -184,6 +184,10 @@ out.errors = {
   misspelt: await badRequest(() => client.completions.create({
     model, prompt: 'x', presense_penalty: 1 })),
   prompt_ids: await badRequest(() => client.completions.create({ model, prompt: [1, -5] })),
+  // The synthetic tokenizer's ChatML template renders no tools
+  // (openai_tools.mjs calls tools on a model whose template does).
+  tools: await badRequest(() => client.chat.completions.create({
+    model, messages, tools: [{ type: 'function', function: { name: 'f' } }] })),
 };
 
 console.log(JSON.stringify(out));

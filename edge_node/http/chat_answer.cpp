@@ -1,0 +1,62 @@
+#include "edge_node/http/chat_answer.h"
+
+#include <utility>
+
+namespace dancemoe::node {
+namespace {
+
+void append(tokenizer::ModelOutput&& from, tokenizer::ModelOutput* to) {
+  to->content += from.content;
+  to->reasoning += from.reasoning;
+  for (tokenizer::ToolCall& call : from.tool_calls) to->tool_calls.push_back(std::move(call));
+}
+
+}  // namespace
+
+ChatAnswer::ChatAnswer(ChatAnswerOptions options) : options_(std::move(options)) {
+  if (options_.reasoning) splitter_.emplace(*options_.reasoning);
+  if (options_.parse) {
+    tokenizer::ToolCallParserOptions parser_options;
+    parser_options.tools = options_.tools;
+    parser_ = std::make_unique<tokenizer::ToolCallParser>(options_.format, parser_options);
+    if (!options_.forced_prefix.empty()) pending_ = parser_->feed(options_.forced_prefix);
+  }
+}
+
+ChatAnswer::~ChatAnswer() = default;
+
+void ChatAnswer::to_parser(std::string_view content, tokenizer::ModelOutput* out) {
+  if (!parser_) {
+    out->content.append(content);
+  } else if (!content.empty()) {
+    append(parser_->feed(content), out);
+  }
+}
+
+tokenizer::ModelOutput ChatAnswer::feed(std::string_view text) {
+  tokenizer::ModelOutput out = std::exchange(pending_, {});
+  if (splitter_) {
+    ReasoningSplitter::Delta d = splitter_->feed(text);
+    out.reasoning += d.reasoning;
+    to_parser(d.content, &out);
+  } else {
+    to_parser(text, &out);
+  }
+  return out;
+}
+
+tokenizer::ModelOutput ChatAnswer::finish(bool stopped) {
+  tokenizer::ModelOutput out = std::exchange(pending_, {});
+  if (splitter_) {
+    ReasoningSplitter::Delta d = splitter_->finish();
+    out.reasoning += d.reasoning;
+    to_parser(d.content, &out);
+  }
+  if (parser_) {
+    if (stopped && !options_.forced_suffix.empty()) to_parser(options_.forced_suffix, &out);
+    append(parser_->finish(), &out);
+  }
+  return out;
+}
+
+}  // namespace dancemoe::node
