@@ -139,4 +139,32 @@ TEST_CASE("node flags: the expert port binds the advertised address, not every i
   CHECK_FALSE(default_experts_bind("ws1:5551").is_ok());
 }
 
+TEST_CASE("node flags: batching flags take their ranges and sizes, bad values named") {
+  const std::vector<std::string> base = {"--model",     "m", "--node-id", "a",
+                                         "--placement", "p", "--insecure"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return parse(args);
+  };
+  const Result<NodeOptions> good = with(
+      {"--max-batch", "8", "--kv-memory", "1G", "--prefill-chunk", "64", "--prefix-cache", "0"});
+  REQUIRE(good.is_ok());
+  CHECK(good->max_batch == 8);
+  CHECK(good->kv_memory_bytes == (uint64_t{1} << 30));
+  CHECK(good->prefill_chunk == 64);
+  CHECK(good->prefix_cache_bytes == 0);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--max-batch", "0"}, "--max-batch"},         {{"--max-batch", "300"}, "--max-batch"},
+      {{"--kv-memory", "0"}, "--kv-memory"},         {{"--kv-memory", "lots"}, "--kv-memory"},
+      {{"--prefill-chunk", "0"}, "--prefill-chunk"}, {{"--prefix-cache", "-5M"}, "--prefix-cache"},
+  };
+  for (const auto& [extra, flag] : bad) {
+    CAPTURE(flag);
+    const Result<NodeOptions> r = with(extra);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find(flag) != std::string::npos);
+  }
+}
+
 }  // namespace dancemoe::node
