@@ -8,6 +8,11 @@
 // read once per step and a distributed executor sends one ExpertCall per
 // destination per layer per step for all sequences.
 //
+// Prompts that finish within one chunk are stepped first, in a step of their
+// own, when sequences are decoding: a new request's first token then waits
+// for one short step, not for a step of every running stream; the next step
+// always includes the decoders.
+//
 // KV memory is accounted in blocks of block_tokens positions: a sequence
 // reserves the blocks of its prompt + max_tokens when admitted (a reservation,
 // not paging: each sequence keeps one contiguous KvCache whose pages become
@@ -145,6 +150,7 @@ class BatchScheduler {
   std::vector<SequenceStep> batch_;
   std::vector<Sequence*> stepped_;
   std::vector<float> logits_;
+  bool last_step_prompts_only_ = false;
   std::thread thread_;
 };
 

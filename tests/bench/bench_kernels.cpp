@@ -64,7 +64,7 @@ const Shape kGemvShapes[] = {
 const Shape kGemmShapes[] = {{"attn q/o 1024x1024", 1024, 1024},
                              {"expert gate/up 512x1024", 512, 1024},
                              {"expert down 1024x512", 1024, 512}};
-const int64_t kGemmTokens[] = {8, 32, 128};
+const int64_t kGemmTokens[] = {4, 8, 32, 128};
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }

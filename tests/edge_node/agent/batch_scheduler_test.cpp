@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 
 #include "tests/support/model_fixtures.h"
@@ -120,6 +121,52 @@ TEST_CASE("batch scheduler: greedy sequences generated together equal each gener
   const BatchScheduler::Stats s = scheduler->stats();
   CHECK(s.blocks_used == 0);
   CHECK(s.active == 0);
+}
+
+TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins the decoders") {
+  Fixture f;
+  BatchOptions options;
+  options.context_tokens = 512;
+  std::mutex mutex;
+  std::vector<StepInfo> steps;
+  auto scheduler = f.scheduler(options, [&](const StepInfo& step) {
+    std::lock_guard<std::mutex> lock(mutex);
+    steps.push_back(step);
+  });
+  std::atomic<int> neighbour_tokens{0};
+  std::thread neighbour([&] {
+    SequenceJob job;
+    job.prompt = f.encode("a neighbour that keeps going");
+    job.params = greedy(400);
+    job.on_text = [&](const TextDelta&) {
+      ++neighbour_tokens;
+      return true;
+    };
+    CHECK(scheduler->run(std::move(job)).is_ok());
+  });
+  while (neighbour_tokens < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  size_t before = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    before = steps.size();
+  }
+  SequenceJob job;
+  job.prompt = f.encode("hello there");
+  job.params = greedy(4);
+  REQUIRE(scheduler->run(std::move(job)).is_ok());
+  const int neighbour_at_end = neighbour_tokens.load();
+  neighbour.join();
+  REQUIRE(neighbour_at_end < 400);  // the neighbour was decoding throughout
+  std::lock_guard<std::mutex> lock(mutex);
+  // The first step with prompt tokens after the neighbour started decoding
+  // holds the new prompt alone; the next one runs both sequences.
+  size_t i = before;
+  while (i < steps.size() && steps[i].decode_only) ++i;
+  REQUIRE(i + 1 < steps.size());
+  CHECK(steps[i].n_sequences == 1);
+  CHECK(steps[i].n_tokens == static_cast<int64_t>(f.encode("hello there").size()));
+  CHECK(steps[i + 1].n_sequences == 2);
+  CHECK(steps[i + 1].decode_only);
 }
 
 TEST_CASE("batch scheduler: a cancelled sequence frees its KV blocks before run() returns") {
