@@ -44,6 +44,8 @@ struct GenerationParams {
   int32_t n_logprobs = -1;
   // The output must be a sentence of this grammar (nullptr: free text).
   std::shared_ptr<const Grammar> grammar;
+  // The request field that asked for the grammar, named by its errors.
+  std::string grammar_field = "response_format";
   // false: the text keeps special tokens (a chat answer whose tool calls or
   // channels are marked by them: gpt-oss, Mistral; tool_call_parser.h).
   bool skip_special_tokens = true;

@@ -27,12 +27,12 @@ Result<std::unique_ptr<SequenceDecoder>> SequenceDecoder::create(
       new SequenceDecoder(params, tokenizer, std::move(eos_ids), keep_logits));
   if (params.grammar) {
     if (tokenizer == nullptr) {
-      return invalid_argument("response_format needs the model's tokenizer");
+      return invalid_argument(params.grammar_field + " needs the model's tokenizer");
     }
     if (!vocabulary) vocabulary = TokenVocabulary::build(*tokenizer, vocab_size);
     Result<std::unique_ptr<TokenConstraint>> made =
         TokenConstraint::create(params.grammar, vocabulary, d->eos_ids_);
-    if (!made.is_ok()) return made.status().with_context("response_format");
+    if (!made.is_ok()) return made.status().with_context(params.grammar_field);
     d->constraint_ = std::move(*made);
   }
   if (tokenizer != nullptr) {
@@ -72,7 +72,7 @@ Status SequenceDecoder::step(std::span<float> logits, const TextSink& sink) {
   if (constraint_ && !constraint_->allows(next)) {
     if (!constraint_->mask(pick)) {
       return invalid_argument(
-          "response_format: no token of the vocabulary can continue the output " +
+          params_.grammar_field + ": no token of the vocabulary can continue the output " +
           json_quote(result_.text) + " (or the schema is too ambiguous to follow)");
     }
     next = sampler_.sample(pick);

@@ -143,6 +143,7 @@ Result<GenerateResponse> PromptRunner::run(std::vector<int32_t> prompt,
   job.params.ignore_eos = request.ignore_eos;
   job.params.n_logprobs = request.n_logprobs;
   job.params.grammar = request.grammar;
+  job.params.grammar_field = request.grammar_field;
   job.params.skip_special_tokens = request.skip_special_tokens;
   job.keep_logits = request.return_logits;
   if (request.grammar && parts_.tokenizer != nullptr) {

@@ -47,7 +47,8 @@ struct GenerateRequest {
   bool return_logits = false;              // the logits row of every generated token
   int32_t n_logprobs = -1;                 // generator.h: -1 none, n >= 0 with n alternatives
   std::shared_ptr<const Grammar> grammar;  // response_format; nullptr: free text
-  bool skip_special_tokens = true;         // false: the text keeps them (GenerationParams)
+  std::string grammar_field = "response_format";  // what asked for it, for errors
+  bool skip_special_tokens = true;                // false: the text keeps them (GenerationParams)
   // Streaming: receives the text as it becomes final (not with
   // return_logits); returning false cancels. May be empty.
   TextSink on_text;

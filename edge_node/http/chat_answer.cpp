@@ -1,5 +1,6 @@
 #include "edge_node/http/chat_answer.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace dancemoe::node {
@@ -33,6 +34,15 @@ void ChatAnswer::to_parser(std::string_view content, tokenizer::ModelOutput* out
   }
 }
 
+tokenizer::ModelOutput ChatAnswer::limit_calls(tokenizer::ModelOutput out) {
+  if (options_.max_tool_calls > 0) {
+    const size_t room = options_.max_tool_calls - std::min(calls_, options_.max_tool_calls);
+    if (out.tool_calls.size() > room) out.tool_calls.resize(room);
+  }
+  calls_ += out.tool_calls.size();
+  return out;
+}
+
 tokenizer::ModelOutput ChatAnswer::feed(std::string_view text) {
   tokenizer::ModelOutput out = std::exchange(pending_, {});
   if (splitter_) {
@@ -42,7 +52,7 @@ tokenizer::ModelOutput ChatAnswer::feed(std::string_view text) {
   } else {
     to_parser(text, &out);
   }
-  return out;
+  return limit_calls(std::move(out));
 }
 
 tokenizer::ModelOutput ChatAnswer::finish(bool stopped) {
@@ -56,7 +66,7 @@ tokenizer::ModelOutput ChatAnswer::finish(bool stopped) {
     if (stopped && !options_.forced_suffix.empty()) to_parser(options_.forced_suffix, &out);
     append(parser_->finish(), &out);
   }
-  return out;
+  return limit_calls(std::move(out));
 }
 
 }  // namespace dancemoe::node

@@ -34,6 +34,7 @@ struct ChatAnswerOptions {
   nlohmann::ordered_json tools;  // the request's tools (kGlm reads parameter types)
   std::string forced_prefix;     // a forced call's opening (fed first)
   std::string forced_suffix;     // what closes it after a complete grammar
+  size_t max_tool_calls = 0;     // 0: any number; parallel_tool_calls false: 1
   // Whether the answer has a reasoning_content field at all.
   bool reports_reasoning() const {
     return reasoning.has_value() || (parse && format == tokenizer::ToolCallFormat::kHarmony);
@@ -56,11 +57,14 @@ class ChatAnswer {
 
  private:
   void to_parser(std::string_view content, tokenizer::ModelOutput* out);
+  // Drops the calls past max_tool_calls.
+  tokenizer::ModelOutput limit_calls(tokenizer::ModelOutput out);
 
   ChatAnswerOptions options_;
   std::optional<ReasoningSplitter> splitter_;
   std::unique_ptr<tokenizer::ToolCallParser> parser_;
   tokenizer::ModelOutput pending_;  // what the forced prefix decided
+  size_t calls_ = 0;                // tool calls answered so far
 };
 
 }  // namespace dancemoe::node

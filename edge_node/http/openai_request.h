@@ -100,8 +100,9 @@ struct OpenAiRequest {
   int32_t n = 1;
   int32_t n_logprobs = -1;  // -1: none; else alternatives per token
   bool echo = false;
-  std::shared_ptr<const Grammar> grammar;  // response_format; nullptr: free text
-  std::vector<std::string> ignored;        // accepted fields this node does not act on
+  std::shared_ptr<const Grammar> grammar;         // response_format; nullptr: free text
+  std::string grammar_field = "response_format";  // or tool_choice (a forced call)
+  std::vector<std::string> ignored;               // accepted fields this node does not act on
 };
 
 std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body, OpenAiKind kind);

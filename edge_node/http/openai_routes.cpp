@@ -107,12 +107,18 @@ std::variant<std::string, ApiError> chat_prompt(const ServedModel& model, OpenAi
   answer->format = format;
   // gpt-oss says its reasoning in a channel: the parser splits it.
   if (format != tokenizer::ToolCallFormat::kHarmony) answer->reasoning = model.reasoning;
-  if (r.tools.active()) answer->tools = r.tools.tools;
+  if (r.tools.active()) {
+    answer->tools = r.tools.tools;
+    if (!r.tools.parallel) answer->max_tool_calls = 1;
+  }
   if (call) {
     *text += call->prefix;
     answer->forced_prefix = call->prefix;
     answer->forced_suffix = call->suffix;
-    if (call->grammar) r.grammar = call->grammar;
+    if (call->grammar) {
+      r.grammar = call->grammar;
+      r.grammar_field = "tool_choice";
+    }
   }
   return std::move(*text);
 }
@@ -198,7 +204,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
     }
   }
   if ((r.grammar || r.n_logprobs >= 0) && !model.has_tokenizer) {
-    return invalid_request(r.grammar ? "response_format" : "logprobs",
+    return invalid_request(r.grammar ? r.grammar_field : "logprobs",
                            "this model has no tokenizer.json", "no_tokenizer");
   }
   std::vector<PromptInput> prompts = r.prompts;
@@ -263,6 +269,7 @@ std::variant<Prepared, ApiError> prepare(HttpContext& ctx, OpenAiKind kind,
       job.generate.ignore_eos = r.ignore_eos;
       job.generate.n_logprobs = r.n_logprobs;
       job.generate.grammar = r.grammar;
+      job.generate.grammar_field = r.grammar_field;
       job.generate.skip_special_tokens = !p.answer.keeps_special_tokens();
       p.jobs.push_back(std::move(job));
     }

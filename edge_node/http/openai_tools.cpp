@@ -163,8 +163,11 @@ std::variant<ToolsRequest, ApiError> parse_tools_request(const nlohmann::ordered
     }
     if (!tools->empty()) r.tools = *tools;
   }
-  if (const Json* p = member(body, "parallel_tool_calls"); p != nullptr && !p->is_boolean()) {
-    return invalid_request("parallel_tool_calls", "parallel_tool_calls: expected a boolean");
+  if (const Json* p = member(body, "parallel_tool_calls")) {
+    if (!p->is_boolean()) {
+      return invalid_request("parallel_tool_calls", "parallel_tool_calls: expected a boolean");
+    }
+    r.parallel = p->get<bool>();
   }
   const Json* choice = member(body, "tool_choice");
   if (choice == nullptr) return r;

@@ -7,8 +7,9 @@
 //   tool_choice  "none" | "auto" | "required" | {"type": "function",
 //                "function": {"name": one of the tools}}; without tools only
 //                "none" or "auto"
-//   parallel_tool_calls  bool (accepted; the model decides how many calls
-//                it writes -- the templates have no switch for it)
+//   parallel_tool_calls  bool; false: the answer carries at most one call
+//                (the first; the templates have no switch for it, so the
+//                model may write more, and the rest are dropped)
 //
 // The tools are rendered by the model's own chat template
 // (common/tokenizer/chat_template.h) and its answer is split by the parser
@@ -47,6 +48,7 @@ struct ToolsRequest {
   nlohmann::ordered_json tools;  // null, or the validated list, in the client's key order
   ToolChoiceMode choice = ToolChoiceMode::kAuto;
   std::string function;  // kFunction: the named function
+  bool parallel = true;  // parallel_tool_calls; false: one call at most
   // Tools are rendered into the prompt and the answer is parsed for calls.
   bool active() const { return tools.is_array() && choice != ToolChoiceMode::kNone; }
 };

@@ -56,6 +56,24 @@ TEST_CASE("chat answer: thinking, then content and tool calls (Qwen3 with tools)
   CHECK(options.keeps_special_tokens());
 }
 
+TEST_CASE("chat answer: parallel_tool_calls false keeps the first call of several") {
+  ChatAnswerOptions options;
+  options.parse = true;
+  options.format = ToolCallFormat::kHermes;
+  const std::string text =
+      "<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n"
+      "<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
+  for (size_t step : {1, 5, 1000}) {
+    INFO("step " << step);
+    CHECK(run(options, text, step).tool_calls.size() == 2);
+    options.max_tool_calls = 1;
+    const ModelOutput one = run(options, text, step);
+    REQUIRE(one.tool_calls.size() == 1);
+    CHECK(one.tool_calls[0].name == "a");
+    options.max_tool_calls = 0;
+  }
+}
+
 TEST_CASE("chat answer: a forced call's prefix comes first, its suffix only after a stop") {
   ChatAnswerOptions options;
   options.parse = true;

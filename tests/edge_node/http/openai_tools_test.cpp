@@ -44,6 +44,8 @@ TEST_CASE("openai tools: tools and tool_choice are read in the client's order, a
       R"("parallel_tool_calls": false, "tools": [)" + kWeather + "]");
   CHECK(named.choice == ToolChoiceMode::kFunction);
   CHECK(named.function == "get_weather");
+  CHECK_FALSE(named.parallel);
+  CHECK(r.parallel);
   CHECK(accepted(std::string(R"("tool_choice": "required", "tools": [)") + kWeather + "]").choice ==
         ToolChoiceMode::kRequired);
 }
