@@ -68,7 +68,6 @@ constexpr std::string_view kIgnoredInChat[] = {
     "modalities",
     "audio",
     "prediction",
-    "reasoning_effort",
     "verbosity",
     "web_search_options",
     // vLLM

@@ -252,6 +252,7 @@ struct Pending {
   bool has_messages = false;
   bool has_tools = false;  // tools, tool_choice or parallel_tool_calls
   bool has_kwargs = false;
+  std::string reasoning_effort;  // handed to the chat template (gpt-oss reads it)
 };
 
 std::optional<ApiError> parse_field(const std::string& key, const json& value, OpenAiKind kind,
@@ -360,6 +361,14 @@ std::optional<ApiError> parse_field(const std::string& key, const json& value, O
     pending->format_field = key;  // parsed after the loop, keeping the schema's key order
   } else if (chat && (key == "tools" || key == "tool_choice" || key == "parallel_tool_calls")) {
     pending->has_tools = true;  // parsed from the ordered body: the tools' schemas keep their order
+  } else if (chat && key == "reasoning_effort") {
+    if (value.is_null()) return std::nullopt;
+    const char* kEfforts[] = {"minimal", "low", "medium", "high"};
+    if (!value.is_string() || std::find(std::begin(kEfforts), std::end(kEfforts),
+                                        value.get<std::string>()) == std::end(kEfforts)) {
+      return expected(key, "\"minimal\", \"low\", \"medium\" or \"high\"", value);
+    }
+    pending->reasoning_effort = value.get<std::string>();
   } else if (chat && key == "chat_template_kwargs") {
     if (!value.is_object()) return expected(key, "an object of chat template variables", value);
     for (const char* reserved :
@@ -481,6 +490,11 @@ std::variant<OpenAiRequest, ApiError> parse_openai_request(std::string_view body
     r.tools = std::move(std::get<ToolsRequest>(tools));
   }
   if (pending.has_kwargs) r.chat_template_kwargs = ordered.at("chat_template_kwargs");
+  // The template variable of the same name (gpt-oss's harmony system
+  // message says it); chat_template_kwargs, being explicit, wins.
+  if (!pending.reasoning_effort.empty() && !r.chat_template_kwargs.contains("reasoning_effort")) {
+    r.chat_template_kwargs["reasoning_effort"] = pending.reasoning_effort;
+  }
   return r;
 }
 

@@ -18,6 +18,10 @@
 //   chat_template_kwargs
 //                chat: an object of extra chat template variables, as vLLM
 //                and llama-server take it (e.g. {"enable_thinking": false})
+//   reasoning_effort
+//                chat: "minimal" | "low" | "medium" | "high", handed to the
+//                chat template as its variable of that name (gpt-oss's
+//                harmony system message); chat_template_kwargs' wins
 //   max_tokens / max_completion_tokens
 //                integer >= 1 (max_completion_tokens wins when both are
 //                given); absent: 16 for completions (OpenAI's default), the

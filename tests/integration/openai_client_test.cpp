@@ -167,7 +167,7 @@ TEST_CASE("openai client: seeds, n, logprobs, penalties, prompts, json_schema an
 
   CHECK(out["ignored_fields"] == 1);
   CHECK(n.node().process().log().find("ignoring fields this node does not implement: "
-                                      "metadata, reasoning_effort, service_tier, store") !=
+                                      "metadata, service_tier, store, verbosity") !=
         std::string::npos);
 
   const json& tok = out["tokenize"];

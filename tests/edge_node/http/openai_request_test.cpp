@@ -124,6 +124,25 @@ TEST_CASE("openai request: bad tool messages, tools and template kwargs name the
             .param == "chat_template_kwargs.messages");
 }
 
+TEST_CASE("openai request: reasoning_effort becomes the chat template's variable") {
+  const OpenAiRequest r =
+      ok_of(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "high"})",
+            OpenAiKind::kChat);
+  CHECK(r.chat_template_kwargs == nlohmann::ordered_json{{"reasoning_effort", "high"}});
+  CHECK(r.ignored.empty());
+  // An explicit template variable wins.
+  const OpenAiRequest k =
+      ok_of(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "high",
+                "chat_template_kwargs": {"reasoning_effort": "low"}})",
+            OpenAiKind::kChat);
+  CHECK(k.chat_template_kwargs["reasoning_effort"] == "low");
+  const ApiError bad =
+      error_of(R"({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"})",
+               OpenAiKind::kChat);
+  CHECK(bad.param == "reasoning_effort");
+  CHECK(bad.message.find("\"low\"") != std::string::npos);
+}
+
 TEST_CASE("openai request: malformed JSON is refused") {
   const ApiError e = error_of("{\"prompt\": ");
   CHECK(e.code == "invalid_json");
@@ -252,9 +271,9 @@ TEST_CASE(
                                               "store", "suffix"});
   const OpenAiRequest chat =
       ok_of(R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "tool_choice": "auto",
-                "reasoning_effort": "low", "parallel_tool_calls": false})",
+                "verbosity": "low", "parallel_tool_calls": false})",
             OpenAiKind::kChat);
-  CHECK(chat.ignored == std::vector<std::string>{"reasoning_effort"});  // tools are read
+  CHECK(chat.ignored == std::vector<std::string>{"verbosity"});  // tools are read
   const OpenAiRequest completion =
       ok_of(R"({"prompt": "x", "tools": [], "tool_choice": "auto", "parallel_tool_calls": true})");
   CHECK(completion.ignored.size() == 3);

@@ -141,7 +141,7 @@ out.json_schema_stream = schemaText;
 // Fields of OpenAI / vLLM / llama-server the node accepts and ignores.
 const ignored = await client.chat.completions.create({
   model, messages, max_tokens: 2, store: true, metadata: { run: 'x' }, service_tier: 'auto',
-  reasoning_effort: 'low',
+  verbosity: 'low', reasoning_effort: 'low', // the last one reaches the template, not ignored
 });
 out.ignored_fields = ignored.choices.length;
 
