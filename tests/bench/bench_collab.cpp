@@ -40,6 +40,7 @@
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/curve_keys.h"
+#include "tests/bench/free_port.h"
 #include "tests/bench/link_emulator.h"
 
 extern char** environ;
@@ -73,17 +74,7 @@ Link link_named(const std::string& name) {
   return {"loopback", 0, 0};
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using bench::free_port;
 
 // One `dancemoe-node` process (optionally inside a network namespace).
 class Node {

@@ -52,6 +52,7 @@
 #include "common/model/split/split_writer.h"
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/curve_keys.h"
+#include "tests/bench/free_port.h"
 #include "tests/bench/link_emulator.h"
 
 extern char** environ;
@@ -71,17 +72,7 @@ struct Options {
   fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-weight-gathering";
 };
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using bench::free_port;
 
 class Node {
  public:

@@ -53,6 +53,7 @@
 #include "common/net/zmq_transport.h"
 #include "common/proto/messages.h"
 #include "common/runtime/child_process.h"
+#include "tests/bench/free_port.h"
 #include "tests/bench/link_emulator.h"
 
 namespace dancemoe::bench {
@@ -134,17 +135,7 @@ inline double quantile_of(std::vector<double> v, double q) {
 
 namespace study_detail {
 
-inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using bench::free_port;
 
 // One cluster's CurveZMQ keys in `dir`: the scheduler's, the study's
 // operator key (operators/) and a key per node, admitted by its public key
