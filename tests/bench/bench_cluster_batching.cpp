@@ -64,6 +64,7 @@
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/curve_keys.h"
+#include "tests/bench/free_port.h"
 #include "tests/bench/streamed_completion.h"
 
 extern char** environ;
@@ -96,17 +97,7 @@ struct Options {
 
 const std::vector<std::string> kNodeIds = {"a", "b", "c"};
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using bench::free_port;
 
 // A `dancemoe-node` process with its output in `log`; stopped (SIGTERM,
 // then SIGKILL after 5 s) on destruction, whichever way main leaves.
