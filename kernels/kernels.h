@@ -51,6 +51,10 @@ struct WeightView {
   int64_t cols = 0;
 };
 
+// Row ranges the callers split a matmul into (threads, chunks) are
+// multiples of this, so the SIMD kernels' row tiles rarely see ragged tails.
+inline constexpr int64_t kMatmulRowAlign = 16;
+
 // Arguments of y = x W^T for the output columns [row_begin, row_end) of y.
 //   x: [n_tokens, w.cols] (f32 or pre-rounded bf16, see the two entry points)
 //   y: [n_tokens, y_stride]; only y[t, row_begin..row_end) is written, overwriting.

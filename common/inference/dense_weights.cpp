@@ -2,15 +2,14 @@
 
 #include <cstring>
 
+#include "common/base/align.h"
 #include "common/base/check.h"
 #include "kernels/quantize.h"
 
 namespace dancemoe {
 namespace {
 
-constexpr uint64_t kAlign = 64;
-
-uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+constexpr uint64_t kDenseAlign = 64;
 
 }  // namespace
 
@@ -37,14 +36,14 @@ struct DenseWeights::LoadPlan {
   void add_matrix(const TensorLocation& loc, kernels::WeightView* view) {
     const bool in_place = loc.usable_in_place() && !copy_mapped;
     matrices.push_back({&loc, view, in_place ? 0 : matrix_bytes, in_place});
-    if (!in_place) matrix_bytes += align_up(loc.n_bytes);
+    if (!in_place) matrix_bytes += align_up(loc.n_bytes, kDenseAlign);
   }
   bool copy_mapped = false;
   void add_vector(const TensorLocation& loc, const float** target) {
     uint64_t n = 1;
     for (int64_t d : loc.shape) n *= static_cast<uint64_t>(d);
     vectors.push_back({&loc, target, vector_bytes});
-    vector_bytes += align_up(n * sizeof(float));
+    vector_bytes += align_up(n * sizeof(float), kDenseAlign);
   }
   uint64_t read_bytes() const {
     uint64_t total = 0;

@@ -4,14 +4,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/base/align.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
 
 namespace dancemoe {
 namespace {
 
-constexpr uint64_t kAlign = 64;
-uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+constexpr uint64_t kPartAlign = 64;
 
 }  // namespace
 
@@ -129,8 +129,8 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   auto view = [&](const TensorLocation& t, const uint8_t* data) {
     return kernels::WeightView{data, held_type(t), t.shape[0], t.shape[1]};
   };
-  const uint64_t up_offset = align_up(held_bytes(gate));
-  const uint64_t down_offset = up_offset + align_up(held_bytes(up));
+  const uint64_t up_offset = align_up(held_bytes(gate), kPartAlign);
+  const uint64_t down_offset = up_offset + align_up(held_bytes(up), kPartAlign);
   DMOE_ASSIGN_OR_RETURN(expert->storage, arenas_[static_cast<size_t>(device)]->allocate(
                                              down_offset + held_bytes(down)));
   auto* base = static_cast<uint8_t*>(expert->storage.data());

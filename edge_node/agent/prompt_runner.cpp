@@ -6,7 +6,7 @@
 namespace dancemoe::node {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 ServedCounts minus(const ServedCounts& a, const ServedCounts& b) {
   ServedCounts d;
@@ -72,7 +72,7 @@ void PromptRunner::on_routing(int64_t layer, const RoutingDecision& routing) {
   }
   if (layer != first_moe_layer_) return;
   parts_.log->record_tokens(static_cast<uint64_t>(routing.n_tokens));
-  const Clock::time_point now = Clock::now();
+  const SteadyClock::time_point now = SteadyClock::now();
   if (parts_.throttle == nullptr) return;
   if (step_decode_only_ && last_step_valid_) {
     const bool loading = parts_.migration_loading && parts_.migration_loading();

@@ -14,9 +14,11 @@
 namespace dancemoe::node {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
-double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+double micros(SteadyClock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
 
 }  // namespace
 
@@ -29,8 +31,8 @@ struct DistributedMoeExecutor::Call {
   std::vector<int32_t> tokens;  // the layer token of each row of the call
   uint64_t n_pairs = 0;
   uint64_t bytes = 0;  // tensor bytes both ways
-  Clock::time_point sent_at;
-  Clock::time_point deadline;
+  SteadyClock::time_point sent_at;
+  SteadyClock::time_point deadline;
   enum class State { kPending, kDone, kFailed } state = State::kPending;
   std::vector<float> result;  // [tokens.size(), hidden]
   double compute_us = 0;
@@ -135,9 +137,9 @@ Status DistributedMoeExecutor::run_layer(int64_t layer, const float* x, int64_t 
 
   // 3. Local experts, overlapping the network.
   if (n_jobs > 0) {
-    const Clock::time_point start = Clock::now();
+    const SteadyClock::time_point start = SteadyClock::now();
     computer_.run(std::span<const ExpertJob>(jobs_.data(), n_jobs), x, n_tokens, hidden, out);
-    const double us = micros(Clock::now() - start);
+    const double us = micros(SteadyClock::now() - start);
     log_.record_local_call(us);
     record_device_compute(n_jobs);
     uint64_t pairs = 0;
@@ -205,7 +207,7 @@ void DistributedMoeExecutor::record_device_compute(size_t n_jobs) {
 void DistributedMoeExecutor::dispatch(int64_t layer, const float* x, int64_t n_tokens,
                                       int64_t hidden, const HolderTable& table,
                                       const std::vector<size_t>& pieces) {
-  const Clock::time_point now = Clock::now();
+  const SteadyClock::time_point now = SteadyClock::now();
   const std::vector<PeerInfo>& peers = table.peers();
   std::vector<PeerCost> costs(peers.size());
   for (size_t p = 0; p < peers.size(); ++p) {
@@ -353,7 +355,7 @@ void DistributedMoeExecutor::send_call(int64_t layer, const float* x, int64_t hi
   envelope.sequence = call->sequence;
   envelope.body = std::move(body);
 
-  call->sent_at = Clock::now();
+  call->sent_at = SteadyClock::now();
   call->deadline = call->sent_at + options_.call_timeout;
   Call& c = *call;
   calls_.push_back(std::move(call));
@@ -372,7 +374,7 @@ void DistributedMoeExecutor::send_call(int64_t layer, const float* x, int64_t hi
 }
 
 void DistributedMoeExecutor::finish_call(Call& call, const Status& outcome) {
-  const Clock::time_point now = Clock::now();
+  const SteadyClock::time_point now = SteadyClock::now();
   const double rtt_us = micros(now - call.sent_at);
   if (call.link != nullptr && call.state == Call::State::kPending) {
     call.link->estimate().in_flight = std::max(0, call.link->estimate().in_flight - 1);
@@ -400,8 +402,8 @@ void DistributedMoeExecutor::wait_for_calls(int64_t hidden) {
       if (c->state == Call::State::kPending) open.push_back(c.get());
     }
     if (open.empty()) return;
-    const Clock::time_point now = Clock::now();
-    Clock::time_point next_deadline = Clock::time_point::max();
+    const SteadyClock::time_point now = SteadyClock::now();
+    SteadyClock::time_point next_deadline = SteadyClock::time_point::max();
     for (Call* c : open) {
       if (now >= c->deadline) {
         finish_call(*c, deadline_exceeded("no answer within " +
@@ -527,7 +529,7 @@ void DistributedMoeExecutor::choose_gathering(int64_t layer, int64_t n_tokens,
 
 size_t DistributedMoeExecutor::gather(int64_t layer, const HolderTable& table, size_t n_jobs) {
   uint64_t fetched = 0, cached = 0, bytes = 0;
-  const Clock::time_point start = Clock::now();
+  const SteadyClock::time_point start = SteadyClock::now();
   for (Piece& piece : pieces_) {
     if (piece.state != Piece::State::kGather) continue;
     const ExpertRef key{static_cast<int32_t>(layer), piece.expert};
@@ -560,7 +562,7 @@ size_t DistributedMoeExecutor::gather(int64_t layer, const HolderTable& table, s
     piece.state = Piece::State::kGathered;
   }
   if (fetched + cached == 0) return n_jobs;
-  const double us = micros(Clock::now() - start);
+  const double us = micros(SteadyClock::now() - start);
   gathering_.experts_fetched.fetch_add(fetched, std::memory_order_relaxed);
   gathering_.experts_cached.fetch_add(cached, std::memory_order_relaxed);
   gathering_.weight_bytes.fetch_add(bytes, std::memory_order_relaxed);

@@ -6,11 +6,10 @@
 #include <tuple>
 #include <vector>
 
+#include "scheduler/store/sqlite.h"
+
 namespace dancemoe::store {
 namespace {
-
-int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
-uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 
 struct Bucket {
   NodeTotals totals;

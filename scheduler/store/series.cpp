@@ -2,11 +2,10 @@
 
 #include "scheduler/store/activation_counts.h"
 #include "scheduler/store/schema.h"
+#include "scheduler/store/sqlite.h"
 
 namespace dancemoe::store {
 namespace {
-
-uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 
 // Binds ?1 = from, ?2 = step, ?3 = end: every query below buckets with them.
 void bind_range(Statement& s, const SeriesRange& r) {

@@ -23,6 +23,12 @@ struct sqlite3_stmt;
 
 namespace dancemoe::store {
 
+// SQLite's integers are signed 64-bit: counts, sizes and times go in as
+// int64 and come back clamped at 0 (a negative value read from a file
+// cannot become a huge unsigned one).
+inline int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
+inline uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
+
 class Database;
 
 // One prepared statement. Bind parameters are 1-based as in SQLite; columns

@@ -6,12 +6,10 @@
 
 #include "scheduler/store/activation_counts.h"
 #include "scheduler/store/schema.h"
+#include "scheduler/store/sqlite.h"
 
 namespace dancemoe::store {
 namespace {
-
-int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
-uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 
 // Aggregate columns shared by the totals queries over `reports` and `rollups`.
 void read_totals(const Statement& s, int first, NodeTotals* t) {

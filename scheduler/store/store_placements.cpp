@@ -1,13 +1,11 @@
 // Store: placements, placement decisions and migrations (store.h).
 #include <map>
 
+#include "scheduler/store/sqlite.h"
 #include "scheduler/store/store.h"
 
 namespace dancemoe::store {
 namespace {
-
-int64_t i64(uint64_t v) { return static_cast<int64_t>(v); }
-uint64_t u64(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
 
 std::optional<int64_t> optional_int(const Statement& s, int column) {
   if (s.column_is_null(column)) return std::nullopt;

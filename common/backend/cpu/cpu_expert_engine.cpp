@@ -8,8 +8,6 @@
 namespace dancemoe::backend {
 namespace {
 
-// Row slices are multiples of this so SIMD kernels rarely see ragged tails.
-constexpr int64_t kRowAlign = 16;
 // A slice carries at least this many (token x row) products before a job is
 // cut further: one token's whole expert at decode, finer slices at prefill.
 constexpr int64_t kTokenRowsPerSlice = 8 * 512;
@@ -44,10 +42,10 @@ void CpuExpertEngine::plan_slices(std::span<const ExpertJob> jobs, bool down,
     if (n == 0) continue;
     const int64_t rows = down ? jobs[j].down.rows : jobs[j].gate.rows;
     const int64_t by_work = (n * rows + kTokenRowsPerSlice - 1) / kTokenRowsPerSlice;
-    const int64_t max_slices = std::max<int64_t>(1, rows / kRowAlign);
+    const int64_t max_slices = std::max<int64_t>(1, rows / kernels::kMatmulRowAlign);
     const int64_t n_slices = std::min(max_slices, std::max(by_work, min_slices_per_job));
     for (int64_t s = 0; s < n_slices; ++s) {
-      const Range r = split_range(rows, s, n_slices, kRowAlign);
+      const Range r = split_range(rows, s, n_slices, kernels::kMatmulRowAlign);
       if (r.begin < r.end) slices->push_back({static_cast<int32_t>(j), r.begin, r.end});
     }
   }

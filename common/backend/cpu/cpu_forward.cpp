@@ -10,21 +10,21 @@
 namespace dancemoe::backend {
 namespace {
 
-constexpr int64_t kRowAlign = 16;
 // A work chunk of a projection streams about this many weight bytes: long
 // enough that starting a stream (prefetcher ramp-up) is cheap, short enough
 // to balance across threads (ThreadPool::parallel_for).
 constexpr int64_t kChunkBytes = 1 << 20;
 
 int64_t rows_per_chunk(const kernels::WeightView& w) {
-  return std::max<int64_t>(kRowAlign, kChunkBytes / kernels::weight_row_bytes(w.type, w.cols));
-}
-
-void grow(std::vector<float>* v, int64_t n) {
-  if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
+  return std::max<int64_t>(kernels::kMatmulRowAlign,
+                           kChunkBytes / kernels::weight_row_bytes(w.type, w.cols));
 }
 
 }  // namespace
+
+void CpuForward::grow(std::vector<float>* v, int64_t n) {
+  if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
+}
 
 CpuForward::CpuForward(const ModelConfig& config, const DenseWeights& weights,
                        ComputePrecision precision, ThreadPool& pool)
@@ -98,7 +98,7 @@ void CpuForward::project(const kernels::WeightView& w, const ActivationsView& x,
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const int64_t n_chunks = chunk_count(w.rows, rows_per_chunk(w), pool_.size());
   pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
-    const Range r = split_range(w.rows, chunk, n_chunks, kRowAlign);
+    const Range r = split_range(w.rows, chunk, n_chunks, kernels::kMatmulRowAlign);
     matmul_rows(k, w, x, n_, y, y_stride, r.begin, r.end);
   });
 }
@@ -211,13 +211,14 @@ void CpuForward::project_qkv(int64_t layer) {
   const int64_t n_kv_chunks = chunk_count(kv_dim, rows_per_chunk(aw.k), n_threads);
   pool_.parallel_for(n_q_chunks + 2 * n_kv_chunks, [&](int64_t chunk, int) {
     if (chunk < n_q_chunks) {
-      const Range r = split_range(q_dim, chunk, n_q_chunks, kRowAlign);
+      const Range r = split_range(q_dim, chunk, n_q_chunks, kernels::kMatmulRowAlign);
       matmul_rows(k, aw.q, x, n, q_.data(), q_dim, r.begin, r.end);
       return;
     }
     chunk -= n_q_chunks;
     const bool is_k = chunk < n_kv_chunks;
-    const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks, kRowAlign);
+    const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks,
+                                kernels::kMatmulRowAlign);
     matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end);
   });
 }
@@ -323,7 +324,7 @@ void CpuForward::project_out(int64_t layer) {
   const ActivationsView a = attn_.view();
   const int64_t n_o_chunks = chunk_count(hidden, rows_per_chunk(aw.o), pool_.size());
   pool_.parallel_for(n_o_chunks, [&](int64_t chunk, int) {
-    const Range r = split_range(hidden, chunk, n_o_chunks, kRowAlign);
+    const Range r = split_range(hidden, chunk, n_o_chunks, kernels::kMatmulRowAlign);
     matmul_rows(k, aw.o, a, n, proj_.data(), hidden, r.begin, r.end);
     for (int64_t t = 0; t < n; ++t) {
       if (aw.o_bias != nullptr) {
@@ -432,7 +433,7 @@ Status CpuForward::finish_rows(std::span<const int64_t> rows, float* logits) {
   const ActivationsView x = xn_.view();
   const int64_t n_chunks = chunk_count(vocab, rows_per_chunk(weights_.lm_head()), pool_.size());
   pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
-    const Range r = split_range(vocab, chunk, n_chunks, kRowAlign);
+    const Range r = split_range(vocab, chunk, n_chunks, kernels::kMatmulRowAlign);
     matmul_rows(k, weights_.lm_head(), x, n_rows, logits, vocab, r.begin, r.end);
   });
   return Status::ok();

@@ -56,6 +56,8 @@ class CpuForward final : public ForwardEngine {
   Status finish_rows(std::span<const int64_t> rows, float* logits) override;
 
  private:
+  // Grows a scratch vector to at least n values (never shrinks it).
+  static void grow(std::vector<float>* v, int64_t n);
   // One sequence's rows [first_row, first_row + n_rows) of the batch, at
   // positions pos0 ... of its cache.
   struct Segment {

@@ -48,10 +48,6 @@ void widen_row(const kernels::CpuKernels& k, const kernels::WeightView& w, int64
   }
 }
 
-void grow(std::vector<float>* v, int64_t n) {
-  if (v->size() < static_cast<size_t>(n)) v->resize(static_cast<size_t>(n));
-}
-
 }  // namespace
 
 Status CpuForward::latent_attention(int64_t layer) {

@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/base/align.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe::backend::cuda {
 namespace {
 
-constexpr uint64_t kAlign = 256;
+constexpr uint64_t kDeviceAlign = 256;
 
-uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t n) { return dancemoe::align_up(n, kDeviceAlign); }
 
 // Offsets of the pieces of one device allocation, 256-byte aligned (16-byte
 // vector loads need 16).

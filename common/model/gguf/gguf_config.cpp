@@ -8,7 +8,7 @@
 namespace dancemoe::gguf {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 class Keys {
  public:
@@ -126,16 +126,16 @@ namespace {
 // rope.scaling.* -> config.json's rope_scaling (null for none). DeepSeek
 // writes YaRN's mscale as yarn_log_multiplier = 0.1 * mscale_all_dim (its
 // configs set mscale equal to it); gpt-oss's YaRN does not truncate.
-Result<Json> rope_scaling_from_gguf(const Keys& k, Family family) {
+Result<OrderedJson> rope_scaling_from_gguf(const Keys& k, Family family) {
   const Value* type = k.find("rope.scaling.type");
-  if (type == nullptr) return Json(nullptr);
+  if (type == nullptr) return OrderedJson(nullptr);
   const std::string key = k.key("rope.scaling.type");
   if (type->type != ValueType::kString) return k.error(key, "expected a string");
-  if (type->text == "none") return Json(nullptr);
+  if (type->text == "none") return OrderedJson(nullptr);
   if (type->text != "linear" && type->text != "yarn") {
     return k.error(key, "'" + type->text + "' is not supported (supported: none, linear, yarn)");
   }
-  Json r;
+  OrderedJson r;
   r["rope_type"] = type->text;
   DMOE_ASSIGN_OR_RETURN(double factor, k.number_or("rope.scaling.factor", std::nullopt));
   r["factor"] = decimal(factor);
@@ -188,7 +188,7 @@ Result<int64_t> gating_func(const Keys& k, int64_t fallback, std::initializer_li
 }
 
 // n_group / topk_group from expert_group_count / expert_group_used_count.
-Status read_groups(const Keys& k, Json* c) {
+Status read_groups(const Keys& k, OrderedJson* c) {
   DMOE_ASSIGN_OR_RETURN(int64_t groups, k.positive_or("expert_group_count", 1));
   DMOE_ASSIGN_OR_RETURN(int64_t used, k.positive_or("expert_group_used_count", groups));
   (*c)["n_group"] = groups;
@@ -208,33 +208,33 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   }
   const std::string arch = arch_value->text;
   Keys k(file, file_name, arch);
-  Json c;
+  OrderedJson c;
   Family family = Family::kQwen3Moe;
   if (arch == "qwen3moe") {
     family = Family::kQwen3Moe;
-    c["architectures"] = Json::array({"Qwen3MoeForCausalLM"});
+    c["architectures"] = OrderedJson::array({"Qwen3MoeForCausalLM"});
     c["model_type"] = "qwen3_moe";
   } else if (arch == "llama" && k.has("expert_count")) {
     family = Family::kMixtral;
-    c["architectures"] = Json::array({"MixtralForCausalLM"});
+    c["architectures"] = OrderedJson::array({"MixtralForCausalLM"});
     c["model_type"] = "mixtral";
   } else if (arch == "olmoe") {
     family = Family::kOlmoe;
-    c["architectures"] = Json::array({"OlmoeForCausalLM"});
+    c["architectures"] = OrderedJson::array({"OlmoeForCausalLM"});
     c["model_type"] = "olmoe";
   } else if (arch == "qwen2moe") {
     family = Family::kQwen2Moe;
-    c["architectures"] = Json::array({"Qwen2MoeForCausalLM"});
+    c["architectures"] = OrderedJson::array({"Qwen2MoeForCausalLM"});
     c["model_type"] = "qwen2_moe";
   } else if (arch == "deepseek2") {
     family = Family::kDeepseek2;
   } else if (arch == "glm4moe") {
     family = Family::kGlm4Moe;
-    c["architectures"] = Json::array({"Glm4MoeForCausalLM"});
+    c["architectures"] = OrderedJson::array({"Glm4MoeForCausalLM"});
     c["model_type"] = "glm4_moe";
   } else if (arch == "gpt-oss") {
     family = Family::kGptOss;
-    c["architectures"] = Json::array({"GptOssForCausalLM"});
+    c["architectures"] = OrderedJson::array({"GptOssForCausalLM"});
     c["model_type"] = "gpt_oss";
   } else {
     return invalid_argument(fname + ": metadata 'general.architecture': '" + arch +
@@ -286,7 +286,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   if (k.has("attention.clamp_kqv")) {
     return k.error(k.key("attention.clamp_kqv"), "clamping q, k and v is not supported");
   }
-  DMOE_ASSIGN_OR_RETURN(Json rope_scaling, rope_scaling_from_gguf(k, family));
+  DMOE_ASSIGN_OR_RETURN(OrderedJson rope_scaling, rope_scaling_from_gguf(k, family));
   DMOE_ASSIGN_OR_RETURN(double eps, k.number_or("attention.layer_norm_rms_epsilon", std::nullopt));
   DMOE_ASSIGN_OR_RETURN(double theta, k.number_or("rope.freq_base", 10000.0));
   DMOE_ASSIGN_OR_RETURN(int64_t n_ctx, k.positive_or("context_length", 4096));
@@ -302,7 +302,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   DMOE_ASSIGN_OR_RETURN(int64_t vocab, k.positive_or("vocab_size", embed->dims[1]));
 
   // Dense layers are the ones without a router.
-  Json mlp_only = Json::array();
+  OrderedJson mlp_only = OrderedJson::array();
   for (int64_t l = 0; l < n_layers; ++l) {
     if (file.find_tensor(layer_name(l, "ffn_gate_inp.weight")) == nullptr) mlp_only.push_back(l);
   }
@@ -387,7 +387,8 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
                             gating_func(k, kGatingSoftmax, {kGatingSoftmax, kGatingSigmoid},
                                         "1 = softmax (V2), 2 = sigmoid (V3)"));
       const bool v3 = gating == kGatingSigmoid;
-      c["architectures"] = Json::array({v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM"});
+      c["architectures"] =
+          OrderedJson::array({v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM"});
       c["model_type"] = v3 ? "deepseek_v3" : "deepseek_v2";
       if (rope_dims >= head_dim) {
         return k.error(k.key("rope.dimension_count"),
@@ -395,7 +396,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
       }
       DMOE_ASSIGN_OR_RETURN(int64_t q_lora, k.non_negative_or("attention.q_lora_rank", 0));
       DMOE_ASSIGN_OR_RETURN(int64_t kv_lora, k.positive("attention.kv_lora_rank"));
-      c["q_lora_rank"] = q_lora > 0 ? Json(q_lora) : Json(nullptr);
+      c["q_lora_rank"] = q_lora > 0 ? OrderedJson(q_lora) : OrderedJson(nullptr);
       c["kv_lora_rank"] = kv_lora;
       c["qk_nope_head_dim"] = head_dim - rope_dims;
       c["qk_rope_head_dim"] = rope_dims;
@@ -457,7 +458,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
                          "' is missing");
       }
       // llama.cpp's gpt-oss: even layers slide, odd ones attend to all.
-      Json types = Json::array();
+      OrderedJson types = OrderedJson::array();
       for (int64_t l = 0; l < n_layers; ++l) {
         types.push_back(l % 2 == 0 ? "sliding_attention" : "full_attention");
       }
@@ -473,7 +474,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   }
   // End-of-sequence ids: eos, then end-of-turn (a chat model's second stop
   // token, which llama.cpp also stops on).
-  Json eos = Json::array();
+  OrderedJson eos = OrderedJson::array();
   for (const char* id_key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                              "tokenizer.ggml.eot_token_id"}) {
     const Value* v = file.find(id_key);

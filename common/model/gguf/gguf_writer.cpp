@@ -4,6 +4,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/base/align.h"
+
 namespace dancemoe::gguf {
 namespace {
 
@@ -82,8 +84,6 @@ void put_value(Bytes& b, const Value& v) {
     }
   }
 }
-
-uint64_t align_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
