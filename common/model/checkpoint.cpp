@@ -13,8 +13,8 @@
 
 #include "common/base/file_util.h"
 #include "common/base/sha256.h"
-#include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_model.h"
+#include "common/model/gguf/gguf_tensor_names.h"
 #include "common/model/published_mxfp4.h"
 #include "common/model/safetensors.h"
 #include "common/model/split/split_index.h"
@@ -123,6 +123,12 @@ Status Checkpoint::open_gguf(const std::filesystem::path& path) {
     loc.n_bytes = s.n_bytes;
     loc.mapped = gguf_->data(s);
     loc.interleaved_qk = s.interleaved_qk;
+    if (s.kv_b_split) {
+      const auto& [k_b, v_b] = *s.kv_b_split;
+      loc.kv_b_split = gguf::SplitKvB{
+          {k_b.type, gguf_->data(k_b)}, {v_b.type, gguf_->data(v_b)}, config_.n_heads,
+          config_.qk_nope_head_dim,     config_.v_head_dim,           config_.kv_lora_rank};
+    }
     tensors_.emplace(loc.name, std::move(loc));
   }
   compute_model_id();
@@ -312,6 +318,10 @@ Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
         " is a header-only copy (dancemoe model headers): it has no weights, not "
         "even tensor '" +
         t.name + "'");
+  }
+  if (t.kv_b_split) {
+    gguf::assemble_kv_b(*t.kv_b_split, static_cast<uint8_t*>(dst));
+    return Status::ok();
   }
   if (t.mapped != nullptr) {
     if (!t.interleaved_qk) {

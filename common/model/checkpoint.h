@@ -35,6 +35,7 @@
 #include "common/base/status.h"
 #include "common/base/unique_fd.h"
 #include "common/model/expert_manifest.h"
+#include "common/model/gguf/gguf_kv_b.h"
 #include "common/model/model_config.h"
 #include "common/model/split/expert_files.h"
 #include "common/tensor/dtype.h"
@@ -79,6 +80,9 @@ struct TensorLocation {
   // GGUF "llama" q/k: rows stored in llama.cpp's interleaved order.
   // read_tensor() returns HF order; `mapped` does not.
   bool interleaved_qk = false;
+  // GGUF DeepSeek kv_b stored as attn_k_b + attn_v_b (gguf_kv_b.h):
+  // read_tensor() assembles it; `mapped` is null.
+  std::optional<gguf::SplitKvB> kv_b_split;
   // Assembled from stored rows (see TensorView); n_bytes is the result's size.
   std::optional<TensorView> view;
   // A safetensors U8 tensor: raw bytes only views read, never a weight
@@ -90,7 +94,7 @@ struct TensorLocation {
   ExpertRef in_expert_file{-1, -1};
 
   // The bytes can be used where they are, as they are.
-  bool usable_in_place() const { return mapped != nullptr && !interleaved_qk; }
+  bool usable_in_place() const { return mapped != nullptr && !interleaved_qk && !kv_b_split; }
 };
 
 class Checkpoint {

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/model/gguf/gguf_tensor_names.h"
+
 namespace dancemoe::gguf {
 namespace {
 
@@ -114,10 +116,6 @@ Family family_of(const ModelConfig& c) {
 // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values.
 constexpr int64_t kGatingSoftmax = 1;
 constexpr int64_t kGatingSigmoid = 2;
-
-std::string layer_name(int64_t layer, std::string_view what) {
-  return "blk." + std::to_string(layer) + "." + std::string(what);
-}
 
 }  // namespace
 
@@ -259,9 +257,24 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   const int64_t n_layers = n_blocks - nextn;
   if (family == Family::kDeepseek2) {
     if (k.has("attention.key_length_mla") || k.has("attention.value_length_mla")) {
-      return k.error(k.key("attention.key_length_mla"),
-                     "the split attn_k_b / attn_v_b form of latent attention is not read yet "
-                     "(supported: attn_kv_b, without the _mla keys)");
+      // Newer converters (kv_b split into attn_k_b / attn_v_b, gguf_kv_b.h)
+      // describe the latent cache as one shared head -- key_length = rank +
+      // rope, value_length = rank, head_count_kv = 1 -- and a query head in
+      // the _mla keys.
+      DMOE_ASSIGN_OR_RETURN(const int64_t kv_lora, k.positive("attention.kv_lora_rank"));
+      if (head_dim != kv_lora + rope_dims) {
+        return k.error(k.key("attention.key_length"),
+                       "expected kv_lora_rank + rope.dimension_count (" +
+                           std::to_string(kv_lora + rope_dims) + ") beside key_length_mla");
+      }
+      if (value_dim != kv_lora) {
+        return k.error(
+            k.key("attention.value_length"),
+            "expected kv_lora_rank (" + std::to_string(kv_lora) + ") beside value_length_mla");
+      }
+      DMOE_ASSIGN_OR_RETURN(head_dim, k.positive("attention.key_length_mla"));
+      DMOE_ASSIGN_OR_RETURN(value_dim, k.positive("attention.value_length_mla"));
+      if (n_kv_heads == 1) n_kv_heads = n_heads;
     }
     if (n_kv_heads != n_heads) {
       return k.error(k.key("attention.head_count_kv"),
@@ -304,11 +317,11 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   // Dense layers are the ones without a router.
   OrderedJson mlp_only = OrderedJson::array();
   for (int64_t l = 0; l < n_layers; ++l) {
-    if (file.find_tensor(layer_name(l, "ffn_gate_inp.weight")) == nullptr) mlp_only.push_back(l);
+    if (file.find_tensor(gguf_layer_name(l, "ffn_gate_inp.weight")) == nullptr) mlp_only.push_back(l);
   }
   const bool has_dense = !mlp_only.empty();
-  const bool has_q_bias = file.find_tensor(layer_name(0, "attn_q.bias")) != nullptr;
-  const bool has_qk_norm = file.find_tensor(layer_name(0, "attn_q_norm.weight")) != nullptr;
+  const bool has_q_bias = file.find_tensor(gguf_layer_name(0, "attn_q.bias")) != nullptr;
+  const bool has_qk_norm = file.find_tensor(gguf_layer_name(0, "attn_q_norm.weight")) != nullptr;
 
   c["vocab_size"] = vocab;
   c["hidden_size"] = hidden;
@@ -341,7 +354,7 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
       c["attention_bias"] = has_q_bias;
       if (has_dense) {
         return invalid_argument(fname + ": tensor '" +
-                                layer_name(mlp_only[0].get<int64_t>(), "ffn_gate_inp.weight") +
+                                gguf_layer_name(mlp_only[0].get<int64_t>(), "ffn_gate_inp.weight") +
                                 "' is missing (every Mixtral layer has a router)");
       }
       DMOE_ASSIGN_OR_RETURN(int64_t ff, k.positive("feed_forward_length"));
@@ -608,93 +621,6 @@ void config_to_gguf(const ModelConfig& c, GgufWriter* w) {
   }
 }
 
-std::string gguf_tensor_name(const ModelConfig& config, TensorRole role, int64_t layer) {
-  switch (role) {
-    case TensorRole::kEmbed:
-      return "token_embd.weight";
-    case TensorRole::kFinalNorm:
-      return "output_norm.weight";
-    case TensorRole::kLmHead:
-      return "output.weight";
-    case TensorRole::kInputNorm:
-      return layer_name(layer, "attn_norm.weight");
-    case TensorRole::kPostAttentionNorm: {
-      // gpt-oss and GLM-4.5 name the norm after attention, the others before the FFN.
-      const Family f = family_of(config);
-      return layer_name(layer, f == Family::kGptOss || f == Family::kGlm4Moe
-                                   ? "post_attention_norm.weight"
-                                   : "ffn_norm.weight");
-    }
-    case TensorRole::kQ:
-      return layer_name(layer, "attn_q.weight");
-    case TensorRole::kK:
-      return layer_name(layer, "attn_k.weight");
-    case TensorRole::kV:
-      return layer_name(layer, "attn_v.weight");
-    case TensorRole::kO:
-      return layer_name(layer, "attn_output.weight");
-    case TensorRole::kQBias:
-      return layer_name(layer, "attn_q.bias");
-    case TensorRole::kKBias:
-      return layer_name(layer, "attn_k.bias");
-    case TensorRole::kVBias:
-      return layer_name(layer, "attn_v.bias");
-    case TensorRole::kOBias:
-      return layer_name(layer, "attn_output.bias");
-    case TensorRole::kQNorm:
-      return layer_name(layer, "attn_q_norm.weight");
-    case TensorRole::kKNorm:
-      return layer_name(layer, "attn_k_norm.weight");
-    case TensorRole::kSinks:
-      return layer_name(layer, "attn_sinks.weight");
-    case TensorRole::kQA:
-      return layer_name(layer, "attn_q_a.weight");
-    case TensorRole::kQANorm:
-      return layer_name(layer, "attn_q_a_norm.weight");
-    case TensorRole::kQB:
-      return layer_name(layer, "attn_q_b.weight");
-    case TensorRole::kKvA:
-      return layer_name(layer, "attn_kv_a_mqa.weight");
-    case TensorRole::kKvANorm:
-      return layer_name(layer, "attn_kv_a_norm.weight");
-    case TensorRole::kKvB:
-      return layer_name(layer, "attn_kv_b.weight");
-    case TensorRole::kRouter:
-      return layer_name(layer, "ffn_gate_inp.weight");
-    case TensorRole::kRouterBias:
-      return layer_name(layer, "ffn_gate_inp.bias");
-    case TensorRole::kRouterChoiceBias:
-      return layer_name(layer, "exp_probs_b.bias");
-    case TensorRole::kExpertGate:
-      return layer_name(layer, "ffn_gate_exps.weight");
-    case TensorRole::kExpertUp:
-      return layer_name(layer, "ffn_up_exps.weight");
-    case TensorRole::kExpertDown:
-      return layer_name(layer, "ffn_down_exps.weight");
-    case TensorRole::kExpertGateBias:
-      return layer_name(layer, "ffn_gate_exps.bias");
-    case TensorRole::kExpertUpBias:
-      return layer_name(layer, "ffn_up_exps.bias");
-    case TensorRole::kExpertDownBias:
-      return layer_name(layer, "ffn_down_exps.bias");
-    case TensorRole::kDenseGate:
-      return layer_name(layer, "ffn_gate.weight");
-    case TensorRole::kDenseUp:
-      return layer_name(layer, "ffn_up.weight");
-    case TensorRole::kDenseDown:
-      return layer_name(layer, "ffn_down.weight");
-    case TensorRole::kSharedGate:
-      return layer_name(layer, "ffn_gate_shexp.weight");
-    case TensorRole::kSharedUp:
-      return layer_name(layer, "ffn_up_shexp.weight");
-    case TensorRole::kSharedDown:
-      return layer_name(layer, "ffn_down_shexp.weight");
-    case TensorRole::kSharedExpertGate:
-      return layer_name(layer, "ffn_gate_inp_shexp.weight");
-  }
-  return {};
-}
-
 Status gguf_supports(const ModelConfig& c) {
   const std::string what =
       c.hf_architecture + " as GGUF (" + std::string(gguf_architecture(c)) + "): ";
@@ -763,24 +689,6 @@ Status gguf_supports(const ModelConfig& c) {
                             "applies one or the other)");
   }
   return Status::ok();
-}
-
-std::string gguf_single_expert_name(TensorRole role, int64_t layer, int64_t expert) {
-  const char* what = role == TensorRole::kExpertGate ? "ffn_gate."
-                     : role == TensorRole::kExpertUp ? "ffn_up."
-                                                     : "ffn_down.";
-  return layer_name(layer, what + std::to_string(expert) + ".weight");
-}
-
-bool gguf_interleaves_qk(const ModelConfig& config) { return config.model_type == "mixtral"; }
-
-int64_t llama_qk_row(int64_t hf_row, int64_t head_dim) {
-  const int64_t half = head_dim / 2;
-  const int64_t head = hf_row / head_dim;
-  const int64_t within = hf_row % head_dim;
-  const int64_t j = within / half;  // which half
-  const int64_t i = within % half;
-  return head * head_dim + 2 * i + j;
 }
 
 }  // namespace dancemoe::gguf

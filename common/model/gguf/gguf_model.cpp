@@ -4,6 +4,8 @@
 #include <regex>
 
 #include "common/model/gguf/gguf_config.h"
+#include "common/model/gguf/gguf_kv_b.h"
+#include "common/model/gguf/gguf_tensor_names.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe::gguf {
@@ -47,6 +49,20 @@ Result<int64_t> split_key(const File& f, const std::string& file, const char* ke
     return invalid_argument(file + ": metadata '" + key + "': expected a non-negative integer");
   }
   return v->integer;
+}
+
+// The runtime's type of a tensor, or an error naming it.
+Result<kernels::WeightType> computed_type(const std::string& file, const std::string& name,
+                                          const TensorInfo& info) {
+  const std::optional<kernels::WeightType> type = runtime_type(info.type_id);
+  if (!type) {
+    const TensorTypeInfo* t = tensor_type_info(info.type_id);
+    return invalid_argument(file + ": tensor '" + name + "' has type " +
+                            std::string(t ? t->name : "?") +
+                            ", which the runtime does not compute with (supported: f32, f16, "
+                            "bf16, q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4)");
+  }
+  return *type;
 }
 
 }  // namespace
@@ -194,6 +210,11 @@ Status GgufModel::build_slices() {
     const std::string merged_name = gguf_tensor_name(c, role, layer);
     std::string name = merged_name;
     auto it = by_name_.find(name);
+    if (role == TensorRole::kKvB && it == by_name_.end()) {
+      DMOE_ASSIGN_OR_RETURN(TensorSlice split, split_kv_b_slice(layer));
+      slices_[{static_cast<int>(role), layer, 0}] = std::move(split);
+      continue;
+    }
     // Only expert matrices had the older one-tensor-per-expert names.
     const bool merged = it != by_name_.end() || !is_expert_matrix_role(role);
     if (experts && merged) dims.push_back(c.n_experts);
@@ -215,19 +236,12 @@ Status GgufModel::build_slices() {
         return invalid_argument(file + ": tensor '" + name + "' has dims " + dims_text(info.dims) +
                                 ", but the metadata implies " + dims_text(dims));
       }
-      const std::optional<kernels::WeightType> type = runtime_type(info.type_id);
-      if (!type) {
-        const TensorTypeInfo* t = tensor_type_info(info.type_id);
-        return invalid_argument(file + ": tensor '" + name + "' has type " +
-                                std::string(t ? t->name : "?") +
-                                ", which the runtime does not compute with (supported: f32, f16, "
-                                "bf16, q8_0, q4_0, q4_K, q5_K, q6_K, mxfp4)");
-      }
+      DMOE_ASSIGN_OR_RETURN(const kernels::WeightType type, computed_type(file, name, info));
       const bool slab = experts && merged;
       for (int64_t x = 0; x < (slab ? c.n_experts : 1); ++x) {
         TensorSlice s;
         s.name = slab ? name + "[expert " + std::to_string(x) + "]" : name;
-        s.type = *type;
+        s.type = type;
         s.shape = shape;
         s.file_index = file_index;
         s.n_bytes = slab ? info.n_bytes / static_cast<uint64_t>(c.n_experts) : info.n_bytes;
@@ -241,6 +255,45 @@ Status GgufModel::build_slices() {
     }
   }
   return Status::ok();
+}
+
+Result<TensorSlice> GgufModel::split_kv_b_slice(int64_t layer) const {
+  const ModelConfig& c = config_;
+  const auto [k_name, v_name] = gguf_split_kv_b_names(layer);
+  // GGUF dims, fastest first: k_b [nope, rank, n_heads], v_b [rank, v_dim, n_heads].
+  const std::vector<int64_t> k_dims = {c.qk_nope_head_dim, c.kv_lora_rank, c.n_heads};
+  const std::vector<int64_t> v_dims = {c.kv_lora_rank, c.v_head_dim, c.n_heads};
+  TensorSlice::Part parts[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string& name = i == 0 ? k_name : v_name;
+    const auto it = by_name_.find(name);
+    if (it == by_name_.end()) {
+      return not_found(
+          paths_[0].string() + ": tensor '" + gguf_tensor_name(c, TensorRole::kKvB, layer) +
+          "' required by the metadata (" + c.hf_architecture + ") is missing, and so is '" + name +
+          "' of its split form (attn_k_b + attn_v_b)");
+    }
+    const auto [file_index, info_index] = it->second;
+    const File& header = headers_[file_index];
+    const TensorInfo& info = header.tensors[info_index];
+    const std::string file = paths_[file_index].string();
+    const std::vector<int64_t>& dims = i == 0 ? k_dims : v_dims;
+    if (info.dims != dims) {
+      return invalid_argument(file + ": tensor '" + name + "' has dims " + dims_text(info.dims) +
+                              ", but the metadata implies " + dims_text(dims));
+    }
+    DMOE_ASSIGN_OR_RETURN(const kernels::WeightType type, computed_type(file, name, info));
+    parts[i] = {name, type, file_index, header.data_offset + info.offset};
+  }
+  TensorSlice s;
+  s.name = k_name + " + " + v_name;
+  s.type = assembled_kv_b_type(parts[0].type, parts[1].type);
+  s.shape = c.expected_shape(TensorRole::kKvB);
+  s.file_index = parts[0].file_index;
+  s.n_bytes = static_cast<uint64_t>(s.shape[0]) *
+              static_cast<uint64_t>(kernels::weight_row_bytes(s.type, s.shape[1]));
+  s.kv_b_split = std::make_pair(parts[0], parts[1]);
+  return s;
 }
 
 uint64_t GgufModel::file_bytes() const {
@@ -258,7 +311,12 @@ bool GgufModel::has(TensorRole role, int64_t layer) const {
 }
 
 const uint8_t* GgufModel::data(const TensorSlice& slice) const {
+  if (slice.kv_b_split) return nullptr;
   return maps_[slice.file_index].data() + slice.file_offset;
+}
+
+const uint8_t* GgufModel::data(const TensorSlice::Part& part) const {
+  return maps_[part.file_index].data() + part.file_offset;
 }
 
 }  // namespace dancemoe::gguf

@@ -11,7 +11,8 @@
 //   - every tensor the architecture needs present, of a type the runtime
 //     computes with, with the shape the metadata implies (experts: the 3-D
 //     merged tensors of current llama.cpp, or the older one-tensor-per-expert
-//     names).
+//     names; gguf_tensor_names.h; DeepSeek's kv_b whole or split in two,
+//     gguf_kv_b.h).
 // Each error names the file and the key or tensor at fault.
 //
 // Tensors are then handed out as slices of the mappings: an expert is the
@@ -25,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/base/mapped_file.h"
@@ -50,9 +52,19 @@ struct TensorSlice {
   uint32_t file_index = 0;
   uint64_t file_offset = 0;  // absolute, in that file
   uint64_t n_bytes = 0;
-  // q / k rows of "llama" models are stored interleaved (gguf_config.h):
+  // q / k rows of "llama" models are stored interleaved (gguf_tensor_names.h):
   // readers must reorder them to HF order.
   bool interleaved_qk = false;
+  // DeepSeek's kv_b stored split (gguf_kv_b.h): the attn_k_b and attn_v_b
+  // tensors it is assembled from; `type` and `n_bytes` are then the
+  // assembled matrix's, and file_offset means nothing.
+  struct Part {
+    std::string name;
+    kernels::WeightType type = kernels::WeightType::kF32;
+    uint32_t file_index = 0;
+    uint64_t file_offset = 0;
+  };
+  std::optional<std::pair<Part, Part>> kv_b_split;  // (k_b, v_b)
 };
 
 class GgufModel {
@@ -76,14 +88,18 @@ class GgufModel {
   // open() guaranteed every required tensor exists.
   const TensorSlice& tensor(TensorRole role, int64_t layer = 0, int64_t expert = 0) const;
   bool has(TensorRole role, int64_t layer = 0) const;
-  // The slice's bytes inside its mapping.
+  // The slice's bytes inside its mapping (a split kv_b: null; its parts'
+  // bytes are data(part)).
   const uint8_t* data(const TensorSlice& slice) const;
+  const uint8_t* data(const TensorSlice::Part& part) const;
   const MappedFile& mapping(uint32_t file_index) const { return maps_[file_index]; }
 
  private:
   GgufModel() = default;
   Status open_files(const std::filesystem::path& path);
   Status build_slices();
+  // A split kv_b's slice for `layer` (gguf_kv_b.h), its parts checked.
+  Result<TensorSlice> split_kv_b_slice(int64_t layer) const;
 
   std::vector<std::filesystem::path> paths_;
   std::vector<MappedFile> maps_;

@@ -8,6 +8,7 @@
 #include "common/base/sha256.h"
 #include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_model.h"
+#include "common/model/gguf/gguf_tensor_names.h"
 #include "common/model/gguf/gguf_tokenizer.h"
 #include "common/model/gguf/gguf_writer.h"
 #include "common/runtime/thread_pool.h"

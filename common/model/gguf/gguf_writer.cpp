@@ -91,7 +91,7 @@ GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
   set_u32("general.alignment", alignment);
 }
 
-void GgufWriter::set(std::string_view key, Value value) {
+void GgufWriter::set_value(std::string_view key, Value value) {
   for (auto& [k, v] : metadata_) {
     if (k == key) {
       v = std::move(value);
@@ -105,42 +105,42 @@ void GgufWriter::set_u32(std::string_view key, uint32_t v) {
   Value value;
   value.type = ValueType::kU32;
   value.integer = v;
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_i32(std::string_view key, int32_t v) {
   Value value;
   value.type = ValueType::kI32;
   value.integer = v;
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_u64(std::string_view key, uint64_t v) {
   Value value;
   value.type = ValueType::kU64;
   value.integer = static_cast<int64_t>(v);
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_f32(std::string_view key, float v) {
   Value value;
   value.type = ValueType::kF32;
   value.real = v;
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_bool(std::string_view key, bool v) {
   Value value;
   value.type = ValueType::kBool;
   value.integer = v ? 1 : 0;
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_string(std::string_view key, std::string_view v) {
   Value value;
   value.type = ValueType::kString;
   value.text = std::string(v);
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_string_array(std::string_view key, std::vector<std::string> v) {
@@ -149,7 +149,7 @@ void GgufWriter::set_string_array(std::string_view key, std::vector<std::string>
   value.array_type = ValueType::kString;
   value.array_size = v.size();
   value.strings = std::move(v);
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_f32_array(std::string_view key, const std::vector<float>& v) {
@@ -158,7 +158,7 @@ void GgufWriter::set_f32_array(std::string_view key, const std::vector<float>& v
   value.array_type = ValueType::kF32;
   value.array_size = v.size();
   value.reals.assign(v.begin(), v.end());
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 void GgufWriter::set_i32_array(std::string_view key, const std::vector<int32_t>& v) {
@@ -167,7 +167,7 @@ void GgufWriter::set_i32_array(std::string_view key, const std::vector<int32_t>&
   value.array_type = ValueType::kI32;
   value.array_size = v.size();
   value.integers.assign(v.begin(), v.end());
-  set(key, std::move(value));
+  set_value(key, std::move(value));
 }
 
 size_t GgufWriter::add_tensor(std::string name, std::vector<int64_t> dims, uint32_t type_id) {

@@ -36,6 +36,9 @@ class GgufWriter {
   void set_string_array(std::string_view key, std::vector<std::string> v);
   void set_f32_array(std::string_view key, const std::vector<float>& v);
   void set_i32_array(std::string_view key, const std::vector<int32_t>& v);
+  // Any value as parse_gguf() reads it (to copy a file's metadata); arrays
+  // of arrays, which it keeps only the size of, cannot be written.
+  void set_value(std::string_view key, Value value);
 
   // Returns the tensor's index.
   size_t add_tensor(std::string name, std::vector<int64_t> dims, uint32_t type_id);
@@ -49,7 +52,6 @@ class GgufWriter {
   std::vector<uint8_t> header_bytes();
 
  private:
-  void set(std::string_view key, Value value);
   void layout();  // assigns tensor offsets
 
   uint32_t alignment_;

@@ -1,8 +1,7 @@
 // GGUF metadata <-> ModelConfig: a config written with config_to_gguf (and
 // the tensors llama.cpp would have) reads back to the same ModelConfig;
 // unsupported architectures, missing keys and unsupported features are
-// errors naming the file and key; the llama q/k row interleaving matches
-// llama.cpp's converter.
+// errors naming the file and key.
 #include "common/model/gguf/gguf_config.h"
 
 #include <doctest/doctest.h>
@@ -10,6 +9,8 @@
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "common/model/gguf/gguf_tensor_names.h"
 
 namespace dancemoe::gguf {
 namespace {
@@ -140,30 +141,6 @@ TEST_CASE("gguf config: unsupported architectures and features name the key") {
     w.set_u32("qwen3moe.rope.dimension_count", 8);
     CHECK(error(w).find("partial rotary") != std::string::npos);
   }
-}
-
-TEST_CASE("gguf config: llama q/k rows interleave each head's halves like llama.cpp's converter") {
-  // convert_hf_to_gguf: w.reshape(n_head, 2, head_dim / 2, cols).swapaxes(1, 2)
-  const int64_t head_dim = 8, n_heads = 2;
-  std::vector<int64_t> gguf_of_hf(static_cast<size_t>(n_heads * head_dim));
-  for (int64_t r = 0; r < n_heads * head_dim; ++r)
-    gguf_of_hf[static_cast<size_t>(r)] = llama_qk_row(r, head_dim);
-  // GGUF row order (h, i, j) lists HF rows h * 8 + j * 4 + i.
-  const std::vector<int64_t> hf_at_gguf = {0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15};
-  for (int64_t g = 0; g < n_heads * head_dim; ++g) {
-    CHECK(gguf_of_hf[static_cast<size_t>(hf_at_gguf[static_cast<size_t>(g)])] == g);
-  }
-}
-
-TEST_CASE("gguf config: tensor names follow llama.cpp") {
-  const ModelConfig c = parse(kQwenConfig);
-  CHECK(gguf_tensor_name(c, TensorRole::kQ, 3) == "blk.3.attn_q.weight");
-  CHECK(gguf_tensor_name(c, TensorRole::kPostAttentionNorm, 0) == "blk.0.ffn_norm.weight");
-  CHECK(gguf_tensor_name(c, TensorRole::kExpertDown, 15) == "blk.15.ffn_down_exps.weight");
-  CHECK(gguf_tensor_name(c, TensorRole::kRouter, 2) == "blk.2.ffn_gate_inp.weight");
-  CHECK(gguf_tensor_name(c, TensorRole::kQNorm, 1) == "blk.1.attn_q_norm.weight");
-  CHECK(gguf_tensor_name(c, TensorRole::kLmHead, 0) == "output.weight");
-  CHECK(gguf_single_expert_name(TensorRole::kExpertUp, 1, 7) == "blk.1.ffn_up.7.weight");
 }
 
 }  // namespace
