@@ -21,12 +21,12 @@ Result<KvCache> KvCache::create(int64_t n_layers, int64_t key_dim, int64_t value
   return cache;
 }
 
-KvCache KvCache::external(int64_t n_layers, int64_t kv_dim, int64_t capacity,
+KvCache KvCache::external(int64_t n_layers, int64_t key_dim, int64_t value_dim, int64_t capacity,
                           std::unique_ptr<ExternalStorage> storage) {
   KvCache cache;
   cache.n_layers_ = n_layers;
-  cache.key_dim_ = kv_dim;
-  cache.value_dim_ = kv_dim;
+  cache.key_dim_ = key_dim;
+  cache.value_dim_ = value_dim;
   cache.capacity_ = capacity;
   cache.external_ = std::move(storage);
   return cache;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "common/base/status.h"
 #include "common/tensor/host_buffer.h"
@@ -33,8 +34,13 @@ class KvCache {
   static Result<KvCache> create(int64_t n_layers, int64_t kv_dim, int64_t capacity) {
     return create(n_layers, kv_dim, kv_dim, capacity);
   }
-  static KvCache external(int64_t n_layers, int64_t kv_dim, int64_t capacity,
+  // A cache whose storage a backend keeps (widths as in create()).
+  static KvCache external(int64_t n_layers, int64_t key_dim, int64_t value_dim, int64_t capacity,
                           std::unique_ptr<ExternalStorage> storage);
+  static KvCache external(int64_t n_layers, int64_t kv_dim, int64_t capacity,
+                          std::unique_ptr<ExternalStorage> storage) {
+    return external(n_layers, kv_dim, kv_dim, capacity, std::move(storage));
+  }
 
   int64_t capacity() const { return capacity_; }
   int64_t n_layers() const { return n_layers_; }

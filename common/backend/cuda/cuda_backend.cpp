@@ -5,6 +5,7 @@
 #include "common/backend/cuda/cuda_device.h"
 #include "common/backend/cuda/cuda_expert_engine.h"
 #include "common/backend/cuda/cuda_forward.h"
+#include "common/backend/cuda/cuda_latent_attention.h"
 #include "common/backend/cuda/device_weights.h"
 #include "common/backend/memory_plan.h"
 
@@ -50,15 +51,15 @@ uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options
          CudaExpertEngine::workspace_bytes(config, engine_tokens);
 }
 
-// The blocks of model_config.h the CUDA kernels do not implement yet, by
-// name; empty when the model runs. A model that needs one is refused at
-// load rather than computed wrongly.
+// The blocks of model_config.h (or their sizes) the CUDA kernels do not
+// implement yet, by name; empty when the model runs. A model that needs one
+// is refused at load rather than computed wrongly.
 std::string missing_cuda_blocks(const ModelConfig& c) {
   std::string missing;
-  auto need = [&](bool used, const char* block) {
-    if (used) missing += std::string(missing.empty() ? "" : ", ") + block;
+  auto need = [&](const std::string& block) {
+    if (!block.empty()) missing += (missing.empty() ? "" : ", ") + block;
   };
-  need(c.attention == AttentionKind::kLatent, "multi-head latent attention (MLA)");
+  need(latent_attention_unsupported(c));
   return missing;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/backend/cuda/cuda_latent_attention.h"
 #include "common/inference/rope.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/elementwise.cuh"
@@ -34,7 +35,10 @@ struct CudaForward::KvPool {
 
 namespace {
 
-// A KvCache's device storage: [n_layers][2 (k, v)][capacity, kv_dim] f32.
+// A KvCache's device storage, laid out as a host KvCache's:
+// [n_layers][keys [capacity, key_dim], values [capacity, value_dim]] f32
+// with the config's cache_key_dim / cache_value_dim (grouped attention:
+// kv_dim each; latent attention: the compressed row, no values).
 class CudaKvStorage final : public KvCache::ExternalStorage {
  public:
   CudaKvStorage(std::shared_ptr<CudaForward::KvPool> pool, DeviceMemory own, float* base)
@@ -56,12 +60,19 @@ class CudaKvStorage final : public KvCache::ExternalStorage {
 
 // Sizes of the workspace pieces for a batch of B tokens.
 struct Dims {
-  int64_t B, H, Q, KV, half, E, K, P, I, DI, V, T, inter_elems, d_rows;
+  int64_t B, H, Q, KV, AO, half, E, K, P, I, DI, V, T, inter_elems, d_rows;
+  int64_t LQ, LKV, LQLAT, LOLAT;  // latent attention (0 otherwise)
   explicit Dims(const ModelConfig& c, int64_t b) {
     B = b;
     H = c.hidden_size;
     Q = c.q_dim();
-    KV = c.kv_dim();
+    const bool latent = c.attention == AttentionKind::kLatent;
+    KV = latent ? 0 : c.kv_dim();  // MLA projects no k / v
+    AO = c.attention_out_dim();
+    LQ = latent ? c.q_lora_rank : 0;
+    LKV = latent ? c.kv_lora_rank + c.rope_dim() : 0;
+    LQLAT = latent ? c.n_heads * LKV : 0;
+    LOLAT = latent ? c.n_heads * c.kv_lora_rank : 0;
     half = c.rope_dim() / 2;
     E = std::max<int64_t>(c.n_experts, 1);
     K = std::max<int64_t>(c.n_experts_per_token, 1);
@@ -113,6 +124,9 @@ struct CudaForward::Buffers {
   float *cos, *sin, *h, *xn, *q, *k, *v, *attn, *router_logits, *r_weights, *pair_weight, *d,
       *delta, *logits, *shared_weight;
   uint16_t *xn_b, *attn_b, *inter;
+  // latent attention (cuda_latent_attention.h's LatentBatch scratch)
+  float *q_a, *kv_a, *q_lat, *o_lat;
+  uint16_t* q_a_b;
   int32_t *r_ids, *offsets, *pair_token, *pair_group, *pair_pos, *tile_group, *tile_row0, *n_tiles;
   // host (pinned)
   int32_t* h_ids;
@@ -139,8 +153,13 @@ struct CudaForward::Buffers {
     q = g.take<float>(d_.B * d_.Q);
     k = g.take<float>(d_.B * d_.KV);
     v = g.take<float>(d_.B * d_.KV);
-    attn = g.take<float>(d_.B * d_.Q);
-    attn_b = g.take<uint16_t>(d_.B * d_.Q);
+    attn = g.take<float>(d_.B * d_.AO);
+    attn_b = g.take<uint16_t>(d_.B * d_.AO);
+    q_a = g.take<float>(d_.B * d_.LQ);
+    q_a_b = g.take<uint16_t>(d_.B * d_.LQ);
+    kv_a = g.take<float>(d_.B * d_.LKV);
+    q_lat = g.take<float>(d_.B * d_.LQLAT);
+    o_lat = g.take<float>(d_.B * d_.LOLAT);
     router_logits = g.take<float>(d_.B * d_.E);
     r_ids = g.take<int32_t>(d_.P);
     r_weights = g.take<float>(d_.P);
@@ -178,8 +197,8 @@ uint64_t CudaForward::workspace_bytes(const ModelConfig& config, int64_t max_bat
 }
 
 uint64_t CudaForward::kv_cache_bytes(const ModelConfig& c, int64_t tokens) {
-  return static_cast<uint64_t>(c.n_layers) * 2 * static_cast<uint64_t>(tokens) *
-         static_cast<uint64_t>(c.kv_dim()) * sizeof(float);
+  return static_cast<uint64_t>(c.n_layers) * static_cast<uint64_t>(tokens) *
+         static_cast<uint64_t>(c.cache_key_dim() + c.cache_value_dim()) * sizeof(float);
 }
 
 CudaForward::CudaForward(const ModelConfig& config, std::shared_ptr<const DeviceWeights> weights,
@@ -209,6 +228,9 @@ Result<std::unique_ptr<CudaForward>> CudaForward::create(
         "the CUDA rotary kernels need an even rotary dimension of at most "
         "head_dim, the model has " +
         std::to_string(config.rope_dim()));
+  }
+  if (const std::string why = latent_attention_unsupported(config); !why.empty()) {
+    return invalid_argument("the CUDA kernels do not run " + why);
   }
   std::unique_ptr<CudaForward> f(new CudaForward(config, std::move(weights), options));
   if (options.experts_on_device && !f->weights_->holds_all_experts(f->device_index_)) {
@@ -265,7 +287,8 @@ Result<KvCache> CudaForward::new_cache(int64_t capacity) {
       kv_pool_->leased = true;
       auto storage =
           std::make_unique<CudaKvStorage>(kv_pool_, DeviceMemory(), kv_pool_->reserved.as<float>());
-      return KvCache::external(config_.n_layers, config_.kv_dim(), capacity, std::move(storage));
+      return KvCache::external(config_.n_layers, config_.cache_key_dim(), config_.cache_value_dim(),
+                               capacity, std::move(storage));
     }
   }
   DMOE_ASSIGN_OR_RETURN(
@@ -274,7 +297,8 @@ Result<KvCache> CudaForward::new_cache(int64_t capacity) {
                         "a KV cache of " + std::to_string(capacity) + " positions"));
   float* base = memory.as<float>();
   auto storage = std::make_unique<CudaKvStorage>(kv_pool_, std::move(memory), base);
-  return KvCache::external(config_.n_layers, config_.kv_dim(), capacity, std::move(storage));
+  return KvCache::external(config_.n_layers, config_.cache_key_dim(), config_.cache_value_dim(),
+                           capacity, std::move(storage));
 }
 
 Result<float*> CudaForward::cache_base(KvCache& cache) const {
@@ -339,6 +363,11 @@ void CudaForward::norm_rows(const float* weight, int64_t first_row, int64_t n_ro
   kc::rmsnorm(norm, s);
 }
 
+float* CudaForward::layer_cache(int64_t layer) const {
+  const int64_t width = config_.cache_key_dim() + config_.cache_value_dim();
+  return kv_base_ + layer * kv_capacity_ * width;
+}
+
 Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   if (replaying_) return Status::ok();
   const DeviceLayer& lw = weights_->layer(layer);
@@ -347,6 +376,27 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   const int64_t H = config_.hidden_size, Q = config_.q_dim(), KV = config_.kv_dim();
 
   norm_rows(lw.input_norm, 0, n_, s);
+  if (config_.attention == AttentionKind::kLatent) {
+    LatentBatch b;
+    b.n_tokens = n_;
+    b.x_bf16 = buf_->xn_b;
+    b.d_pos0 = buf_->pos0;
+    b.cos = buf_->cos;
+    b.sin = buf_->sin;
+    b.rope_scale = static_cast<float>(rope_frequencies(config_).attention_factor);
+    b.cache = layer_cache(layer);
+    b.h = buf_->h;
+    b.q = buf_->q;
+    b.q_a = buf_->q_a;
+    b.q_a_bf16 = buf_->q_a_b;
+    b.kv_a = buf_->kv_a;
+    b.q_lat = buf_->q_lat;
+    b.o_lat = buf_->o_lat;
+    b.attn = buf_->attn;
+    b.attn_bf16 = buf_->attn_b;
+    latent_attention(config_, aw, b, s);
+    return device_->check("latent attention");
+  }
 
   kc::MatmulArgs qkv;
   qkv.x_bf16 = buf_->xn_b;
@@ -379,8 +429,8 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
     kn.out_stride = KV;
     kc::rmsnorm(kn, s);
   }
-  float* k_cache = kv_base_ + (2 * layer) * kv_capacity_ * KV;
-  float* v_cache = kv_base_ + (2 * layer + 1) * kv_capacity_ * KV;
+  float* k_cache = layer_cache(layer);
+  float* v_cache = k_cache + kv_capacity_ * KV;
   kc::QkvPrepareArgs prep;
   prep.q = buf_->q;
   prep.q_stride = Q;

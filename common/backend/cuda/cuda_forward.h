@@ -4,6 +4,10 @@
 // residual stream, activations and KV cache stay on the device, and the
 // host waits once per batch, in finish(), for the logits.
 //
+// Attention: grouped (q/k/v projections, qkv_prepare, the attention
+// kernels) or, for AttentionKind::kLatent, DeepSeek's multi-head latent
+// attention over a compressed cache (cuda_latent_attention.h).
+//
 // MoE layers, two ways:
 // - experts_on_device (the device holds every expert, a single-node model):
 //   the router, top-k, grouping, grouped expert FFN and combine all run on
@@ -81,6 +85,9 @@ class CudaForward final : public ForwardEngine {
   Status allocate();
   // The cache's device storage, or an error when another engine made it.
   Result<float*> cache_base(KvCache& cache) const;
+  // Layer `layer`'s part of the current batch's cache: its keys
+  // [kv_capacity_, cache_key_dim], then its values (none for MLA).
+  float* layer_cache(int64_t layer) const;
   // RMSNorm of hidden-state rows [first_row, first_row + n_rows) of h into
   // xn (f32) and xn_b (bf16), the inputs of the next matrix products.
   void norm_rows(const float* weight, int64_t first_row, int64_t n_rows, kernels::cuda::Stream s);

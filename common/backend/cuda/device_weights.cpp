@@ -109,6 +109,7 @@ namespace {
 
 struct LayerOffsets {
   uint64_t input_norm, post_norm, q, k, v, o, q_bias, k_bias, v_bias, o_bias, q_norm, k_norm, sinks;
+  uint64_t q_a, q_a_norm, q_b, kv_a, kv_a_norm, kv_b;  // latent attention
   uint64_t router, router_bias, choice_bias;
   uint64_t gate, up, down, table;  // dense MLP layers
   uint64_t shared_gate, shared_up, shared_down, shared_table, shared_expert_gate;
@@ -122,20 +123,36 @@ LayerOffsets lay_out_layer(const ModelConfig& c, bool is_moe, Layout& layout) {
   const int64_t H = c.hidden_size;
   o.input_norm = layout.add(vector_bytes(H));
   o.post_norm = layout.add(vector_bytes(H));
-  o.q = layout.add(matrix_bytes(c.q_dim(), H));
-  o.k = layout.add(matrix_bytes(c.kv_dim(), H));
-  o.v = layout.add(matrix_bytes(c.kv_dim(), H));
-  o.o = layout.add(matrix_bytes(H, c.q_dim()));
-  if (c.attention_bias) {
-    o.q_bias = layout.add(vector_bytes(c.q_dim()));
-    o.k_bias = layout.add(vector_bytes(c.kv_dim()));
-    o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+  if (c.attention == AttentionKind::kLatent) {
+    // The tensors required_tensors() lists for MLA: no k / v, no q/k/v
+    // biases or norms (the CPU's latent attention reads none of them).
+    if (c.q_lora_rank > 0) {
+      o.q_a = layout.add(matrix_bytes(c.q_lora_rank, H));
+      o.q_a_norm = layout.add(vector_bytes(c.q_lora_rank));
+      o.q_b = layout.add(matrix_bytes(c.q_dim(), c.q_lora_rank));
+    } else {
+      o.q = layout.add(matrix_bytes(c.q_dim(), H));
+    }
+    o.kv_a = layout.add(matrix_bytes(c.kv_lora_rank + c.rope_dim(), H));
+    o.kv_a_norm = layout.add(vector_bytes(c.kv_lora_rank));
+    o.kv_b =
+        layout.add(matrix_bytes(c.n_heads * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank));
+  } else {
+    o.q = layout.add(matrix_bytes(c.q_dim(), H));
+    o.k = layout.add(matrix_bytes(c.kv_dim(), H));
+    o.v = layout.add(matrix_bytes(c.kv_dim(), H));
+    if (c.attention_bias) {
+      o.q_bias = layout.add(vector_bytes(c.q_dim()));
+      o.k_bias = layout.add(vector_bytes(c.kv_dim()));
+      o.v_bias = layout.add(vector_bytes(c.kv_dim()));
+    }
+    if (c.qk_norm != QkNormKind::kNone) {
+      o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
+      o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
+    }
   }
+  o.o = layout.add(matrix_bytes(H, c.attention_out_dim()));
   if (c.attention_out_bias) o.o_bias = layout.add(vector_bytes(H));
-  if (c.qk_norm != QkNormKind::kNone) {
-    o.q_norm = layout.add(vector_bytes(norm_width(c, true)));
-    o.k_norm = layout.add(vector_bytes(norm_width(c, false)));
-  }
   if (c.attention_sinks) o.sinks = layout.add(vector_bytes(c.n_heads));
   if (is_moe) {
     o.router = layout.add(matrix_bytes(c.n_experts, H));
@@ -195,20 +212,33 @@ DeviceWeights::DenseLayout DeviceWeights::lay_out_dense(const ModelConfig& c,
     out.offsets[static_cast<size_t>(l)] = o;
     vectors.emplace_back(lw.input_norm, H, o.input_norm);
     vectors.emplace_back(lw.post_attention_norm, H, o.post_norm);
-    matrices.push_back({&aw.q, o.q});
-    matrices.push_back({&aw.k, o.k});
-    matrices.push_back({&aw.v, o.v});
+    if (c.attention == AttentionKind::kLatent) {
+      if (c.q_lora_rank > 0) {
+        matrices.push_back({&aw.q_a, o.q_a});
+        vectors.emplace_back(aw.q_a_norm, c.q_lora_rank, o.q_a_norm);
+        matrices.push_back({&aw.q_b, o.q_b});
+      } else {
+        matrices.push_back({&aw.q, o.q});
+      }
+      matrices.push_back({&aw.kv_a, o.kv_a});
+      vectors.emplace_back(aw.kv_a_norm, c.kv_lora_rank, o.kv_a_norm);
+      matrices.push_back({&aw.kv_b, o.kv_b});
+    } else {
+      matrices.push_back({&aw.q, o.q});
+      matrices.push_back({&aw.k, o.k});
+      matrices.push_back({&aw.v, o.v});
+      if (c.attention_bias) {
+        vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
+        vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
+        vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
+      }
+      if (c.qk_norm != QkNormKind::kNone) {
+        vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
+        vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
+      }
+    }
     matrices.push_back({&aw.o, o.o});
-    if (c.attention_bias) {
-      vectors.emplace_back(aw.q_bias, c.q_dim(), o.q_bias);
-      vectors.emplace_back(aw.k_bias, c.kv_dim(), o.k_bias);
-      vectors.emplace_back(aw.v_bias, c.kv_dim(), o.v_bias);
-    }
     if (c.attention_out_bias) vectors.emplace_back(aw.o_bias, H, o.o_bias);
-    if (c.qk_norm != QkNormKind::kNone) {
-      vectors.emplace_back(aw.q_norm, norm_width(c, true), o.q_norm);
-      vectors.emplace_back(aw.k_norm, norm_width(c, false), o.k_norm);
-    }
     if (c.attention_sinks) vectors.emplace_back(aw.sinks, c.n_heads, o.sinks);
     if (lw.is_moe) {
       matrices.push_back({&lw.router, o.router});
@@ -270,20 +300,34 @@ Status DeviceWeights::upload_dense(const UploadPlan& plan, const DenseLayout& la
     DeviceLayer& dl = layers_[static_cast<size_t>(l)];
     dl.input_norm = reinterpret_cast<const float*>(at(o.input_norm));
     dl.post_attention_norm = reinterpret_cast<const float*>(at(o.post_norm));
-    dl.attention.q = reinterpret_cast<const uint16_t*>(at(o.q));
-    dl.attention.k = reinterpret_cast<const uint16_t*>(at(o.k));
-    dl.attention.v = reinterpret_cast<const uint16_t*>(at(o.v));
-    dl.attention.o = reinterpret_cast<const uint16_t*>(at(o.o));
-    if (c.attention_bias) {
-      dl.attention.q_bias = reinterpret_cast<const float*>(at(o.q_bias));
-      dl.attention.k_bias = reinterpret_cast<const float*>(at(o.k_bias));
-      dl.attention.v_bias = reinterpret_cast<const float*>(at(o.v_bias));
+    DeviceAttention& da = dl.attention;
+    if (c.attention == AttentionKind::kLatent) {
+      if (c.q_lora_rank > 0) {
+        da.q_a = reinterpret_cast<const uint16_t*>(at(o.q_a));
+        da.q_a_norm = reinterpret_cast<const float*>(at(o.q_a_norm));
+        da.q_b = reinterpret_cast<const uint16_t*>(at(o.q_b));
+      } else {
+        da.q = reinterpret_cast<const uint16_t*>(at(o.q));
+      }
+      da.kv_a = reinterpret_cast<const uint16_t*>(at(o.kv_a));
+      da.kv_a_norm = reinterpret_cast<const float*>(at(o.kv_a_norm));
+      da.kv_b = reinterpret_cast<const uint16_t*>(at(o.kv_b));
+    } else {
+      da.q = reinterpret_cast<const uint16_t*>(at(o.q));
+      da.k = reinterpret_cast<const uint16_t*>(at(o.k));
+      da.v = reinterpret_cast<const uint16_t*>(at(o.v));
+      if (c.attention_bias) {
+        da.q_bias = reinterpret_cast<const float*>(at(o.q_bias));
+        da.k_bias = reinterpret_cast<const float*>(at(o.k_bias));
+        da.v_bias = reinterpret_cast<const float*>(at(o.v_bias));
+      }
+      if (c.qk_norm != QkNormKind::kNone) {
+        da.q_norm = reinterpret_cast<const float*>(at(o.q_norm));
+        da.k_norm = reinterpret_cast<const float*>(at(o.k_norm));
+      }
     }
-    if (c.attention_out_bias) dl.attention.o_bias = reinterpret_cast<const float*>(at(o.o_bias));
-    if (c.qk_norm != QkNormKind::kNone) {
-      dl.attention.q_norm = reinterpret_cast<const float*>(at(o.q_norm));
-      dl.attention.k_norm = reinterpret_cast<const float*>(at(o.k_norm));
-    }
+    da.o = reinterpret_cast<const uint16_t*>(at(o.o));
+    if (c.attention_out_bias) da.o_bias = reinterpret_cast<const float*>(at(o.o_bias));
     if (c.attention_sinks) dl.attention.sinks = reinterpret_cast<const float*>(at(o.sinks));
     // A one-group pointer table of (gate, up, down) for the grouped kernels.
     auto one_group_table = [&](uint64_t gate, uint64_t up, uint64_t down,

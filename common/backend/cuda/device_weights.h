@@ -42,10 +42,10 @@ namespace dancemoe::backend::cuda {
 class Uploader;  // device_weights.cpp
 
 struct DeviceAttention {
-  const uint16_t* q = nullptr;  // [q_dim, hidden]
-  const uint16_t* k = nullptr;  // [kv_dim, hidden]
-  const uint16_t* v = nullptr;  // [kv_dim, hidden]
-  const uint16_t* o = nullptr;  // [hidden, q_dim]
+  const uint16_t* q = nullptr;  // [q_dim, hidden] (MLA: null with q_lora_rank)
+  const uint16_t* k = nullptr;  // [kv_dim, hidden] (grouped attention only)
+  const uint16_t* v = nullptr;  // [kv_dim, hidden] (grouped attention only)
+  const uint16_t* o = nullptr;  // [hidden, attention_out_dim]
   const float* q_bias = nullptr;
   const float* k_bias = nullptr;
   const float* v_bias = nullptr;
@@ -53,6 +53,13 @@ struct DeviceAttention {
   const float* q_norm = nullptr;  // [head_dim] (per head) or [q_dim] (full)
   const float* k_norm = nullptr;
   const float* sinks = nullptr;  // [n_heads] or null
+  // Multi-head latent attention (AttentionKind::kLatent; null otherwise).
+  const uint16_t* q_a = nullptr;     // [q_lora_rank, hidden] (null: q_lora_rank 0, q above)
+  const float* q_a_norm = nullptr;   // [q_lora_rank]
+  const uint16_t* q_b = nullptr;     // [q_dim, q_lora_rank]
+  const uint16_t* kv_a = nullptr;    // [kv_lora_rank + rope_dim, hidden]
+  const float* kv_a_norm = nullptr;  // [kv_lora_rank]
+  const uint16_t* kv_b = nullptr;    // [n_heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
 };
 
 struct DeviceLayer {

@@ -1,11 +1,12 @@
 // The CUDA backend's forward pass against the CPU forward in bf16 compute
 // mode (the CUDA backend's only mode): the tiny presets (Qwen3-MoE with a
-// dense layer, Mixtral, tied f32 weights, OLMoE, Qwen2-MoE, GLM-4.5, gpt-oss) and the
-// medium preset -- logits
-// within 2e-2 (normalised: max |gpu - cpu| / max |cpu|) and the same greedy
-// tokens over 32 decode steps -- plus the device KV cache, prompts split into
-// workspace-sized batches, and the MoE path through the executor. Skips
-// (with a message) without a GPU.
+// dense layer, Mixtral, tied f32 weights, OLMoE, Qwen2-MoE, GLM-4.5, gpt-oss,
+// DeepSeek-V2 and V3 with latent attention, q_lora_rank null and set) and
+// the medium preset -- logits within 2e-2 (normalised: max |gpu - cpu| /
+// max |cpu|) and the same greedy tokens over 32 decode steps -- plus the
+// device KV cache (grouped and latent), prompts split into workspace-sized
+// batches, and the MoE path through the executor. Skips (with a message)
+// without a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -177,9 +178,18 @@ TEST_CASE("cuda forward: tiny presets match the CPU within 2e-2 with equal greed
                              {"glm4_moe tiny", spec("glm4_moe", "tiny")},
                              // sinks, alternating sliding windows, o_proj bias, router bias,
                              // clamped SwiGLU experts with biases, YaRN
-                             {"gpt_oss tiny", spec("gpt_oss", "tiny")}};
+                             {"gpt_oss tiny", spec("gpt_oss", "tiny")},
+                             // latent attention with q_proj (q_lora_rank null), YaRN mscale,
+                             // softmax routing, two shared experts, a leading dense layer
+                             {"deepseek_v2 tiny", spec("deepseek_v2", "tiny")},
+                             // latent attention through q_a / q_a_layernorm / q_b, the
+                             // sigmoid noaux_tc router with groups
+                             {"deepseek_v3 tiny", spec("deepseek_v3", "tiny")},
+                             {"deepseek_v2 tiny, q_lora_rank set", spec("deepseek_v2", "tiny")},
+                             {"deepseek_v3 small", spec("deepseek_v3", "small")}};
   cases[2].spec.tie_word_embeddings = true;
   cases[2].spec.dtype = DType::kF32;
+  cases[10].spec.config_overrides = {{"q_lora_rank", "40"}};
   for (const Case& k : cases) {
     CAPTURE(k.name);
     TempDir dir("cuda-fwd");
@@ -207,10 +217,9 @@ TEST_CASE("cuda forward: medium preset matches the CPU within 2e-2 with equal gr
   check_against_cpu("qwen3_moe medium", *cpu, *gpu, 16, 32);
 }
 
-TEST_CASE("cuda forward: device KV cache decode equals a full re-run, split prompts agree") {
-  DMOE_REQUIRE_CUDA();
+void check_kv_cache(const std::string& arch) {
   TempDir dir("cuda-kv");
-  write_model(spec("qwen3_moe", "tiny"), dir.path());
+  write_model(spec(arch, "tiny"), dir.path());
   auto gpu = open_on(dir.path(), "cuda:0");
   auto split = open_on(dir.path(), "cuda:0", /*max_batch=*/5);
   Transformer& tf = gpu->transformer();
@@ -233,8 +242,8 @@ TEST_CASE("cuda forward: device KV cache decode equals a full re-run, split prom
     worst.abs = std::fmax(worst.abs, d.abs);
     worst.normalised = std::fmax(worst.normalised, d.normalised);
   }
-  MESSAGE("cuda: decode vs full re-run: max |diff| " << worst.abs << " (normalised "
-                                                     << worst.normalised << ")");
+  MESSAGE("cuda " << arch << ": decode vs full re-run: max |diff| " << worst.abs << " (normalised "
+                  << worst.normalised << ")");
   CHECK(worst.normalised <= 2e-2);
 
   std::vector<float> whole, pieces;
@@ -243,15 +252,24 @@ TEST_CASE("cuda forward: device KV cache decode equals a full re-run, split prom
   REQUIRE(tf.forward(ids, *a, LogitsMode::kAll, &whole).is_ok());
   REQUIRE(split->transformer().forward(ids, *b, LogitsMode::kAll, &pieces).is_ok());
   const Diff d = diff(pieces, whole);
-  MESSAGE("cuda: 5-token batches vs one batch: max |diff| " << d.abs << " (normalised "
-                                                            << d.normalised << ")");
+  MESSAGE("cuda " << arch << ": 5-token batches vs one batch: max |diff| " << d.abs
+                  << " (normalised " << d.normalised << ")");
   CHECK(d.normalised <= 2e-2);
 }
 
-TEST_CASE("cuda forward: decode graphs replay exactly what direct launches compute") {
+// Grouped attention (qwen3_moe) and latent attention (deepseek_v2 and v3,
+// whose prompt batches after the first attend to positions already cached).
+TEST_CASE("cuda forward: device KV cache decode equals a full re-run, split prompts agree") {
   DMOE_REQUIRE_CUDA();
+  for (const char* arch : {"qwen3_moe", "deepseek_v2", "deepseek_v3"}) {
+    CAPTURE(arch);
+    check_kv_cache(arch);
+  }
+}
+
+void check_graphs(const std::string& arch) {
   TempDir dir("cuda-graph");
-  write_model(spec("qwen3_moe", "tiny"), dir.path());
+  write_model(spec(arch, "tiny"), dir.path());
   auto graphs = open_on(dir.path(), "cuda:0");
   auto direct = open_on(dir.path(), "cuda:0", 512, false, /*graphs=*/false);
   int observed = 0;
@@ -269,6 +287,14 @@ TEST_CASE("cuda forward: decode graphs replay exactly what direct launches compu
   }
   // Every MoE layer's routing of every token reached the observer.
   CHECK(observed == 2 * (6 + 20) * static_cast<int>(graphs->config().n_moe_layers()));
+}
+
+TEST_CASE("cuda forward: decode graphs replay exactly what direct launches compute") {
+  DMOE_REQUIRE_CUDA();
+  for (const char* arch : {"qwen3_moe", "deepseek_v3"}) {
+    CAPTURE(arch);
+    check_graphs(arch);
+  }
 }
 
 TEST_CASE("cuda forward: MoE layers through the executor match the on-device experts") {
