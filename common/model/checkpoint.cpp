@@ -13,6 +13,7 @@
 
 #include "common/base/file_util.h"
 #include "common/base/sha256.h"
+#include "common/base/shape_text.h"
 #include "common/model/gguf/gguf_model.h"
 #include "common/model/gguf/gguf_tensor_names.h"
 #include "common/model/published_mxfp4.h"
@@ -23,15 +24,6 @@
 
 namespace dancemoe {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
-}
 
 // Shard names come from a file we did not write: refuse anything that could
 // point outside the model directory.

@@ -10,10 +10,10 @@
 namespace dancemoe {
 namespace {
 
-constexpr const char* kFormat = "dancemoe-expert-manifest-v1";
+constexpr const char* kManifestFormat = "dancemoe-expert-manifest-v1";
 constexpr uint64_t kMaxManifestBytes = uint64_t{64} << 20;
 
-std::string where(ExpertRef key) {
+std::string expert_label(ExpertRef key) {
   return "layer " + std::to_string(key.layer) + " expert " + std::to_string(key.expert);
 }
 
@@ -54,8 +54,9 @@ Result<std::optional<ExpertManifest>> ExpertManifest::read(const std::filesystem
   DMOE_ASSIGN_OR_RETURN(const std::string text, read_file(path, kMaxManifestBytes));
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   const std::string file = path.string();
-  if (!j.is_object() || j.value("format", std::string()) != kFormat) {
-    return invalid_argument(file + ": field 'format': expected \"" + std::string(kFormat) + "\"");
+  if (!j.is_object() || j.value("format", std::string()) != kManifestFormat) {
+    return invalid_argument(file + ": field 'format': expected \"" + std::string(kManifestFormat) +
+                            "\"");
   }
   if (!j.contains("experts") || !j["experts"].is_object()) {
     return invalid_argument(file + ": field 'experts': expected an object of layers");
@@ -131,7 +132,7 @@ Result<ExpertManifest> ExpertManifest::write(
     }
     experts[std::to_string(l)] = std::move(list);
   }
-  const nlohmann::ordered_json out = {{"format", kFormat}, {"experts", std::move(experts)}};
+  const nlohmann::ordered_json out = {{"format", kManifestFormat}, {"experts", std::move(experts)}};
   const std::filesystem::path path = checkpoint.dir() / kFileName;
   const std::filesystem::path temporary = checkpoint.dir() / (std::string(kFileName) + ".tmp");
   DMOE_RETURN_IF_ERROR(write_file(temporary, out.dump(1) + "\n"));
@@ -150,11 +151,12 @@ const Digest* ExpertManifest::find(ExpertRef key) const {
 
 Status ExpertManifest::check(ExpertRef key, const Digest& digest) const {
   const Digest* want = find(key);
-  if (want == nullptr) return invalid_argument(where(key) + " is not in the model's manifest");
+  if (want == nullptr)
+    return invalid_argument(expert_label(key) + " is not in the model's manifest");
   if (*want != digest) {
-    return invalid_argument("the weights of " + where(key) + " have SHA-256 " + to_hex(digest) +
-                            ", the model's manifest (" + source_ + ") says " + to_hex(*want) +
-                            "; refusing them");
+    return invalid_argument("the weights of " + expert_label(key) + " have SHA-256 " +
+                            to_hex(digest) + ", the model's manifest (" + source_ + ") says " +
+                            to_hex(*want) + "; refusing them");
   }
   return Status::ok();
 }

@@ -1,16 +1,11 @@
 #include "common/model/stacked_experts.h"
 
+#include "common/base/shape_text.h"
 #include "common/model/published_mxfp4.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 class Builder {
  public:

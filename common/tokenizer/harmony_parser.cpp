@@ -14,12 +14,12 @@ constexpr std::string_view kChannel = "<|channel|>";
 constexpr std::string_view kMessage = "<|message|>";
 constexpr std::string_view kEndMarkers[] = {"<|end|>", "<|call|>", "<|return|>", "<|start|>"};
 
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 // The word after `at` in `header`, up to whitespace or a marker.
 std::string word_at(std::string_view header, size_t at) {
   size_t end = at;
-  while (end < header.size() && !is_ws(header[end]) && header[end] != '<') ++end;
+  while (end < header.size() && !is_space(header[end]) && header[end] != '<') ++end;
   return std::string(header.substr(at, end - at));
 }
 
@@ -32,12 +32,12 @@ Header parse_header(std::string_view header) {
   Header h;
   if (const size_t at = header.find(kChannel); at != std::string_view::npos) {
     size_t from = at + kChannel.size();
-    while (from < header.size() && is_ws(header[from])) ++from;
+    while (from < header.size() && is_space(header[from])) ++from;
     h.channel = word_at(header, from);
   }
   for (size_t at = header.find("to="); at != std::string_view::npos;
        at = header.find("to=", at + 3)) {
-    if (at == 0 || is_ws(header[at - 1]) || header[at - 1] == '>') {
+    if (at == 0 || is_space(header[at - 1]) || header[at - 1] == '>') {
       h.recipient = word_at(header, at + 3);
       break;
     }

@@ -12,7 +12,7 @@ class PlainText final : public ToolCallParser::Impl {
   void finish(ModelOutput*) override {}
 };
 
-bool mentions(std::string_view source, std::string_view marker) {
+bool contains_marker(std::string_view source, std::string_view marker) {
   return source.find(marker) != std::string_view::npos;
 }
 
@@ -38,12 +38,12 @@ std::string_view tool_call_format_name(ToolCallFormat format) {
 
 ToolCallFormat detect_tool_call_format(std::string_view source) {
   // Most specific first: GLM and Hermes both use <tool_call>.
-  if (mentions(source, "<|channel|>") && mentions(source, "<|message|>"))
+  if (contains_marker(source, "<|channel|>") && contains_marker(source, "<|message|>"))
     return ToolCallFormat::kHarmony;
-  if (mentions(source, "tool▁call▁begin")) return ToolCallFormat::kDeepSeek;
-  if (mentions(source, "<arg_key>")) return ToolCallFormat::kGlm;
-  if (mentions(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
-  if (mentions(source, "<tool_call>")) return ToolCallFormat::kHermes;
+  if (contains_marker(source, "tool▁call▁begin")) return ToolCallFormat::kDeepSeek;
+  if (contains_marker(source, "<arg_key>")) return ToolCallFormat::kGlm;
+  if (contains_marker(source, "[TOOL_CALLS]")) return ToolCallFormat::kMistral;
+  if (contains_marker(source, "<tool_call>")) return ToolCallFormat::kHermes;
   return ToolCallFormat::kNone;
 }
 

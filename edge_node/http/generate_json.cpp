@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-Status expected(std::string_view field, std::string_view what, const json& got) {
+Status expected_status(std::string_view field, std::string_view what, const json& got) {
   return invalid_argument(std::string(field) + ": expected " + std::string(what) + ", got " +
                           json_preview(got));
 }
@@ -22,19 +22,19 @@ Result<GenerateRequest> parse_generate_request(std::string_view body) {
   DMOE_RETURN_IF_ERROR(check_json_nesting(body, "request body"));
   json root = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return invalid_argument("request body is not valid JSON");
-  if (!root.is_object()) return expected("(body)", "a JSON object", root);
+  if (!root.is_object()) return expected_status("(body)", "a JSON object", root);
   GenerateRequest r;
   for (const auto& [key, value] : root.items()) {
     if (key == "prompt") {
-      if (!value.is_string()) return expected(key, "a string", value);
+      if (!value.is_string()) return expected_status(key, "a string", value);
       r.prompt = value.get<std::string>();
     } else if (key == "prompt_tokens") {
-      if (!value.is_array()) return expected(key, "a list of token ids", value);
+      if (!value.is_array()) return expected_status(key, "a list of token ids", value);
       std::vector<int32_t> ids;
       for (const json& id : value) {
         if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
             id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-          return expected(key, "non-negative integer token ids", id);
+          return expected_status(key, "non-negative integer token ids", id);
         }
         ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
       }
@@ -42,39 +42,39 @@ Result<GenerateRequest> parse_generate_request(std::string_view body) {
     } else if (key == "max_tokens") {
       if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
           value.get<int64_t>() > 1'000'000) {
-        return expected(key, "an integer in 1..1000000", value);
+        return expected_status(key, "an integer in 1..1000000", value);
       }
       r.max_tokens = static_cast<int32_t>(value.get<int64_t>());
     } else if (key == "temperature" || key == "top_p") {
       if (!value.is_number() || !std::isfinite(value.get<double>())) {
-        return expected(key, "a number", value);
+        return expected_status(key, "a number", value);
       }
       (key == "temperature" ? r.sampling.temperature : r.sampling.top_p) = value.get<float>();
     } else if (key == "top_k") {
       if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
           value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-        return expected(key, "a non-negative integer", value);
+        return expected_status(key, "a non-negative integer", value);
       }
       r.sampling.top_k = static_cast<int32_t>(value.get<int64_t>());
     } else if (key == "seed") {
       if (!value.is_number_unsigned() &&
           !(value.is_number_integer() && value.get<int64_t>() >= 0)) {
-        return expected(key, "a non-negative integer", value);
+        return expected_status(key, "a non-negative integer", value);
       }
       r.sampling.seed = value.get<uint64_t>();
     } else if (key == "ignore_eos" || key == "return_logits") {
-      if (!value.is_boolean()) return expected(key, "true or false", value);
+      if (!value.is_boolean()) return expected_status(key, "true or false", value);
       (key == "ignore_eos" ? r.ignore_eos : r.return_logits) = value.get<bool>();
     } else if (key == "stop") {
       if (value.is_string()) {
         r.stop.push_back(value.get<std::string>());
       } else if (value.is_array()) {
         for (const json& s : value) {
-          if (!s.is_string()) return expected(key, "a string or a list of strings", value);
+          if (!s.is_string()) return expected_status(key, "a string or a list of strings", value);
           r.stop.push_back(s.get<std::string>());
         }
       } else {
-        return expected(key, "a string or a list of strings", value);
+        return expected_status(key, "a string or a list of strings", value);
       }
     } else {
       return invalid_argument(

@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string text_or_empty(Result<std::string> text) {
+std::string piece_text(Result<std::string> text) {
   return text.is_ok() ? std::move(*text) : std::string();
 }
 
@@ -45,7 +45,7 @@ std::variant<json, ApiError> body_object(const httplib::Request& req) {
   return root;
 }
 
-ApiError expected(const std::string& field, const std::string& what, const json& got) {
+ApiError token_field_error(const std::string& field, const std::string& what, const json& got) {
   return invalid_request(field, field + ": expected " + what + ", got " + json_preview(got),
                          "invalid_type");
 }
@@ -57,11 +57,11 @@ std::variant<json, ApiError> tokenize(HttpContext& ctx, const json& body) {
   bool has_content = false;
   for (const auto& [key, value] : body.items()) {
     if (key == "content") {
-      if (!value.is_string()) return expected(key, "a string", value);
+      if (!value.is_string()) return token_field_error(key, "a string", value);
       content = value.get<std::string>();
       has_content = true;
     } else if (key == "add_special" || key == "with_pieces" || key == "parse_special") {
-      if (!value.is_boolean()) return expected(key, "true or false", value);
+      if (!value.is_boolean()) return token_field_error(key, "true or false", value);
       if (key == "parse_special" && !value.get<bool>()) {
         return invalid_request(key, "parse_special: false is not supported");
       }
@@ -94,7 +94,7 @@ std::variant<json, ApiError> tokenize(HttpContext& ctx, const json& body) {
     json piece;
     if (bytes.empty()) {  // a special token: its text
       const int32_t one[1] = {id};
-      piece = text_or_empty(ctx.backend.detokenize(one, false));
+      piece = piece_text(ctx.backend.detokenize(one, false));
     } else if (tokenizer::utf8_make_valid(bytes) == bytes) {
       piece = bytes;
     } else {
@@ -114,10 +114,10 @@ std::variant<json, ApiError> detokenize(HttpContext& ctx, const json& body) {
     if (key != "tokens") {
       return invalid_request(key, "unknown field '" + key + "'", "unknown_parameter");
     }
-    if (!value.is_array()) return expected(key, "a list of token ids", value);
+    if (!value.is_array()) return token_field_error(key, "a list of token ids", value);
     for (const json& id : value) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab) {
-        return expected(key, "token ids in [0, " + std::to_string(vocab) + ")", id);
+        return token_field_error(key, "token ids in [0, " + std::to_string(vocab) + ")", id);
       }
       ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }

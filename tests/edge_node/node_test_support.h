@@ -18,7 +18,9 @@
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
-namespace dancemoe::node::testing {
+// (test_support, not testing: nested in dancemoe::node, a `testing` namespace
+// would hide dancemoe::testing from the tests that use both.)
+namespace dancemoe::node::test_support {
 
 // A tiny qwen3_moe model (layers 0, 2, 3 are MoE with 8 experts, top-2;
 // hidden 64) written to a fresh directory and opened.
@@ -97,4 +99,4 @@ inline ClusterPlacement make_placement(
   return p;
 }
 
-}  // namespace dancemoe::node::testing
+}  // namespace dancemoe::node::test_support

@@ -317,7 +317,8 @@ Result<std::string> config_json_from_gguf(const File& file, std::string_view fil
   // Dense layers are the ones without a router.
   OrderedJson mlp_only = OrderedJson::array();
   for (int64_t l = 0; l < n_layers; ++l) {
-    if (file.find_tensor(gguf_layer_name(l, "ffn_gate_inp.weight")) == nullptr) mlp_only.push_back(l);
+    if (file.find_tensor(gguf_layer_name(l, "ffn_gate_inp.weight")) == nullptr)
+      mlp_only.push_back(l);
   }
   const bool has_dense = !mlp_only.empty();
   const bool has_q_bias = file.find_tensor(gguf_layer_name(0, "attn_q.bias")) != nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "common/base/shape_text.h"
 #include "common/model/gguf/gguf_config.h"
 #include "common/model/gguf/gguf_kv_b.h"
 #include "common/model/gguf/gguf_tensor_names.h"
@@ -14,12 +15,6 @@ namespace {
 const std::regex& split_pattern() {
   static const std::regex kPattern(R"(^(.*)-([0-9]{5})-of-([0-9]{5})\.gguf$)");
   return kPattern;
-}
-
-std::string dims_text(const std::vector<int64_t>& dims) {
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
-  return out + "]";
 }
 
 // Every (role, layer) the architecture needs: required_tensors() with the
@@ -233,8 +228,8 @@ Status GgufModel::build_slices() {
       const TensorInfo& info = header.tensors[info_index];
       const std::string file = paths_[file_index].string();
       if (!same_dims(info.dims, dims)) {
-        return invalid_argument(file + ": tensor '" + name + "' has dims " + dims_text(info.dims) +
-                                ", but the metadata implies " + dims_text(dims));
+        return invalid_argument(file + ": tensor '" + name + "' has dims " + shape_text(info.dims) +
+                                ", but the metadata implies " + shape_text(dims));
       }
       DMOE_ASSIGN_OR_RETURN(const kernels::WeightType type, computed_type(file, name, info));
       const bool slab = experts && merged;
@@ -279,8 +274,8 @@ Result<TensorSlice> GgufModel::split_kv_b_slice(int64_t layer) const {
     const std::string file = paths_[file_index].string();
     const std::vector<int64_t>& dims = i == 0 ? k_dims : v_dims;
     if (info.dims != dims) {
-      return invalid_argument(file + ": tensor '" + name + "' has dims " + dims_text(info.dims) +
-                              ", but the metadata implies " + dims_text(dims));
+      return invalid_argument(file + ": tensor '" + name + "' has dims " + shape_text(info.dims) +
+                              ", but the metadata implies " + shape_text(dims));
     }
     DMOE_ASSIGN_OR_RETURN(const kernels::WeightType type, computed_type(file, name, info));
     parts[i] = {name, type, file_index, header.data_offset + info.offset};

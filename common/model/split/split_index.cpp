@@ -6,21 +6,16 @@
 #include "common/base/file_util.h"
 #include "common/base/json_field.h"
 #include "common/base/sha256.h"
+#include "common/base/shape_text.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe {
 namespace {
 
-constexpr const char* kFormat = "dancemoe-split-v1";
+constexpr const char* kSplitFormat = "dancemoe-split-v1";
 constexpr uint64_t kMaxIndexBytes = uint64_t{256} << 20;
 
 using nlohmann::ordered_json;
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
 
 ordered_json tensor_json(const SplitTensor& t, bool with_name_and_offset) {
   ordered_json j = ordered_json::object();
@@ -134,7 +129,8 @@ Result<SplitIndex> SplitIndex::parse(std::string_view text, const std::string& s
   const JsonField root(doc, source);
   DMOE_RETURN_IF_ERROR(root.expect_object());
   DMOE_ASSIGN_OR_RETURN(const std::string format, root.required_string("format"));
-  if (format != kFormat) return root.member_error("format", std::string("\"") + kFormat + "\"");
+  if (format != kSplitFormat)
+    return root.member_error("format", std::string("\"") + kSplitFormat + "\"");
   SplitIndex index;
   DMOE_ASSIGN_OR_RETURN(index.model_id, root.required_string("model_id"));
   DMOE_ASSIGN_OR_RETURN(const std::optional<JsonField> identity,
@@ -206,7 +202,7 @@ Status SplitIndex::write(const std::filesystem::path& dir) const {
                       {"down", tensor_json(l.down, false)},
                       {"sha256", std::move(digests)}});
   }
-  ordered_json out = {{"format", kFormat}, {"model_id", model_id}};
+  ordered_json out = {{"format", kSplitFormat}, {"model_id", model_id}};
   if (manifest_identity) out["manifest_identity"] = to_hex(*manifest_identity);
   out["dense_file"] = has_dense ? ordered_json(kDenseFile) : ordered_json(nullptr);
   out["dense"] = std::move(dense_json);

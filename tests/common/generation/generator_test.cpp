@@ -14,12 +14,12 @@
 namespace dancemoe {
 namespace {
 
-struct Fixture {
+struct GeneratorFixture {
   testing::TempDir dir{"generator"};
   std::unique_ptr<ModelRuntime> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
 
-  Fixture() {
+  GeneratorFixture() {
     SyntheticModelSpec spec;
     spec.preset = "tiny";
     spec.seed = 5;
@@ -44,7 +44,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("generator: max_tokens, streamed text and a seed that reproduces the output") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 20;
   params.sampling.temperature = 0.9f;
@@ -65,7 +65,7 @@ TEST_CASE("generator: max_tokens, streamed text and a seed that reproduces the o
 }
 
 TEST_CASE("generator: stops at an end-of-sequence token, which is not emitted") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 20;
   auto free_run = f.run(params, {});
@@ -80,7 +80,7 @@ TEST_CASE("generator: stops at an end-of-sequence token, which is not emitted") 
 }
 
 TEST_CASE("generator: a stop string ends generation and is never streamed") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 30;
   auto free_run = f.run(params, {});
@@ -100,7 +100,7 @@ TEST_CASE("generator: a stop string ends generation and is never streamed") {
 }
 
 TEST_CASE("generator: a consumer can cancel, and bad requests are errors") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 50;
   int pieces = 0;
@@ -118,7 +118,7 @@ TEST_CASE("generator: a consumer can cancel, and bad requests are errors") {
 }
 
 TEST_CASE("generator: logprobs come with the streamed text, one per token, raw and sorted") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 12;
   params.n_logprobs = 3;
@@ -144,7 +144,7 @@ TEST_CASE("generator: logprobs come with the streamed text, one per token, raw a
 }
 
 TEST_CASE("generator: a frequency penalty stops greedy repetition, logit_bias forces a token") {
-  Fixture f;
+  GeneratorFixture f;
   GenerationParams params;
   params.max_tokens = 24;
   auto plain = f.run(params, {});
@@ -168,7 +168,7 @@ TEST_CASE("generator: a frequency penalty stops greedy repetition, logit_bias fo
 }
 
 TEST_CASE("generator: a json_schema grammar makes even a random model write matching JSON") {
-  Fixture f;
+  GeneratorFixture f;
   const auto schema = nlohmann::ordered_json::parse(R"({
     "type": "object",
     "properties": {

@@ -9,7 +9,7 @@
 namespace dancemoe {
 namespace {
 
-std::vector<int32_t> sequence(int n, uint32_t seed) {
+std::vector<int32_t> random_tokens(int n, uint32_t seed) {
   std::vector<int32_t> ids;
   uint32_t x = seed;
   for (int i = 0; i < n; ++i) {
@@ -19,10 +19,10 @@ std::vector<int32_t> sequence(int n, uint32_t seed) {
   return ids;
 }
 
-struct Fixture {
+struct PrefixFixture {
   testing::TempDir dir{"prefix"};
   std::unique_ptr<ModelRuntime> model;
-  Fixture() {
+  PrefixFixture() {
     testing::write_model(testing::tiny_spec(3), dir.path());
     model = testing::open_model(dir.path());
   }
@@ -35,12 +35,12 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("prefix cache: a hit gives the same logits as a cold run of the whole prompt") {
-  Fixture f;
+  PrefixFixture f;
   // A chat's first turn (system prompt + question) and its second turn,
   // which repeats the first and adds to it.
-  const std::vector<int32_t> first = sequence(40, 7);
+  const std::vector<int32_t> first = random_tokens(40, 7);
   std::vector<int32_t> second = first;
-  const std::vector<int32_t> more = sequence(12, 99);
+  const std::vector<int32_t> more = random_tokens(12, 99);
   second.insert(second.end(), more.begin(), more.end());
 
   PrefixCache cache(64 << 20, 16, f.maker());
@@ -74,20 +74,20 @@ TEST_CASE("prefix cache: a hit gives the same logits as a cold run of the whole 
 }
 
 TEST_CASE("prefix cache: short or foreign prefixes miss, and a full prompt keeps its last token") {
-  Fixture f;
+  PrefixFixture f;
   PrefixCache cache(64 << 20, 16, f.maker());
-  const std::vector<int32_t> a = sequence(32, 1);
+  const std::vector<int32_t> a = random_tokens(32, 1);
   auto kv = f.tf().new_cache(64);
   std::vector<float> logits;
   REQUIRE(f.tf().forward(a, *kv, LogitsMode::kNone, &logits).is_ok());
   cache.insert(a, *kv);
 
   std::vector<int32_t> shares_ten(a.begin(), a.begin() + 10);
-  const std::vector<int32_t> tail = sequence(20, 5);
+  const std::vector<int32_t> tail = random_tokens(20, 5);
   shares_ten.insert(shares_ten.end(), tail.begin(), tail.end());
   auto into = f.tf().new_cache(64);
   CHECK(cache.restore(shares_ten, 29, *into) == 0);  // below the 16-token minimum
-  CHECK(cache.restore(sequence(30, 77), 29, *into) == 0);
+  CHECK(cache.restore(random_tokens(30, 77), 29, *into) == 0);
   CHECK(into->n_past() == 0);
   // The same prompt again: at most max_tokens (its length - 1) positions.
   CHECK(cache.restore(a, 31, *into) == 31);
@@ -95,14 +95,14 @@ TEST_CASE("prefix cache: short or foreign prefixes miss, and a full prompt keeps
 }
 
 TEST_CASE("prefix cache: the byte budget holds, least recently used entries go first") {
-  Fixture f;
+  PrefixFixture f;
   auto probe = f.tf().new_cache(1);
   const int64_t per_entry = 32 * probe->bytes_per_position();
   PrefixCache cache(2 * per_entry + per_entry / 2, 16, f.maker());  // room for two
   std::vector<std::vector<int32_t>> prompts;
   std::vector<float> logits;
   for (uint32_t i = 0; i < 3; ++i) {
-    prompts.push_back(sequence(32, 100 + i));
+    prompts.push_back(random_tokens(32, 100 + i));
     auto kv = f.tf().new_cache(32);
     REQUIRE(f.tf().forward(prompts.back(), *kv, LogitsMode::kNone, &logits).is_ok());
     cache.insert(prompts.back(), *kv);

@@ -7,7 +7,7 @@
 namespace dancemoe::net {
 namespace {
 
-proto::Envelope envelope(proto::Body body, uint64_t sequence) {
+proto::Envelope client_envelope(proto::Body body, uint64_t sequence) {
   proto::Envelope e;
   e.cluster_id = "test";
   e.sender = "client";
@@ -51,7 +51,7 @@ struct Client {
     REQUIRE(connect(dealer, endpoint).is_ok());
   }
   void send(uint64_t sequence) {
-    (void)send_message(dealer, envelope(proto::Heartbeat{}, sequence));
+    (void)send_message(dealer, client_envelope(proto::Heartbeat{}, sequence));
   }
 };
 

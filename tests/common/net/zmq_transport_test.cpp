@@ -5,7 +5,7 @@
 namespace dancemoe::net {
 namespace {
 
-proto::Envelope envelope(proto::Body body, uint64_t sequence) {
+proto::Envelope dealer_envelope(proto::Body body, uint64_t sequence) {
   proto::Envelope e;
   e.cluster_id = "test";
   e.sender = "dealer";
@@ -32,7 +32,7 @@ TEST_CASE("zmq transport: envelope and payload travel DEALER to ROUTER and back 
   call.n_tokens = 1;
   call.hidden = 4;
   call.assignments = {{0, 3, 1.0f}};
-  REQUIRE(send_message(*dealer, envelope(call, 7), payload).is_ok());
+  REQUIRE(send_message(*dealer, dealer_envelope(call, 7), payload).is_ok());
   auto received = receive_message(*router, std::chrono::seconds(5), /*router=*/true);
   REQUIRE(received.has_value());
   REQUIRE(received->envelope.is_ok());
@@ -41,7 +41,8 @@ TEST_CASE("zmq transport: envelope and payload travel DEALER to ROUTER and back 
   CHECK(received->payload == payload);
   CHECK_FALSE(received->routing_id.empty());
 
-  REQUIRE(send_message(*router, envelope(proto::Ack{7}, 1), {}, received->routing_id).is_ok());
+  REQUIRE(
+      send_message(*router, dealer_envelope(proto::Ack{7}, 1), {}, received->routing_id).is_ok());
   auto reply = receive_message(*dealer, std::chrono::seconds(5), /*router=*/false);
   REQUIRE(reply.has_value());
   REQUIRE(reply->envelope.is_ok());

@@ -10,7 +10,7 @@
 namespace dancemoe::node {
 
 TEST_CASE("activation log: counts every routed pair per (layer, expert) and where it was served") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   ActivationLog log(model.config());
   RoutingDecision r;
   r.n_tokens = 3;
@@ -66,7 +66,7 @@ TEST_CASE("activation log: counts every routed pair per (layer, expert) and wher
 }
 
 TEST_CASE("activation log: a window never spans two placement versions") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   ActivationLog log(model.config());
   RoutingDecision r;
   r.n_tokens = 1;
@@ -101,7 +101,7 @@ TEST_CASE("activation log: a window never spans two placement versions") {
 }
 
 TEST_CASE("activation log: a window closed mid-forward keeps the forward whole") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   ActivationLog log(model.config());
   const std::vector<int32_t> moe = model.moe_layers();
   REQUIRE(moe.size() >= 2);
@@ -162,7 +162,7 @@ TEST_CASE("latency histogram: mean exact, p99 within one bucket (9 %)") {
 }
 
 TEST_CASE("activation log: reports each window's co-activation pairs above independence") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   const std::vector<int32_t> moe = model.moe_layers();
   auto forward = [&](ActivationLog& log, std::vector<int32_t> ids) {
     RoutingDecision r;

@@ -12,13 +12,13 @@
 namespace dancemoe::node {
 namespace {
 
-struct Fixture {
+struct BatchFixture {
   testing::TempDir dir{"batch"};
   std::unique_ptr<ModelRuntime> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<int32_t> eos;
 
-  explicit Fixture(ComputePrecision precision = ComputePrecision::kF32) {
+  explicit BatchFixture(ComputePrecision precision = ComputePrecision::kF32) {
     SyntheticModelSpec spec;
     spec.preset = "tiny";
     spec.seed = 21;
@@ -78,7 +78,7 @@ const char* const kPrompts[] = {
 }  // namespace
 
 TEST_CASE("batch scheduler: greedy sequences generated together equal each generated alone (f32)") {
-  Fixture f;
+  BatchFixture f;
   BatchOptions options;
   options.max_sequences = 8;
   options.prefill_chunk_tokens = 8;  // several chunks per prompt, interleaved with decoding
@@ -124,7 +124,7 @@ TEST_CASE("batch scheduler: greedy sequences generated together equal each gener
 }
 
 TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins the decoders") {
-  Fixture f;
+  BatchFixture f;
   BatchOptions options;
   options.context_tokens = 512;
   std::mutex mutex;
@@ -170,7 +170,7 @@ TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins
 }
 
 TEST_CASE("batch scheduler: a cancelled sequence frees its KV blocks before run() returns") {
-  Fixture f;
+  BatchFixture f;
   BatchOptions options;
   options.context_tokens = 256;
   auto scheduler = f.scheduler(options);
@@ -222,7 +222,7 @@ TEST_CASE("batch scheduler: a cancelled sequence frees its KV blocks before run(
 }
 
 TEST_CASE("batch scheduler: admission waits for KV blocks and refuses what can never fit") {
-  Fixture f;
+  BatchFixture f;
   BatchOptions options;
   options.context_tokens = 256;
   options.block_tokens = 16;
@@ -256,7 +256,7 @@ TEST_CASE("batch scheduler: admission waits for KV blocks and refuses what can n
 }
 
 TEST_CASE("batch scheduler: a second chat turn reuses the first's KV and generates the same") {
-  Fixture f;
+  BatchFixture f;
   BatchOptions options;
   options.context_tokens = 256;
   options.prefix_cache_bytes = 32 << 20;

@@ -80,8 +80,8 @@ class ProtocolPeer {
   uint64_t sequence_ = 0;
 };
 
-struct Fixture {
-  Fixture()
+struct LinkFixture {
+  LinkFixture()
       : store(*model.checkpoint), table(HolderTable::empty(model.config())), log(model.config()) {
     MigrationOptions m;
     m.node_id = "a";
@@ -133,7 +133,7 @@ struct Fixture {
 
   // Starts at the real wall time: the activation log opened its first window then.
   FakeClock clock{SystemClock().wall_ms()};
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
   HolderTableHandle table;
@@ -145,7 +145,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports leave the buffer") {
-  Fixture f;
+  LinkFixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   auto reg = scheduler.expect<proto::Register>(5s);
@@ -173,7 +173,7 @@ TEST_CASE("scheduler link: registers, heartbeats and reports -- acked reports le
 }
 
 TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports again on return") {
-  Fixture f;
+  LinkFixture f;
   std::string endpoint;
   uint64_t unacked = 0;
   {
@@ -207,12 +207,12 @@ TEST_CASE("scheduler link: a scheduler that goes away gets the unacked reports a
 
 TEST_CASE(
     "scheduler link: prepare -> ready, commit -> ack and the new table, bad placement aborts") {
-  Fixture f;
+  LinkFixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   REQUIRE(scheduler.expect<proto::Register>(5s));
   scheduler.accept(200);
-  const ClusterPlacement v1 = testing::make_placement(
+  const ClusterPlacement v1 = test_support::make_placement(
       1, {{"a", "tcp://127.0.0.1:1", {0, 1}}, {"b", "tcp://127.0.0.1:2", {2, 3, 4, 5, 6, 7}}},
       f.model.moe_layers());
   scheduler.send(v1);
@@ -229,7 +229,7 @@ TEST_CASE(
   CHECK(f.store.n_resident() == static_cast<int64_t>(2 * f.model.moe_layers().size()));
 
   proto::PlacementPrepare bad =
-      (testing::make_placement(2, {{"a", "tcp://127.0.0.1:1", {0}}}, f.model.moe_layers()));
+      (test_support::make_placement(2, {{"a", "tcp://127.0.0.1:1", {0}}}, f.model.moe_layers()));
   bad.nodes[0].devices[0].experts.push_back({1, 0});  // a dense layer
   scheduler.send(bad);
   auto abort = scheduler.expect<proto::Abort>(5s);
@@ -244,7 +244,7 @@ TEST_CASE(
 }
 
 TEST_CASE("scheduler link: a refusal is final and carries the scheduler's reason") {
-  Fixture f;
+  LinkFixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   REQUIRE(scheduler.expect<proto::Register>(5s));
@@ -256,7 +256,7 @@ TEST_CASE("scheduler link: a refusal is final and carries the scheduler's reason
 }
 
 TEST_CASE("scheduler link: an Error in reply to the Register is a final refusal") {
-  Fixture f;
+  LinkFixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   auto reg = scheduler.expect<proto::Register>(5s);
@@ -271,7 +271,7 @@ TEST_CASE("scheduler link: an Error in reply to the Register is a final refusal"
 }
 
 TEST_CASE("scheduler link: a busy scheduler's Error to the Register is retried") {
-  Fixture f;
+  LinkFixture f;
   ProtocolPeer scheduler(f.context, "tcp://127.0.0.1:*", f.clock);
   f.start_link(scheduler.endpoint());
   auto reg = scheduler.expect<proto::Register>(5s);

@@ -49,7 +49,7 @@ struct Service {
     return e;
   }
 
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
   std::unique_ptr<ExpertService> service;
@@ -66,7 +66,8 @@ TEST_CASE("expert service: answers calls over TCP, from several peers at once") 
     auto peer = [&](uint64_t first_id, int* answered) {
       zmq::socket_t d = s.dealer();
       for (uint64_t id = first_id; id < first_id + 20; ++id) {
-        const std::vector<float> x = testing::random_hidden(4, hidden, static_cast<uint32_t>(id));
+        const std::vector<float> x =
+            test_support::random_hidden(4, hidden, static_cast<uint32_t>(id));
         std::vector<uint8_t> payload;
         encode_rows(x.data(), 4, hidden, DType::kBF16, &payload);
         REQUIRE(net::send_message(d, s.call(id, 4), payload).is_ok());
@@ -97,7 +98,7 @@ TEST_CASE("expert service: a full queue answers resource_exhausted, and every ca
     Service s(workers, /*max_queued=*/1);
     zmq::socket_t d = s.dealer();
     const int64_t hidden = s.model.config().hidden_size;
-    const std::vector<float> x = testing::random_hidden(256, hidden, 3);
+    const std::vector<float> x = test_support::random_hidden(256, hidden, 3);
     std::vector<uint8_t> payload;
     encode_rows(x.data(), 256, hidden, DType::kBF16, &payload);
     constexpr int kCalls = 40;
@@ -150,7 +151,7 @@ TEST_CASE("expert service: a peer sending garbage gets Error replies and the ser
   CHECK(std::get<proto::Error>(reply->envelope->body).in_reply_to == 5);
 
   // Still serving.
-  const std::vector<float> x = testing::random_hidden(1, s.model.config().hidden_size, 2);
+  const std::vector<float> x = test_support::random_hidden(1, s.model.config().hidden_size, 2);
   std::vector<uint8_t> payload;
   encode_rows(x.data(), 1, s.model.config().hidden_size, DType::kBF16, &payload);
   REQUIRE(net::send_message(d, s.call(6, 1), payload).is_ok());

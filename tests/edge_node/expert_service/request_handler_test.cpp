@@ -13,8 +13,8 @@
 namespace dancemoe::node {
 namespace {
 
-struct Fixture {
-  Fixture()
+struct HandlerFixture {
+  HandlerFixture()
       : store(*model.checkpoint),
         blobs(store),
         pool(2),
@@ -52,7 +52,7 @@ struct Fixture {
     return Status(err->code, err->message);
   }
 
-  testing::TinyModel model;
+  test_support::TinyModel model;
   ExpertStore store;
   ExpertBlobCache blobs;
   ThreadPool pool;
@@ -65,9 +65,9 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("expert request: the reply is the per-token gate-weighted sum, equal to local compute") {
-  Fixture f;
+  HandlerFixture f;
   const int64_t hidden = f.model.config().hidden_size;
-  const std::vector<float> x = testing::random_hidden(3, hidden, 11);
+  const std::vector<float> x = test_support::random_hidden(3, hidden, 11);
   std::vector<uint8_t> payload;
   encode_rows(x.data(), 3, hidden, DType::kF32, &payload);
   const Reply reply = f.handler->handle(f.call_envelope(f.good_call(DType::kF32)), payload);
@@ -110,10 +110,10 @@ TEST_CASE("expert request: the reply is the per-token gate-weighted sum, equal t
 }
 
 TEST_CASE("expert request: every invalid call gets an Error naming the problem") {
-  Fixture f;
+  HandlerFixture f;
   const int64_t hidden = f.model.config().hidden_size;
   std::vector<uint8_t> payload;
-  const std::vector<float> x = testing::random_hidden(3, hidden, 1);
+  const std::vector<float> x = test_support::random_hidden(3, hidden, 1);
   encode_rows(x.data(), 3, hidden, DType::kF32, &payload);
   auto refuse = [&](proto::ExpertCall call, std::span<const uint8_t> bytes) {
     return f.error_of(f.handler->handle(f.call_envelope(std::move(call)), bytes));
@@ -162,7 +162,7 @@ TEST_CASE("expert request: every invalid call gets an Error naming the problem")
 }
 
 TEST_CASE("expert request: weights are served in chunks with the SHA-256 of the whole expert") {
-  Fixture f;
+  HandlerFixture f;
   proto::Envelope e = f.call_envelope({});
   std::vector<uint8_t> assembled;
   std::array<uint8_t, 32> sha{};
@@ -200,7 +200,7 @@ TEST_CASE("expert request: weights are served in chunks with the SHA-256 of the 
 }
 
 TEST_CASE("expert request: calls arriving together are computed together, each answered alone") {
-  Fixture f;
+  HandlerFixture f;
   const int64_t hidden = f.model.config().hidden_size;
   // Three peers' calls of layer 0 (one bf16), one bad call and a bad message among them.
   std::vector<proto::ExpertCall> calls;
@@ -209,7 +209,8 @@ TEST_CASE("expert request: calls arriving together are computed together, each a
     proto::ExpertCall c = f.good_call(i == 2 ? DType::kBF16 : DType::kF32);
     c.call_id = 100 + static_cast<uint64_t>(i);
     if (i == 1) c.assignments = {{0, 0, 1.0f}, {1, 2, 0.5f}, {2, 3, 0.5f}, {2, 1, 0.25f}};
-    const std::vector<float> x = testing::random_hidden(3, hidden, 20 + static_cast<uint64_t>(i));
+    const std::vector<float> x =
+        test_support::random_hidden(3, hidden, 20 + static_cast<uint64_t>(i));
     std::vector<uint8_t> payload;
     encode_rows(x.data(), 3, hidden, c.dtype, &payload);
     calls.push_back(std::move(c));
@@ -248,7 +249,7 @@ TEST_CASE("expert request: calls arriving together are computed together, each a
 }
 
 TEST_CASE("expert request: weights neither held nor on disk (a partial checkpoint) are not_found") {
-  Fixture f;
+  HandlerFixture f;
   dancemoe::testing::TempDir dir("handler-split");
   REQUIRE(write_split(*f.model.checkpoint, dir.path() / "split").is_ok());
   std::filesystem::remove(dir.path() / "split" / "experts" / ExpertFiles::file_name({0, 7}));

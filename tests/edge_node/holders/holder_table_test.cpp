@@ -7,9 +7,9 @@
 namespace dancemoe::node {
 
 TEST_CASE("routing table: local experts, remote holders by peer index, and coverage") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   const std::vector<int32_t> layers = model.moe_layers();
-  ClusterPlacement p = testing::make_placement(
+  ClusterPlacement p = test_support::make_placement(
       4, {{"b", "tcp://b:1", {0, 1, 2}}, {"a", "tcp://a:1", {2, 3}}, {"c", "tcp://c:1", {3, 4, 5}}},
       layers);
   auto table = HolderTable::build(p, "b", model.config(), {"cpu"});
@@ -36,13 +36,13 @@ TEST_CASE("routing table: local experts, remote holders by peer index, and cover
 
 TEST_CASE(
     "routing table: the empty table holds nothing and a node absent from the placement none") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   auto empty = HolderTable::empty(model.config());
   CHECK(empty->version() == 0);
   CHECK(empty->peers().empty());
   CHECK(empty->local_experts().empty());
-  ClusterPlacement p = testing::make_placement(1, {{"a", "tcp://a:1", {0, 1, 2, 3, 4, 5, 6, 7}}},
-                                               model.moe_layers());
+  ClusterPlacement p = test_support::make_placement(
+      1, {{"a", "tcp://a:1", {0, 1, 2, 3, 4, 5, 6, 7}}}, model.moe_layers());
   auto thin = HolderTable::build(p, "thin-client", model.config(), {"cpu"});
   REQUIRE(thin.is_ok());
   CHECK((*thin)->local_experts().empty());
@@ -55,7 +55,7 @@ TEST_CASE(
 namespace dancemoe::node {
 
 TEST_CASE("routing table: local experts keep the device the placement names") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   const std::vector<int32_t> layers = model.moe_layers();
   ClusterPlacement p;
   p.version = 3;
@@ -77,8 +77,9 @@ TEST_CASE("routing table: local experts keep the device the placement names") {
 }
 
 TEST_CASE("routing table: a device the node does not have is refused, naming it and the node's") {
-  testing::TinyModel model;
-  ClusterPlacement p = testing::make_placement(7, {{"a", "tcp://a:1", {0, 1}}}, model.moe_layers());
+  test_support::TinyModel model;
+  ClusterPlacement p =
+      test_support::make_placement(7, {{"a", "tcp://a:1", {0, 1}}}, model.moe_layers());
   p.nodes[0].devices[0].device = "cuda:3";
   auto table = HolderTable::build(p, "a", model.config(), {"cpu:0", "cpu:1"});
   REQUIRE_FALSE(table.is_ok());

@@ -16,7 +16,7 @@ struct Split {
 };
 
 // Feeds `text` in pieces of `size` characters.
-Split run(const std::string& text, size_t size) {
+Split split_in_pieces(const std::string& text, size_t size) {
   ReasoningSplitter s;
   Split out;
   for (size_t at = 0; at < text.size(); at += size) {
@@ -34,7 +34,7 @@ TEST_CASE("reasoning: thinking between the markers, content after, however the t
   const std::string text = "\n<think>\nLet me add 2 and 2.\n</think>\n\nIt is 4.";
   for (size_t size : {1, 2, 3, 5, 7, 100}) {
     CAPTURE(size);
-    const Split s = run(text, size);
+    const Split s = split_in_pieces(text, size);
     CHECK(s.reasoning == "\nLet me add 2 and 2.\n");
     CHECK(s.content == "It is 4.");
   }
@@ -44,7 +44,7 @@ TEST_CASE("reasoning: an answer that does not start with the open marker is all 
   for (const std::string text : {"Hello <think> there", "<thin", "plain", "", "  <b>hi</b>"}) {
     CAPTURE(text);
     for (size_t size : {1, 4, 50}) {
-      const Split s = run(text, size);
+      const Split s = split_in_pieces(text, size);
       CHECK(s.reasoning.empty());
       CHECK(s.content == text);
     }
@@ -52,7 +52,7 @@ TEST_CASE("reasoning: an answer that does not start with the open marker is all 
 }
 
 TEST_CASE("reasoning: an unterminated thought stays reasoning, a partial close marker too") {
-  const Split s = run("<think>still thinking </thi", 3);
+  const Split s = split_in_pieces("<think>still thinking </thi", 3);
   CHECK(s.reasoning == "still thinking </thi");
   CHECK(s.content.empty());
   // Nothing that could still become the close marker is emitted early.

@@ -75,8 +75,8 @@ struct ScriptedPeer {
   std::thread thread_;
 };
 
-struct Fixture {
-  Fixture() {
+struct FetcherFixture {
+  FetcherFixture() {
     ExpertStore store(*model.checkpoint);
     REQUIRE(store.load(key).is_ok());
     ExpertBlobCache blobs(store);
@@ -90,7 +90,7 @@ struct Fixture {
     options.chunk_timeout = 300ms;
     fetcher = std::make_unique<ExpertFetcher>(context, options);
   }
-  testing::TinyModel model;
+  test_support::TinyModel model;
   ExpertRef key{0, 5};
   zmq::context_t context;
   std::vector<uint8_t> bytes;
@@ -99,7 +99,7 @@ struct Fixture {
 };
 
 TEST_CASE("fetcher: a peer that dies mid-fetch is resumed on the next from where it stopped") {
-  Fixture f;
+  FetcherFixture f;
   REQUIRE(f.bytes.size() > 5000);
   ScriptedPeer dying(f.context, "dying", f.bytes, ScriptedPeer::Fault::kDieAfter, 3);
   ScriptedPeer healthy(f.context, "healthy", f.bytes, ScriptedPeer::Fault::kNone);
@@ -115,7 +115,7 @@ TEST_CASE("fetcher: a peer that dies mid-fetch is resumed on the next from where
 }
 
 TEST_CASE("fetcher: a checksum mismatch is refused and the expert fetched again elsewhere") {
-  Fixture f;
+  FetcherFixture f;
   SUBCASE("bytes that do not hash to the announced digest") {
     ScriptedPeer corrupt(f.context, "corrupt", f.bytes, ScriptedPeer::Fault::kFlipByte);
     ScriptedPeer healthy(f.context, "healthy", f.bytes, ScriptedPeer::Fault::kNone);
@@ -150,7 +150,7 @@ TEST_CASE("fetcher: a checksum mismatch is refused and the expert fetched again 
 }
 
 TEST_CASE("fetcher: without a known digest, a resumed fetch needs the same announced digest") {
-  Fixture f;
+  FetcherFixture f;
   ScriptedPeer dying(f.context, "dying", f.bytes, ScriptedPeer::Fault::kDieAfter, 2);
   ScriptedPeer healthy(f.context, "healthy", f.bytes, ScriptedPeer::Fault::kNone);
   FetchStats stats;

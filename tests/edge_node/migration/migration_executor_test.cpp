@@ -35,14 +35,14 @@ struct Done {
   }
 };
 
-struct Fixture {
-  explicit Fixture(MigrationOptions options = {})
+struct MigrationFixture {
+  explicit MigrationFixture(MigrationOptions options = {})
       : store(*model.checkpoint), table(HolderTable::empty(model.config())), log(model.config()) {
     options.node_id = "a";
     migration = std::make_unique<MigrationExecutor>(*model.checkpoint, store, table, log, context,
                                                     options, [] { return false; });
   }
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   ExpertStore store;
   HolderTableHandle table;
@@ -53,16 +53,16 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("migration: prepare loads in the background, commit switches the table and evicts") {
-  Fixture f;
+  MigrationFixture f;
   const std::vector<int32_t> layers = f.model.moe_layers();
-  REQUIRE(
-      f.migration->apply_now(testing::make_placement(1, {{"a", "", {0, 1, 2}}}, layers)).is_ok());
+  REQUIRE(f.migration->apply_now(test_support::make_placement(1, {{"a", "", {0, 1, 2}}}, layers))
+              .is_ok());
   CHECK(f.table.get()->version() == 1);
   CHECK(f.store.n_resident() == static_cast<int64_t>(3 * layers.size()));
 
   Done done;
   const ClusterPlacement v2 =
-      testing::make_placement(2, {{"a", "", {2, 3}}, {"b", "tcp://b:1", {0, 1}}}, layers);
+      test_support::make_placement(2, {{"a", "", {2, 3}}, {"b", "tcp://b:1", {0, 1}}}, layers);
   REQUIRE(f.migration->prepare(v2, done.callback()).is_ok());
   auto [version, status] = done.wait();
   CHECK(version == 2);
@@ -84,13 +84,15 @@ TEST_CASE("migration: prepare loads in the background, commit switches the table
 }
 
 TEST_CASE("migration: abort discards what was loaded -- commits out of order are refused") {
-  Fixture f;
+  MigrationFixture f;
   const std::vector<int32_t> layers = f.model.moe_layers();
-  REQUIRE(f.migration->apply_now(testing::make_placement(1, {{"a", "", {0}}}, layers)).is_ok());
+  REQUIRE(
+      f.migration->apply_now(test_support::make_placement(1, {{"a", "", {0}}}, layers)).is_ok());
   CHECK(f.migration->commit(5).code() == StatusCode::kFailedPrecondition);
   Done done;
   REQUIRE(f.migration
-              ->prepare(testing::make_placement(2, {{"a", "", {0, 5, 6}}}, layers), done.callback())
+              ->prepare(test_support::make_placement(2, {{"a", "", {0, 5, 6}}}, layers),
+                        done.callback())
               .is_ok());
   CHECK(done.wait().second.is_ok());
   CHECK(f.migration->commit(3).code() == StatusCode::kFailedPrecondition);
@@ -100,17 +102,18 @@ TEST_CASE("migration: abort discards what was loaded -- commits out of order are
   CHECK(f.migration->commit(2).code() == StatusCode::kFailedPrecondition);
   CHECK(f.migration->status().last_error.find("another node failed") != std::string::npos);
   // An older version than the committed one is refused at prepare.
-  CHECK(f.migration->prepare(testing::make_placement(0, {{"a", "", {1}}}, layers), {}).code() ==
-        StatusCode::kFailedPrecondition);
+  CHECK(
+      f.migration->prepare(test_support::make_placement(0, {{"a", "", {1}}}, layers), {}).code() ==
+      StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("migration: a placement over the memory limit is refused with the numbers") {
-  testing::TinyModel probe;
+  test_support::TinyModel probe;
   MigrationOptions options;
   options.memory_limit_bytes = 2 * probe.checkpoint->expert_bytes(0, 0);
-  Fixture f(options);
+  MigrationFixture f(options);
   Status s = f.migration->prepare(
-      testing::make_placement(1, {{"a", "", {0, 1, 2}}}, f.model.moe_layers()), {});
+      test_support::make_placement(1, {{"a", "", {0, 1, 2}}}, f.model.moe_layers()), {});
   CHECK(s.code() == StatusCode::kResourceExhausted);
   CHECK(s.message().find("over the limit") != std::string::npos);
 }
@@ -119,7 +122,7 @@ TEST_CASE("migration: experts fetched from a peer in checked chunks equal the lo
   MigrationOptions options;
   options.source = ExpertSource::kPeer;
   options.chunk_bytes = 3000;  // several chunks per expert
-  Fixture f(options);
+  MigrationFixture f(options);
   const std::vector<int32_t> layers = f.model.moe_layers();
   ExpertStore peer_store(*f.model.checkpoint);
   for (int32_t l : layers) {
@@ -131,15 +134,15 @@ TEST_CASE("migration: experts fetched from a peer in checked chunks equal the lo
   auto service = ExpertService::start(f.context, f.model.config(), peer_store, service_options);
   REQUIRE(service.is_ok());
   const std::string endpoint = (*service)->bound_endpoint();
-  REQUIRE(f.migration->apply_now(testing::make_placement(1, {{"b", endpoint, {4, 5}}}, layers))
+  REQUIRE(f.migration->apply_now(test_support::make_placement(1, {{"b", endpoint, {4, 5}}}, layers))
               .is_ok());
 
   Done done;
-  REQUIRE(
-      f.migration
-          ->prepare(testing::make_placement(2, {{"a", "", {4}}, {"b", endpoint, {4, 5}}}, layers),
-                    done.callback())
-          .is_ok());
+  REQUIRE(f.migration
+              ->prepare(test_support::make_placement(2, {{"a", "", {4}}, {"b", endpoint, {4, 5}}},
+                                                     layers),
+                        done.callback())
+              .is_ok());
   REQUIRE(done.wait().second.is_ok());
   REQUIRE(f.migration->commit(2).is_ok());
   CHECK(f.migration->status().experts_fetched == layers.size());
@@ -157,7 +160,7 @@ TEST_CASE("migration: experts fetched from a peer in checked chunks equal the lo
 }
 
 TEST_CASE("migration: a GGUF node fetches experts from a peer as the file's quantized blocks") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   const std::filesystem::path file = model.dir.path() / "tiny-q8_0.gguf";
   gguf::QuantizeOptions quantize;
   quantize.mixture = gguf::Mixture::kQ8_0;
@@ -186,14 +189,14 @@ TEST_CASE("migration: a GGUF node fetches experts from a peer as the file's quan
   options.source = ExpertSource::kPeer;
   options.chunk_bytes = 3000;
   MigrationExecutor migration(ckpt, store, table, log, context, options, [] { return false; });
-  REQUIRE(
-      migration.apply_now(testing::make_placement(1, {{"b", endpoint, {4, 5}}}, layers)).is_ok());
+  REQUIRE(migration.apply_now(test_support::make_placement(1, {{"b", endpoint, {4, 5}}}, layers))
+              .is_ok());
   Done done;
-  REQUIRE(
-      migration
-          .prepare(testing::make_placement(2, {{"a", "", {4}}, {"b", endpoint, {4, 5}}}, layers),
-                   done.callback())
-          .is_ok());
+  REQUIRE(migration
+              .prepare(test_support::make_placement(2, {{"a", "", {4}}, {"b", endpoint, {4, 5}}},
+                                                    layers),
+                       done.callback())
+              .is_ok());
   REQUIRE(done.wait().second.is_ok());
   REQUIRE(migration.commit(2).is_ok());
   CHECK(migration.status().experts_fetched == layers.size());
@@ -218,7 +221,7 @@ TEST_CASE("migration: a peer sending corrupted weights is detected by the SHA-25
   MigrationOptions options;
   options.source = ExpertSource::kPeer;
   options.fetch_timeout = 2s;
-  Fixture f(options);
+  MigrationFixture f(options);
   const std::vector<int32_t> layers = f.model.moe_layers();
   // A protocol peer that serves the right size with one flipped byte.
   auto router = net::make_socket(f.context, zmq::socket_type::router);
@@ -249,13 +252,14 @@ TEST_CASE("migration: a peer sending corrupted weights is detected by the SHA-25
       (void)net::send_message(*router, e, bytes, m->routing_id);
     }
   });
-  REQUIRE(
-      f.migration->apply_now(testing::make_placement(1, {{"b", endpoint, {6}}}, layers)).is_ok());
-  Done done;
-  REQUIRE(f.migration
-              ->prepare(testing::make_placement(2, {{"a", "", {6}}, {"b", endpoint, {6}}}, layers),
-                        done.callback())
+  REQUIRE(f.migration->apply_now(test_support::make_placement(1, {{"b", endpoint, {6}}}, layers))
               .is_ok());
+  Done done;
+  REQUIRE(
+      f.migration
+          ->prepare(test_support::make_placement(2, {{"a", "", {6}}, {"b", endpoint, {6}}}, layers),
+                    done.callback())
+          .is_ok());
   const auto [version, status] = done.wait();
   stop.store(true);
   peer.join();
@@ -273,7 +277,7 @@ TEST_CASE("migration: weights a peer vouches for but the manifest does not are r
   MigrationOptions options;
   options.source = ExpertSource::kPeer;
   options.fetch_timeout = 2s;
-  Fixture f(options);
+  MigrationFixture f(options);
   REQUIRE(f.model.checkpoint->manifest() != nullptr);
   const std::vector<int32_t> layers = f.model.moe_layers();
   auto router = net::make_socket(f.context, zmq::socket_type::router);
@@ -306,13 +310,14 @@ TEST_CASE("migration: weights a peer vouches for but the manifest does not are r
       (void)net::send_message(*router, e, bytes, m->routing_id);
     }
   });
-  REQUIRE(
-      f.migration->apply_now(testing::make_placement(1, {{"b", endpoint, {6}}}, layers)).is_ok());
-  Done done;
-  REQUIRE(f.migration
-              ->prepare(testing::make_placement(2, {{"a", "", {6}}, {"b", endpoint, {6}}}, layers),
-                        done.callback())
+  REQUIRE(f.migration->apply_now(test_support::make_placement(1, {{"b", endpoint, {6}}}, layers))
               .is_ok());
+  Done done;
+  REQUIRE(
+      f.migration
+          ->prepare(test_support::make_placement(2, {{"a", "", {6}}, {"b", endpoint, {6}}}, layers),
+                    done.callback())
+          .is_ok());
   const auto [version, status] = done.wait();
   stop.store(true);
   peer.join();

@@ -27,7 +27,7 @@ const std::vector<int32_t> kHigh = {3, 4, 5, 6, 7};
 
 // A peer node: an ExpertStore with some experts and its expert service.
 struct Peer {
-  Peer(const testing::TinyModel& model, zmq::context_t& context,
+  Peer(const test_support::TinyModel& model, zmq::context_t& context,
        const std::vector<int32_t>& experts)
       : store(*model.checkpoint) {
     for (int32_t l : model.moe_layers()) {
@@ -49,9 +49,9 @@ struct Peer {
 
 // Node "a" holding `local` experts, executing with a DistributedMoeExecutor.
 struct Node {
-  Node(const testing::TinyModel& model, zmq::context_t& context, const std::vector<int32_t>& local,
-       const ClusterPlacement& placement, DistributedExecutorOptions options,
-       uint64_t offload_bytes)
+  Node(const test_support::TinyModel& model, zmq::context_t& context,
+       const std::vector<int32_t>& local, const ClusterPlacement& placement,
+       DistributedExecutorOptions options, uint64_t offload_bytes)
       : config(model.config()),
         store(*model.checkpoint),
         pool(2),
@@ -80,7 +80,7 @@ struct Node {
 };
 
 // The reference: one process holding every expert (LocalMoeExecutor).
-std::vector<float> reference(const testing::TinyModel& model, int64_t layer,
+std::vector<float> reference(const test_support::TinyModel& model, int64_t layer,
                              const std::vector<float>& x, const std::vector<float>& h0,
                              const RoutingDecision& routing) {
   ExpertStore all(*model.checkpoint);
@@ -111,14 +111,14 @@ struct Case {
   RoutingDecision routing;
 };
 
-Case make_case(const testing::TinyModel& model, int64_t n_tokens, uint32_t seed) {
+Case make_case(const test_support::TinyModel& model, int64_t n_tokens, uint32_t seed) {
   const ModelConfig& c = model.config();
   Case k;
   k.layer = model.moe_layers()[1];
   k.n_tokens = n_tokens;
-  k.x = testing::random_hidden(n_tokens, c.hidden_size, seed);
-  k.h0 = testing::random_hidden(n_tokens, c.hidden_size, seed + 1);
-  k.routing = testing::random_routing(n_tokens, c.n_experts_per_token, c.n_experts, seed + 2);
+  k.x = test_support::random_hidden(n_tokens, c.hidden_size, seed);
+  k.h0 = test_support::random_hidden(n_tokens, c.hidden_size, seed + 1);
+  k.routing = test_support::random_routing(n_tokens, c.n_experts_per_token, c.n_experts, seed + 2);
   return k;
 }
 
@@ -131,11 +131,11 @@ Status run(Node& node, const Case& k, std::vector<float>* out) {
 }  // namespace
 
 TEST_CASE("distributed executor: with every expert local it is exactly the local executor") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   const std::vector<int32_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
-  Node a(model, context, all, testing::make_placement(1, {{"a", "", all}}, model.moe_layers()), {},
-         0);
+  Node a(model, context, all, test_support::make_placement(1, {{"a", "", all}}, model.moe_layers()),
+         {}, 0);
   const Case k = make_case(model, 7, 10);
   std::vector<float> out;
   REQUIRE(run(a, k, &out).is_ok());
@@ -144,15 +144,15 @@ TEST_CASE("distributed executor: with every expert local it is exactly the local
 }
 
 TEST_CASE("distributed executor: remote experts over f32 match one node to float re-association") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   Peer b(model, context, kHigh);
   DistributedExecutorOptions options;
   options.wire_dtype = DType::kF32;
-  Node a(
-      model, context, kLow,
-      testing::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
-      options, 0);
+  Node a(model, context, kLow,
+         test_support::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}},
+                                      model.moe_layers()),
+         options, 0);
   for (int64_t n : {1, 5, 33}) {
     const Case k = make_case(model, n, static_cast<uint32_t>(100 + n));
     std::vector<float> out;
@@ -170,13 +170,13 @@ TEST_CASE("distributed executor: remote experts over f32 match one node to float
 }
 
 TEST_CASE("distributed executor: bf16 on the wire stays within bf16 rounding of the reference") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   Peer b(model, context, kHigh);
-  Node a(
-      model, context, kLow,
-      testing::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
-      {}, 0);
+  Node a(model, context, kLow,
+         test_support::make_placement(1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}},
+                                      model.moe_layers()),
+         {}, 0);
   const Case k = make_case(model, 9, 7);
   std::vector<float> out;
   REQUIRE(run(a, k, &out).is_ok());
@@ -187,7 +187,7 @@ TEST_CASE("distributed executor: bf16 on the wire stays within bf16 rounding of 
 }
 
 TEST_CASE("distributed executor: a dead replica is skipped for another one holding the expert") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   Peer b(model, context, kHigh);
   Peer c(model, context, kHigh);
@@ -195,7 +195,7 @@ TEST_CASE("distributed executor: a dead replica is skipped for another one holdi
   options.wire_dtype = DType::kF32;
   options.call_timeout = 300ms;
   Node a(model, context, kLow,
-         testing::make_placement(
+         test_support::make_placement(
              1, {{"a", "", kLow}, {"b", b.endpoint, kHigh}, {"c", c.endpoint, kHigh}},
              model.moe_layers()),
          options, 0);
@@ -227,7 +227,7 @@ TEST_CASE("distributed executor: a dead replica is skipped for another one holdi
 
 TEST_CASE(
     "distributed executor: no peer answering -> offload cache, none -> a clear error, bounded") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   // A peer that never answers: a ROUTER bound and silent.
   auto silent = net::make_socket(context, zmq::socket_type::router);
@@ -237,8 +237,8 @@ TEST_CASE(
   DistributedExecutorOptions options;
   options.wire_dtype = DType::kF32;
   options.call_timeout = 200ms;
-  const ClusterPlacement placement =
-      testing::make_placement(1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
+  const ClusterPlacement placement = test_support::make_placement(
+      1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
   const Case k = make_case(model, 4, 21);
 
   SUBCASE("offload cache computes the experts here") {
@@ -272,10 +272,10 @@ TEST_CASE(
 }
 
 TEST_CASE("distributed executor: an expert nobody holds is computed by the offload cache") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
-  Node a(model, context, kLow, testing::make_placement(1, {{"a", "", kLow}}, model.moe_layers()),
-         {}, 8 << 20);
+  Node a(model, context, kLow,
+         test_support::make_placement(1, {{"a", "", kLow}}, model.moe_layers()), {}, 8 << 20);
   const Case k = make_case(model, 3, 5);
   std::vector<float> out;
   REQUIRE(run(a, k, &out).is_ok());
@@ -285,7 +285,7 @@ TEST_CASE("distributed executor: an expert nobody holds is computed by the offlo
 }
 
 TEST_CASE("distributed executor: a result with NaN or Inf fails that call -- never added") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   // A peer that answers every call at once with well-formed results full of
   // NaN (or Inf): before, the executor added them into the hidden state.
@@ -325,8 +325,8 @@ TEST_CASE("distributed executor: a result with NaN or Inf fails that call -- nev
   DistributedExecutorOptions options;
   options.wire_dtype = DType::kF32;
   options.call_timeout = 2000ms;
-  const ClusterPlacement placement =
-      testing::make_placement(1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
+  const ClusterPlacement placement = test_support::make_placement(
+      1, {{"a", "", kLow}, {"b", endpoint, kHigh}}, model.moe_layers());
   const Case k = make_case(model, 4, 33);
   Node a(model, context, kLow, placement, options, 8 << 20);
   std::vector<float> out;
@@ -345,7 +345,7 @@ TEST_CASE("distributed executor: a result with NaN or Inf fails that call -- nev
 // files) computes a long prompt's remote experts itself with weights
 // fetched from the peer over a link measured slow, and the same result.
 TEST_CASE("distributed executor: a long prompt over a slow link gathers the weights, same output") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   zmq::context_t context;
   Peer b(model, context, kHigh);
   dancemoe::testing::TempDir dir("gather");
@@ -365,9 +365,10 @@ TEST_CASE("distributed executor: a long prompt over a slow link gathers the weig
   ThreadPool pool(2);
   ExpertComputer computer(std::make_unique<backend::CpuExpertEngine>(pool, ComputePrecision::kF32));
   const std::vector<int32_t> mine = {0, 1, 2};
-  HolderTableHandle table(*HolderTable::build(
-      testing::make_placement(1, {{"a", "", mine}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
-      "a", model.config(), {"cpu"}));
+  HolderTableHandle table(
+      *HolderTable::build(test_support::make_placement(
+                              1, {{"a", "", mine}, {"b", b.endpoint, kHigh}}, model.moe_layers()),
+                          "a", model.config(), {"cpu"}));
   PeerPool peers(context, PeerPoolOptions{});
   ActivationLog log(model.config());
   FetcherOptions fetch;

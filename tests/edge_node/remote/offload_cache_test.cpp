@@ -7,7 +7,7 @@
 namespace dancemoe::node {
 
 TEST_CASE("offload cache: bounded by its capacity, least recently used evicted first") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   const uint64_t one = model.checkpoint->expert_bytes(0, 0);
   OffloadCache cache(*model.checkpoint, 2 * one);
   auto a = cache.get_or_load({0, 0});
@@ -30,7 +30,7 @@ TEST_CASE("offload cache: bounded by its capacity, least recently used evicted f
 
 TEST_CASE(
     "offload cache: an expert larger than the cache is resource_exhausted, bad keys invalid") {
-  testing::TinyModel model;
+  test_support::TinyModel model;
   OffloadCache tiny(*model.checkpoint, 100);
   auto r = tiny.get_or_load({0, 0});
   REQUIRE_FALSE(r.is_ok());

@@ -9,7 +9,7 @@
 namespace dancemoe::node {
 
 TEST_CASE("wire tensor: f32 round-trips exactly, bf16 within half an ulp of bf16") {
-  const std::vector<float> x = testing::random_hidden(5, 4099, 3);  // odd size: tails
+  const std::vector<float> x = test_support::random_hidden(5, 4099, 3);  // odd size: tails
   std::vector<uint8_t> f32, bf16;
   encode_rows(x.data(), 5, 4099, DType::kF32, &f32);
   encode_rows(x.data(), 5, 4099, DType::kBF16, &bf16);

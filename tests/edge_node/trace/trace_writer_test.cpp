@@ -10,7 +10,7 @@
 namespace dancemoe::node {
 
 TEST_CASE("trace writer: one row per token and MoE layer in the simulator's format") {
-  testing::TinyModel model;  // MoE layers 0, 2, 3 -> trace layers 0, 1, 2; top-2
+  test_support::TinyModel model;  // MoE layers 0, 2, 3 -> trace layers 0, 1, 2; top-2
   const std::filesystem::path path = model.dir.path() / "trace.csv";
   auto w = TraceWriter::open(path, model.config(), "node-a");
   REQUIRE(w.is_ok());

@@ -12,7 +12,7 @@
 namespace dancemoe::scheduler::test {
 namespace {
 
-Member member(const std::string& id, uint64_t budget, double speed = 1e9) {
+Member planner_member(const std::string& id, uint64_t budget, double speed = 1e9) {
   Member m;
   m.record.node_id = id;
   m.record.expert_endpoint = "tcp://" + id;
@@ -35,8 +35,8 @@ store::NodeTotals latencies(uint64_t local_calls, double local_us, uint64_t remo
 
 TEST_CASE("planner: delta comes from measurements, then history, then the median, then default") {
   const ModelInfo model = tiny_model();
-  Member a = member("a", 16000), b = member("b", 16000), c = member("c", 16000),
-         d = member("d", 16000);
+  Member a = planner_member("a", 16000), b = planner_member("b", 16000),
+         c = planner_member("c", 16000), d = planner_member("d", 16000);
   PlanInputs in;
   in.nodes = {&d, &c, &b, &a};
   in.window_totals["a"] = latencies(10, 100, 10, 2100);   // 2 ms
@@ -68,7 +68,7 @@ TEST_CASE("planner: delta comes from measurements, then history, then the median
 
 TEST_CASE("planner: thin clients only route -- devices without bandwidth get the default") {
   const ModelInfo model = tiny_model();
-  Member a = member("a", 30000, 0.0), thin = member("thin", 10);
+  Member a = planner_member("a", 30000, 0.0), thin = planner_member("thin", 10);
   PlanInputs in;
   in.nodes = {&thin, &a};
   PlannerOptions options;
@@ -95,7 +95,7 @@ TEST_CASE("planner: thin clients only route -- devices without bandwidth get the
 
 TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with some history") {
   const ModelInfo model = tiny_model();
-  Member a = member("a", 16000), b = member("b", 16000);
+  Member a = planner_member("a", 16000), b = planner_member("b", 16000);
   PlanInputs in;
   in.nodes = {&a, &b};
   auto plan = build_problem(model, in, {});
@@ -120,7 +120,7 @@ TEST_CASE("planner: cold start is uniform without statistics, cluster-wide with 
 
 TEST_CASE("planner: a stored placement maps onto the problem -- a dead node's experts drop out") {
   const ModelInfo model = tiny_model();
-  Member a = member("a", 16000), b = member("b", 16000);
+  Member a = planner_member("a", 16000), b = planner_member("b", 16000);
   store::PlacementRecord record;
   record.nodes = {{"a", "", {{"gpu0", {{0, 0}, {2, 1}}}}},
                   {"gone", "", {{"gpu0", {{3, 7}}}}},
@@ -153,7 +153,7 @@ TEST_CASE("planner: a repair is staged to each node's migration headroom and sti
   // adopted and then aborted by the node (over its memory), retried every
   // few seconds, coverage never back.
   const ModelInfo model = tiny_model();
-  Member a = member("a", 12000), b = member("b", 12000);
+  Member a = planner_member("a", 12000), b = planner_member("b", 12000);
   for (Member* m : {&a, &b}) m->record.migration_headroom_bytes = 2000;
   auto refs = [&](int32_t from, int32_t to) {
     std::vector<ExpertRef> out;
@@ -231,7 +231,7 @@ TEST_CASE("planner: a repair is staged to each node's migration headroom and sti
 
 TEST_CASE("planner: an operator placement beyond a node's headroom is refused, not staged") {
   const ModelInfo model = tiny_model();
-  Member a = member("a", 12000), b = member("b", 12000);
+  Member a = planner_member("a", 12000), b = planner_member("b", 12000);
   a.record.migration_headroom_bytes = 1000;
   b.record.migration_headroom_bytes = 1000;
   for (int32_t x = 0; x < 24; ++x) (x < 12 ? a : b).resident.push_back(model.ref(x));

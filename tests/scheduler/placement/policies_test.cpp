@@ -16,8 +16,8 @@ namespace {
 // A random instance: 1-6 nodes with 1-3 devices, 1-4 layers of 2-12
 // experts, memory per node 10-90 % of the model, Zipf routing from 1-3
 // tasks; optionally unequal expert sizes per layer and a current placement.
-Problem random_problem(std::mt19937& rng, bool unequal_sizes, int max_layers = 4,
-                       int max_experts = 12, int max_nodes = 6) {
+Problem random_layered_problem(std::mt19937& rng, bool unequal_sizes, int max_layers = 4,
+                               int max_experts = 12, int max_nodes = 6) {
   auto uniform_int = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
   };
@@ -46,7 +46,7 @@ TEST_CASE("placement policies: every policy covers every expert and respects eve
   int checked = 0, fallbacks = 0;
   for (int trial = 0; trial < 150; ++trial) {
     const bool unequal = trial % 3 == 2;
-    Problem problem = random_problem(rng, unequal);
+    Problem problem = random_layered_problem(rng, unequal);
     if (!validate_problem(problem).is_ok()) continue;  // e.g. fragmentation: refused, fine
     if (trial % 2 == 1) {
       // With a current placement (another policy's answer) for stickiness
@@ -74,7 +74,7 @@ TEST_CASE("placement policies: every policy covers every expert and respects eve
 TEST_CASE("placement policies: optimal is never worse than any other policy (equal sizes)") {
   std::mt19937 rng(1717);
   for (int trial = 0; trial < 120; ++trial) {
-    Problem problem = random_problem(rng, false);
+    Problem problem = random_layered_problem(rng, false);
     REQUIRE(validate_problem(problem).is_ok());
     Result<Placement> optimal = solve("optimal", problem);
     REQUIRE(optimal.is_ok());
@@ -93,7 +93,7 @@ TEST_CASE("placement policies: optimal equals the brute-force optimum on small i
   std::mt19937 rng(9);
   int compared = 0;
   for (int trial = 0; trial < 200; ++trial) {
-    Problem problem = random_problem(rng, false, 2, 4, 3);
+    Problem problem = random_layered_problem(rng, false, 2, 4, 3);
     const int n_total = problem.model.n_experts_total();
     if (n_total > 7) continue;
     REQUIRE(validate_problem(problem).is_ok());
@@ -131,7 +131,7 @@ TEST_CASE("placement policies: infeasible problems are refused before any policy
 
 TEST_CASE("placement policies: are deterministic") {
   std::mt19937 rng(5);
-  Problem problem = random_problem(rng, false);
+  Problem problem = random_layered_problem(rng, false);
   for (const PolicyInfo& policy : all_policies()) {
     Result<Placement> a = solve(policy.name, problem);
     Result<Placement> b = solve(policy.name, problem);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int64_t kHour = 3600 * 1000;
 
-CountIndex index_2x4() {
+CountIndex retention_index_2x4() {
   CountIndex index;
   index.layer_offset = {0, 4};
   index.layer_experts = {4, 4};
@@ -56,7 +56,7 @@ TEST_CASE("retention: rolls old reports into buckets without losing counts or to
       sent.push_back(r);
     }
   }
-  const auto counts_before = *s.counts_since(0, index_2x4());
+  const auto counts_before = *s.counts_since(0, retention_index_2x4());
   const auto totals_before = *s.totals_since(0);
   const int64_t raw_before = s.db().query_int("SELECT count(*) FROM reports")->value_or(0);
 
@@ -78,7 +78,7 @@ TEST_CASE("retention: rolls old reports into buckets without losing counts or to
   CHECK(*s.db().query_int("SELECT count(*) FROM report_peers") == raw_after);
   CHECK(*s.db().query_int("SELECT count(*) FROM rollups") == 4);  // 2 nodes x 2 hours
 
-  CHECK(*s.counts_since(0, index_2x4()) == counts_before);
+  CHECK(*s.counts_since(0, retention_index_2x4()) == counts_before);
   const auto totals_after = *s.totals_since(0);
   for (const char* node : {"a", "b"}) {
     const NodeTotals& before = totals_before.at(node);
@@ -99,7 +99,7 @@ TEST_CASE("retention: rolls old reports into buckets without losing counts or to
 
   // A report rolled up and then resent is stale, not counted twice.
   CHECK(*s.insert_report(sent.front()) == InsertOutcome::kStale);
-  CHECK(*s.counts_since(0, index_2x4()) == counts_before);
+  CHECK(*s.counts_since(0, retention_index_2x4()) == counts_before);
 
   // The watermark survives a reopen.
   opened->reset();
@@ -136,7 +136,7 @@ TEST_CASE("retention: roll-ups keep the co-activation pairs, summed, most above 
     r.pairs = {{0, 0, 1, 40}, {0, 2, 3, 25}, {1, 0, 3, 10}};
     REQUIRE(*s.insert_report(r) == InsertOutcome::kStored);
   }
-  const auto before = *s.pairs_since(0, index_2x4());
+  const auto before = *s.pairs_since(0, retention_index_2x4());
   REQUIRE(before.at("a").size() == 3);
   CHECK(before.at("a").at({0, 1}) == 12 * 40);
   CHECK(before.at("a").at({4, 7}) == 12 * 10);
@@ -152,7 +152,7 @@ TEST_CASE("retention: roll-ups keep the co-activation pairs, summed, most above 
   }
   CHECK(*s.db().query_int("SELECT count(*) FROM rollups") >= 1);
   // Nothing lost while every pair fits.
-  CHECK(*s.pairs_since(0, index_2x4()) == before);
+  CHECK(*s.pairs_since(0, retention_index_2x4()) == before);
 
   // With one pair per layer a roll-up keeps, per layer, the pair most above
   // independence: (0, 1) (40 seen, 16 expected per report) over the more
@@ -178,7 +178,7 @@ TEST_CASE("retention: roll-ups keep the co-activation pairs, summed, most above 
   policy.rollup_pairs_per_layer = 1;
   REQUIRE(Retention::apply(s2, policy, t0 + 3 * kHour).is_ok());
   CHECK(*s2.db().query_int("SELECT count(*) FROM reports") == 0);
-  const auto kept = *s2.pairs_since(0, index_2x4());
+  const auto kept = *s2.pairs_since(0, retention_index_2x4());
   REQUIRE(kept.at("a").size() == 2);
   CHECK(kept.at("a").at({0, 1}) == 6 * 40);
   CHECK(kept.at("a").at({4, 7}) == 6 * 10);

@@ -30,7 +30,7 @@ SplitSummary split_ok(const Checkpoint& source, const fs::path& out, SplitOption
   return *s;
 }
 
-std::vector<float> prompt_logits(const fs::path& dir) {
+std::vector<float> written_model_logits(const fs::path& dir) {
   auto model = testing::open_model(dir);
   Transformer& tf = model->transformer();
   auto cache = tf.new_cache(32);
@@ -63,8 +63,8 @@ TEST_CASE("split: a split checkpoint has its source's model id, sizes and logits
   CHECK(split->total_bytes() == source->total_bytes());
   CHECK(split->expert_digests() != nullptr);
   CHECK(count_files(tmp.path() / "split" / "experts") == summary.n_expert_files);
-  CHECK(testing::max_abs_diff(prompt_logits(tmp.path() / "hf"),
-                              prompt_logits(tmp.path() / "split")) == 0.0f);
+  CHECK(testing::max_abs_diff(written_model_logits(tmp.path() / "hf"),
+                              written_model_logits(tmp.path() / "split")) == 0.0f);
 }
 
 TEST_CASE("split: experts missing from disk are known by size and digest but not readable") {
@@ -229,8 +229,8 @@ TEST_CASE("split: a GGUF model splits into its blocks with digests and the same 
                                  span_of(w.up, source->tensor(TensorRole::kExpertUp, 2, 5)),
                                  span_of(w.down, source->tensor(TensorRole::kExpertDown, 2, 5)));
   CHECK(split->expert_digests()->check({2, 5}, d).is_ok());
-  CHECK(testing::max_abs_diff(prompt_logits(tmp.path() / "m.gguf"),
-                              prompt_logits(tmp.path() / "split")) == 0.0f);
+  CHECK(testing::max_abs_diff(written_model_logits(tmp.path() / "m.gguf"),
+                              written_model_logits(tmp.path() / "split")) == 0.0f);
 }
 
 }  // namespace
