@@ -39,4 +39,13 @@ float max_abs_diff(std::span<const float> a, std::span<const float> b) {
   return worst;
 }
 
+std::vector<float> all_logits(ModelRuntime& model, const std::vector<int32_t>& ids) {
+  Transformer& tf = model.transformer();
+  Result<KvCache> cache = tf.new_cache(static_cast<int64_t>(ids.size()) + 1);
+  REQUIRE(cache.is_ok());
+  std::vector<float> out;
+  REQUIRE(tf.forward(ids, *cache, LogitsMode::kAll, &out).is_ok());
+  return out;
+}
+
 }  // namespace dancemoe::testing

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/assembly/model_runtime.h"
 #include "common/model/synthetic/synthetic_model.h"
@@ -22,6 +23,10 @@ void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& di
 std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,
                                          ComputePrecision precision = ComputePrecision::kF32,
                                          int n_threads = 2);
+
+// The logits of every position of `ids` from a fresh KV cache
+// ([ids.size(), vocab]; REQUIREs success).
+std::vector<float> all_logits(ModelRuntime& model, const std::vector<int32_t>& ids);
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b);
 

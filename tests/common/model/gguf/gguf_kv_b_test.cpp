@@ -216,15 +216,6 @@ std::filesystem::path split_kv_b_file(const std::filesystem::path& src,
   return dst;
 }
 
-std::vector<float> logits(ModelRuntime& model, const std::vector<int32_t>& ids) {
-  Transformer& tf = model.transformer();
-  Result<KvCache> cache = tf.new_cache(static_cast<int64_t>(ids.size()) + 1);
-  REQUIRE(cache.is_ok());
-  std::vector<float> out;
-  REQUIRE(tf.forward(ids, *cache, LogitsMode::kAll, &out).is_ok());
-  return out;
-}
-
 TEST_CASE("gguf kv_b: a DeepSeek file with kv_b split in attn_k_b / attn_v_b is the same model") {
   for (const char* arch : {"deepseek_v2", "deepseek_v3"}) {
     INFO(std::string(arch));
@@ -263,7 +254,8 @@ TEST_CASE("gguf kv_b: a DeepSeek file with kv_b split in attn_k_b / attn_v_b is 
     CHECK(x == y);
 
     const std::vector<int32_t> ids = {5, 17, 3, 42, 8, 1, 29};
-    CHECK(testing::max_abs_diff(logits(*ref, ids), logits(*got, ids)) == 0.0f);
+    CHECK(testing::max_abs_diff(testing::all_logits(*ref, ids), testing::all_logits(*got, ids)) ==
+          0.0f);
 
     // bf16 parts: a bf16 kv_b holding the same values rounded.
     const auto bf16 = split_kv_b_file(whole, dir.path() / "bf16.gguf", WeightType::kBF16);

@@ -36,15 +36,6 @@ std::filesystem::path quantize(const std::filesystem::path& hf, const std::files
   return out;
 }
 
-std::vector<float> logits(ModelRuntime& model, const std::vector<int32_t>& ids) {
-  Transformer& tf = model.transformer();
-  Result<KvCache> cache = tf.new_cache(static_cast<int64_t>(ids.size()) + 1);
-  REQUIRE(cache.is_ok());
-  std::vector<float> out;
-  REQUIRE(tf.forward(ids, *cache, LogitsMode::kAll, &out).is_ok());
-  return out;
-}
-
 std::vector<int32_t> prompt(int64_t vocab) {
   std::mt19937 rng(3);
   std::vector<int32_t> ids(9);
@@ -72,7 +63,7 @@ TEST_CASE("gguf runtime: f32 GGUF files compute the safetensors model's logits")
     CHECK(got->checkpoint().is_gguf());
     CHECK(got->checkpoint().model_id() == ref->checkpoint().model_id());
     const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
-    const std::vector<float> a = logits(*ref, ids), b = logits(*got, ids);
+    const std::vector<float> a = testing::all_logits(*ref, ids), b = testing::all_logits(*got, ids);
     CHECK(testing::max_abs_diff(a, b) <= 1e-4f * max_abs(a));
   }
 }
@@ -92,20 +83,20 @@ TEST_CASE("gguf runtime: every family's GGUF file computes the safetensors model
     testing::write_model(spec, dir.path() / "hf");
     auto ref = testing::open_model(dir.path() / "hf", ComputePrecision::kF32);
     const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
-    const std::vector<float> a = logits(*ref, ids);
+    const std::vector<float> a = testing::all_logits(*ref, ids);
 
     const auto f32 = quantize(dir.path() / "hf", dir.path() / "tiny-f32.gguf", gguf::Mixture::kF32);
     auto got = testing::open_model(f32, ComputePrecision::kF32);
     CHECK(got->checkpoint().is_gguf());
     CHECK(got->config().hf_architecture == ref->config().hf_architecture);
     CHECK(got->checkpoint().model_id() == ref->checkpoint().model_id());
-    CHECK(testing::max_abs_diff(a, logits(*got, ids)) <= 1e-4f * max_abs(a));
+    CHECK(testing::max_abs_diff(a, testing::all_logits(*got, ids)) <= 1e-4f * max_abs(a));
 
     const auto q8 =
         quantize(dir.path() / "hf", dir.path() / "tiny-q8_0.gguf", gguf::Mixture::kQ8_0);
     auto q8_model = testing::open_model(q8, ComputePrecision::kF32);
     CHECK(q8_model->checkpoint().model_id() == ref->checkpoint().model_id());
-    const std::vector<float> b = logits(*q8_model, ids);
+    const std::vector<float> b = testing::all_logits(*q8_model, ids);
     double sum = 0.0;
     for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
     // GLM-4.5's router multiplies the expert weights by 2.5 (and this tiny
@@ -126,10 +117,10 @@ TEST_CASE("gguf runtime: a Q8_0 file stays close to bf16 and is used in place") 
   auto q8 = testing::open_model(gguf, ComputePrecision::kBF16);
   auto q8_exact = testing::open_model(gguf, ComputePrecision::kF32);
   const std::vector<int32_t> ids = prompt(ref->config().vocab_size);
-  const std::vector<float> a = logits(*ref, ids), b = logits(*q8, ids);
+  const std::vector<float> a = testing::all_logits(*ref, ids), b = testing::all_logits(*q8, ids);
   // The runtime computes the Q8_0 model almost exactly: its 16-bit
   // activations against the f32 reference of the same weights.
-  CHECK(testing::max_abs_diff(logits(*q8_exact, ids), b) <= 1e-3f * max_abs(a));
+  CHECK(testing::max_abs_diff(testing::all_logits(*q8_exact, ids), b) <= 1e-3f * max_abs(a));
   // Q8_0 keeps ~8 bits per weight: on average within a percent of the
   // logits' range of bf16 on this random-weight model. (Not the maximum: a
   // token whose top-2 experts nearly tie may route differently and move
@@ -156,7 +147,7 @@ TEST_CASE("gguf runtime: a Q8_0 file stays close to bf16 and is used in place") 
   Result<std::unique_ptr<ModelRuntime>> copied = ModelRuntime::open(gguf, copy);
   REQUIRE(copied.is_ok());
   CHECK((*copied)->experts().get(keys[0])->gate.data != gate.mapped);
-  CHECK(logits(**copied, ids) == b);
+  CHECK(testing::all_logits(**copied, ids) == b);
 }
 
 TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and transfers") {
