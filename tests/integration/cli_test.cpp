@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/tensor/npy.h"
+#include "tests/integration/cli_path.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
@@ -12,8 +13,6 @@ namespace dancemoe {
 namespace {
 
 using testing::run_process;
-
-const std::string kCli = DMOE_CLI_PATH;
 
 }  // namespace
 

@@ -128,13 +128,6 @@ struct AttachedCluster {
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
 };
 
-json greedy(const std::vector<int32_t>& prompt, int max_tokens) {
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
-}
-
 // The scheduler's local-hit ratio of `id` since the committed placement.
 double scheduler_hit_ratio(const json& status, const std::string& id) {
   for (const auto& n : status["nodes"]["list"]) {
@@ -187,8 +180,8 @@ void attached_cluster_equals_one_node(const std::string& preset,
           static_cast<int64_t>(c.layers.size()) * c.n_experts / 2);
     for (uint32_t seed : {7u, 8u}) {
       const std::vector<int32_t> p = c.random_prompt(seed + 10 * static_cast<uint32_t>(i), 12);
-      const json want = reference.generate(greedy(p, 64));
-      const json got = node.generate(greedy(p, 64));
+      const json want = reference.generate(greedy_request(p, 64));
+      const json got = node.generate(greedy_request(p, 64));
       REQUIRE(got["tokens"].size() == 64);
       CHECK(got["tokens"] == want["tokens"]);
       CHECK(got["activations"]["remote"].get<int64_t>() > 0);
@@ -209,20 +202,11 @@ void attached_cluster_equals_one_node(const std::string& preset,
   }
 }
 
-// A domain: a small vocabulary of its own, so its tokens route differently
-// (the random-weight model routes by token identity more than by meaning).
-std::vector<int32_t> domain_prompt(int domain, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> p(48);
-  for (int32_t& t : p) t = 100 + 700 * domain + static_cast<int32_t>(rng() % 12) * 37;
-  return p;
-}
-
 void drive(AttachedCluster& c, int n_prompts) {
   for (size_t d = 0; d < kNodes.size(); ++d) {
     for (int i = 0; i < n_prompts; ++i) {
       c.nodes[kNodes[d]]->generate(
-          greedy(domain_prompt(static_cast<int>(d), static_cast<uint32_t>(i)), 8));
+          greedy_request(domain_prompt(static_cast<int>(d), static_cast<uint32_t>(i)), 8));
     }
   }
 }
@@ -287,10 +271,11 @@ TEST_CASE("cluster: nodes serve through a scheduler kill -9 and re-attach when i
   AttachedCluster c("tiny", 0.55, {}, free_tcp_port());
   const std::vector<int32_t> prompt = c.random_prompt(5, 8);
   std::map<std::string, json> before;  // bf16 wire: each node's own answer
-  for (auto& [id, node] : c.nodes) before[id] = node->generate(greedy(prompt, 16))["tokens"];
+  for (auto& [id, node] : c.nodes)
+    before[id] = node->generate(greedy_request(prompt, 16))["tokens"];
   c.scheduler->kill();
   for (auto& [id, node] : c.nodes) {
-    CHECK(node->generate(greedy(prompt, 16))["tokens"] == before[id]);
+    CHECK(node->generate(greedy_request(prompt, 16))["tokens"] == before[id]);
     CHECK(node->stats()["placement_version"].get<uint64_t>() == 1);
   }
   CHECK(eventually([&] { return c.nodes["a"]->get("/health").first == 503; }, 10s));

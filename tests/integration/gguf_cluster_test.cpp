@@ -10,7 +10,9 @@
 
 #include <random>
 
+#include "tests/integration/cli_path.h"
 #include "tests/integration/node_cluster.h"
+#include "tests/integration/scheduler_fixtures.h"
 #include "tests/support/process.h"
 #include "tests/support/scheduler_process.h"
 
@@ -19,26 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kCli = DMOE_CLI_PATH;
-
-std::vector<std::string> scheduler_flags(const std::filesystem::path& model,
-                                         std::vector<std::string> extra = {}) {
-  std::vector<std::string> flags = {
-      "--model",           model.string(), "--heartbeat-interval", "0.2",
-      "--report-interval", "0.4",          "--cold-start-settle",  "0.5",
-      "--prepare-timeout", "30",           "--interval",           "3600"};
-  flags.insert(flags.end(), extra.begin(), extra.end());
-  return flags;
-}
-
 // Flags of node `name` attached to `scheduler`, with its keys.
-std::vector<std::string> attached(SchedulerProcess& scheduler, const std::string& name,
-                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--scheduler", scheduler.endpoint()};
-  for (const std::string& a : scheduler.node_args(name)) args.push_back(a);
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
 
 struct GgufModels {
   GgufModels() : work("gguf-cluster") {
@@ -80,14 +63,15 @@ TEST_CASE("gguf cluster: model-info reads a quantized file, and the same model i
 
 TEST_CASE("gguf cluster: a scheduler and three nodes on one GGUF file serve prompts") {
   GgufModels m;
-  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, m.work.path(), scheduler_flags(m.gguf));
+  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, m.work.path(), model_scheduler_flags(m.gguf));
   scheduler.start();
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
   for (const std::string id : {"a", "b", "c"}) {
     // Room for about half the experts each: some calls go to peers.
     nodes[id] = std::make_unique<NodeProcess>(
         m.work.path(), id,
-        node_args(m.gguf, free_tcp_port(), attached(scheduler, id, {"--expert-memory", "80K"})));
+        node_args(m.gguf, free_tcp_port(),
+                  attached_args(scheduler, id, {"--expert-memory", "80K"})));
   }
   for (auto& [id, node] : nodes) REQUIRE(node->wait_ready());
   REQUIRE(eventually(
@@ -116,14 +100,15 @@ TEST_CASE("gguf cluster: a scheduler and three nodes on one GGUF file serve prom
 TEST_CASE("gguf cluster: nodes of another precision join only when the scheduler allows it") {
   GgufModels m;
   // The scheduler reads the Q8_0 file; a bf16 node must be allowed explicitly.
-  SchedulerProcess strict(DMOE_SCHEDULER_PATH, m.work.path() / "strict", scheduler_flags(m.gguf));
+  SchedulerProcess strict(DMOE_SCHEDULER_PATH, m.work.path() / "strict",
+                          model_scheduler_flags(m.gguf));
   std::filesystem::create_directories(m.work.path() / "strict");
   strict.start();
   NodeProcess same(
       m.work.path(), "q8",
-      node_args(m.hf, free_tcp_port(), attached(strict, "q8", {"--expert-type", "q8_0"})));
+      node_args(m.hf, free_tcp_port(), attached_args(strict, "q8", {"--expert-type", "q8_0"})));
   NodeProcess other(m.work.path(), "bf16",
-                    node_args(m.hf, free_tcp_port(), attached(strict, "bf16")));
+                    node_args(m.hf, free_tcp_port(), attached_args(strict, "bf16")));
   REQUIRE(same.wait_ready());
   CHECK(eventually([&] { return same.stats()["scheduler"]["attached"].get<bool>(); }, 30s));
   // A refused node exits (code 2) with the scheduler's reason in its log.
@@ -136,10 +121,10 @@ TEST_CASE("gguf cluster: nodes of another precision join only when the scheduler
 
   std::filesystem::create_directories(m.work.path() / "mixed");
   SchedulerProcess mixed(DMOE_SCHEDULER_PATH, m.work.path() / "mixed",
-                         scheduler_flags(m.gguf, {"--expert-types", "bf16"}));
+                         model_scheduler_flags(m.gguf, {"--expert-types", "bf16"}));
   mixed.start();
   NodeProcess allowed(m.work.path(), "bf16-ok",
-                      node_args(m.hf, free_tcp_port(), attached(mixed, "bf16-ok")));
+                      node_args(m.hf, free_tcp_port(), attached_args(mixed, "bf16-ok")));
   REQUIRE(allowed.wait_ready());
   CHECK(eventually([&] { return allowed.stats()["scheduler"]["attached"].get<bool>(); }, 30s));
 }

@@ -19,7 +19,7 @@
 namespace dancemoe::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 // A connection that sends what the test says, as slowly as it likes.
@@ -44,8 +44,8 @@ class SlowClient {
   // Everything until the server closes (or `wait` passes).
   std::string read_all(std::chrono::milliseconds wait) {
     std::string got;
-    const auto deadline = Clock::now() + wait;
-    while (Clock::now() < deadline) {
+    const auto deadline = SteadyClock::now() + wait;
+    while (SteadyClock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, 20) <= 0) continue;
       char buffer[4096];
@@ -82,10 +82,10 @@ TEST_CASE("http hardening: /health answers within 100 ms while 100 slow clients 
   for (int i = 0; i < 10; ++i) {
     httplib::Client client(n.base_url());
     client.set_read_timeout(2, 0);
-    const auto start = Clock::now();
+    const auto start = SteadyClock::now();
     auto res = client.Get("/health");
-    worst_ms =
-        std::max(worst_ms, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    worst_ms = std::max(
+        worst_ms, std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count());
     if (res && res->status == 200) ++answered;
     std::this_thread::sleep_for(50ms);
   }
@@ -136,9 +136,9 @@ TEST_CASE("http hardening: a prompt far over the context is refused before it is
   OpenAiTestNode n({"--context", "128"});
   std::string huge;
   while (huge.size() < 12'000'000) huge += "lorem ipsum dolor sit amet ";
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   const auto r = n.post("/v1/completions", json{{"prompt", huge}, {"max_tokens", 1}}.dump());
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
   INFO(r.raw.substr(0, 300));
   CHECK(r.status == 400);
   CHECK(r.body["error"]["code"] == "context_length_exceeded");

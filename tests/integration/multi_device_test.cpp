@@ -21,13 +21,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-json greedy(const std::vector<int32_t>& prompt, int max_tokens) {
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
-}
-
 // A synthetic model of `preset` written to `dir`, with what the cases size
 // their nodes by.
 struct TestModel {
@@ -134,10 +127,10 @@ TEST_CASE("devices: a two-device node in a cluster places, computes and answers 
     std::mt19937 rng(seed);
     std::vector<int32_t> prompt(12);
     for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 500);
-    const json want = reference.generate(greedy(prompt, 32));
+    const json want = reference.generate(greedy_request(prompt, 32));
     for (NodeProcess* node : {a.get(), b.get()}) {
       CAPTURE(node->id());
-      const json got = node->generate(greedy(prompt, 32));
+      const json got = node->generate(greedy_request(prompt, 32));
       REQUIRE(got["tokens"].size() == 32);
       CHECK(got["tokens"] == want["tokens"]);
     }
@@ -272,10 +265,10 @@ TEST_CASE("devices: a cuda:0,cpu node in a 3-node cluster answers as the all-CPU
     std::mt19937 rng(seed);
     std::vector<int32_t> prompt(16);
     for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 4000);
-    const json want = reference.generate(greedy(prompt, 32));
+    const json want = reference.generate(greedy_request(prompt, 32));
     for (auto& [id, node] : nodes) {
       CAPTURE(id);
-      const json got = node->generate(greedy(prompt, 32));
+      const json got = node->generate(greedy_request(prompt, 32));
       CHECK(got["tokens"] == want["tokens"]);
     }
   }

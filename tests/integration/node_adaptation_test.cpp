@@ -20,15 +20,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A domain: a small vocabulary of its own, so its tokens route differently.
-std::vector<int32_t> domain_prompt(int domain, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> p(48);
-  for (int32_t& t : p) t = 100 + 700 * domain + static_cast<int32_t>(rng() % 12) * 37;
-  return p;
-}
-
-double drive(NodeProcess& node, int domain, int n_prompts) {
+double drive_node(NodeProcess& node, int domain, int n_prompts) {
   for (int i = 0; i < n_prompts; ++i) {
     node.generate({{"prompt_tokens", domain_prompt(domain, static_cast<uint32_t>(i))},
                    {"max_tokens", 8},
@@ -72,7 +64,7 @@ TEST_CASE("node adaptation: a placement from the nodes' own counts raises every 
 
   std::map<std::string, double> before;
   for (size_t n = 0; n < ids.size(); ++n)
-    before[ids[n]] = drive(*nodes[ids[n]], static_cast<int>(n), 6);
+    before[ids[n]] = drive_node(*nodes[ids[n]], static_cast<int>(n), 6);
 
   // The scheduler's computation, from the counts each node reports.
   placement::Problem problem;
@@ -122,7 +114,7 @@ TEST_CASE("node adaptation: a placement from the nodes' own counts raises every 
 
   for (size_t n = 0; n < ids.size(); ++n) {
     const std::string& id = ids[n];
-    const double after = drive(*nodes[id], static_cast<int>(n), 6);
+    const double after = drive_node(*nodes[id], static_cast<int>(n), 6);
     MESSAGE("node " << id << " (domain " << n << "): local-hit ratio " << before[id]
                     << " on the cold-start placement -> " << after << " after migrating to v2");
     CHECK(after > before[id] + 0.1);

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,38 @@
 namespace dancemoe::testing {
 
 using nlohmann::json;
+
+// A greedy /generate request body for `prompt` that generates all
+// `max_tokens` (ignore_eos), with every step's logits when asked.
+inline json greedy_request(const std::vector<int32_t>& prompt, int max_tokens,
+                           bool logits = false) {
+  json body = {{"prompt_tokens", prompt},
+               {"max_tokens", max_tokens},
+               {"temperature", 0},
+               {"ignore_eos", true}};
+  if (logits) body["return_logits"] = true;
+  return body;
+}
+
+// `n` token ids in [3, 503) drawn from `seed`: a prompt any tiny preset's
+// vocabulary holds.
+inline std::vector<int32_t> random_prompt(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> prompt(static_cast<size_t>(n));
+  for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 500);
+  return prompt;
+}
+
+// A 48-token prompt of "domain" `domain`: ids from a 12-id vocabulary of
+// its own (100 + 700 domain + 37 k), so its tokens route differently from
+// other domains' (the random-weight models route by token identity more
+// than by meaning).
+inline std::vector<int32_t> domain_prompt(int domain, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> p(48);
+  for (int32_t& t : p) t = 100 + 700 * domain + static_cast<int32_t>(rng() % 12) * 37;
+  return p;
+}
 
 // The MoE layers of a model directory, as its config.json defines them.
 inline std::vector<int32_t> moe_layers_of(const std::filesystem::path& model_dir) {

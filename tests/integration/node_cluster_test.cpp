@@ -77,22 +77,14 @@ struct Cluster {
   std::unique_ptr<NodeProcess> reference;
 };
 
-json greedy(const std::vector<int32_t>& prompt, int max_tokens, bool logits) {
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true},
-          {"return_logits", logits}};
-}
-
 void f32_cluster_equals_one_node(const std::string& preset) {
   Cluster c(preset, "f32");
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     // Each node gets prompts of its own (and the others' too).
     for (uint32_t seed : {11u, 22u, 33u}) {
       const std::vector<int32_t> p = c.prompt(seed + static_cast<uint32_t>(i), 12);
-      const json want = c.reference->generate(greedy(p, kTokens, false));
-      const json got = c.nodes[i]->generate(greedy(p, kTokens, false));
+      const json want = c.reference->generate(greedy_request(p, kTokens, false));
+      const json got = c.nodes[i]->generate(greedy_request(p, kTokens, false));
       CAPTURE(c.nodes[i]->id());
       CAPTURE(seed);
       REQUIRE(got["tokens"].size() == static_cast<size_t>(kTokens));
@@ -117,9 +109,9 @@ void bf16_wire_agreement(const std::string& preset) {
   double max_logit_diff = 0;
   for (size_t i = 0; i < c.nodes.size(); ++i) {
     const std::vector<int32_t> p = c.prompt(100 + static_cast<uint32_t>(i), 12);
-    const json want = c.reference->generate(greedy(p, kTokens, true));
+    const json want = c.reference->generate(greedy_request(p, kTokens, true));
     const std::vector<int32_t> want_tokens = want["tokens"].get<std::vector<int32_t>>();
-    const json free_run = c.nodes[i]->generate(greedy(p, kTokens, false));
+    const json free_run = c.nodes[i]->generate(greedy_request(p, kTokens, false));
     const std::vector<int32_t> free_tokens = free_run["tokens"].get<std::vector<int32_t>>();
     for (int k = 0; k < kTokens; ++k)
       free_agree += free_tokens[static_cast<size_t>(k)] == want_tokens[static_cast<size_t>(k)];
@@ -127,7 +119,7 @@ void bf16_wire_agreement(const std::string& preset) {
     for (int k = 0; k < kTokens; ++k) {
       std::vector<int32_t> prefix = p;
       prefix.insert(prefix.end(), want_tokens.begin(), want_tokens.begin() + k);
-      const json got = c.nodes[i]->generate(greedy(prefix, 1, true));
+      const json got = c.nodes[i]->generate(greedy_request(prefix, 1, true));
       const std::vector<float> row = got["logits"][0].get<std::vector<float>>();
       const std::vector<float> ref =
           want["logits"][static_cast<size_t>(k)].get<std::vector<float>>();

@@ -17,7 +17,7 @@ namespace dancemoe::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 struct TinyCluster {
   // `experts`: node id -> experts (every MoE layer); "all" is added as a reference.
@@ -64,22 +64,12 @@ struct TinyCluster {
   std::unique_ptr<NodeProcess> reference;
 };
 
-json greedy(int max_tokens, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> prompt(10);
-  for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 500);
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
-}
-
 }  // namespace
 
 TEST_CASE("node faults: kill -9 of a peer mid-generation -> the request completes on replicas") {
   // Every expert on exactly two nodes.
   TinyCluster c({{"a", {0, 1, 2, 3, 4, 5}}, {"b", {4, 5, 6, 7, 0, 1}}, {"c", {2, 3, 6, 7}}}, {});
-  const json request = greedy(4000, 5);
+  const json request = greedy_request(random_prompt(10, 5), 4000);
   auto pending =
       std::async(std::launch::async, [&] { return c.nodes["a"]->post("/v1/generate", request); });
   // Once a is well into the generation (its counters move while it runs),
@@ -116,19 +106,23 @@ TEST_CASE("node faults: kill -9 of a peer mid-generation -> the request complete
   // The survivors keep serving, and agree with the reference.
   for (const std::string id : {"a", "b", "c"}) {
     if (id == victim) continue;
-    const json again = c.nodes[id]->generate(greedy(64, 9));
-    CHECK(again["tokens"] == c.reference->generate(greedy(64, 9))["tokens"]);
+    const json again = c.nodes[id]->generate(greedy_request(random_prompt(10, 9), 64));
+    CHECK(again["tokens"] ==
+          c.reference->generate(greedy_request(random_prompt(10, 9), 64))["tokens"]);
     CHECK(c.nodes[id]->get("/health").first == 200);
   }
 }
 
 TEST_CASE("node faults: no replica and no offload cache -> a clear 503, then service resumes") {
   TinyCluster c({{"a", {0, 1, 2, 3}}, {"b", {4, 5, 6, 7}}}, {"--offload-cache", "0"});
-  CHECK(c.nodes["a"]->generate(greedy(16, 1))["activations"]["remote"].get<int64_t>() > 0);
+  CHECK(c.nodes["a"]
+            ->generate(greedy_request(random_prompt(10, 1), 16))["activations"]["remote"]
+            .get<int64_t>() > 0);
   c.nodes["b"]->process().kill();
-  const Clock::time_point start = Clock::now();
-  auto [status, body] = c.nodes["a"]->post("/v1/generate", greedy(16, 2));
-  const auto took = Clock::now() - start;
+  const SteadyClock::time_point start = SteadyClock::now();
+  auto [status, body] =
+      c.nodes["a"]->post("/v1/generate", greedy_request(random_prompt(10, 2), 16));
+  const auto took = SteadyClock::now() - start;
   CHECK(status == 503);
   const std::string message = body["error"]["message"].get<std::string>();
   MESSAGE("with the only holder dead: HTTP " << status << " after "
@@ -147,19 +141,21 @@ TEST_CASE("node faults: no replica and no offload cache -> a clear 503, then ser
   json again;
   CHECK(eventually(
       [&] {
-        auto [code, answer] = c.nodes["a"]->post("/v1/generate", greedy(16, 3));
+        auto [code, answer] =
+            c.nodes["a"]->post("/v1/generate", greedy_request(random_prompt(10, 3), 16));
         again = answer;
         return code == 200;
       },
       8s));
-  CHECK(again["tokens"] == c.reference->generate(greedy(16, 3))["tokens"]);
+  CHECK(again["tokens"] ==
+        c.reference->generate(greedy_request(random_prompt(10, 3), 16))["tokens"]);
 }
 
 TEST_CASE("node faults: with an offload cache a dead sole holder costs a load, not the request") {
   TinyCluster c({{"a", {0, 1, 2, 3}}, {"b", {4, 5, 6, 7}}}, {});
   c.nodes["b"]->process().kill();
-  const json got = c.nodes["a"]->generate(greedy(32, 4));
-  CHECK(got["tokens"] == c.reference->generate(greedy(32, 4))["tokens"]);
+  const json got = c.nodes["a"]->generate(greedy_request(random_prompt(10, 4), 32));
+  CHECK(got["tokens"] == c.reference->generate(greedy_request(random_prompt(10, 4), 32))["tokens"]);
   CHECK(got["activations"]["offloaded"].get<int64_t>() > 0);
   const json s = c.nodes["a"]->stats();
   CHECK(s["offload"]["loads"].get<int64_t>() > 0);
@@ -215,7 +211,7 @@ TEST_CASE("node faults: a peer sending garbage gets Error replies and the node k
         std::string::npos);
   CHECK(errors == 20);
 
-  CHECK(c.nodes["a"]->generate(greedy(16, 8))["tokens"].size() == 16);
+  CHECK(c.nodes["a"]->generate(greedy_request(random_prompt(10, 8), 16))["tokens"].size() == 16);
   const json s = c.nodes["a"]->stats();
   CHECK(s["service"]["bad_messages"].get<int64_t>() == 22);
   CHECK(c.nodes["a"]->process().running());

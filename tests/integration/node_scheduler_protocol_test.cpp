@@ -17,16 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-json greedy(int max_tokens, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> prompt(8);
-  for (int32_t& t : prompt) t = 3 + static_cast<int32_t>(rng() % 500);
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true}};
-}
-
 // The scheduler's computation: activations of experts the node holds in `placement`.
 uint64_t scheduler_local_hits(const proto::ActivationReport& r, const NodePlacement& node) {
   uint64_t hits = 0;
@@ -134,7 +124,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   }
   for (auto& [id, node] : nodes) {
     CHECK(node->get("/health").first == 200);
-    const json out = node->generate(greedy(24, id == "a" ? 1 : 2));
+    const json out = node->generate(greedy_request(random_prompt(8, id == "a" ? 1 : 2), 24));
     CHECK(out["activations"]["remote"].get<int64_t>() > 0);
   }
   scheduler->pump(800ms);  // reports arrive (200 ms windows) and are acked
@@ -177,7 +167,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     const auto [code, health] = node->get("/health");
     CHECK(code == 503);
     CHECK(health.dump().find("still answering prompts on placement v1") != std::string::npos);
-    CHECK(node->generate(greedy(16, 7))["tokens"].size() == 16);
+    CHECK(node->generate(greedy_request(random_prompt(8, 7), 16))["tokens"].size() == 16);
   }
   std::this_thread::sleep_for(500ms);  // windows close while nobody listens
   CHECK(nodes["a"]->stats()["scheduler"]["reports_pending"].get<int64_t>() >= 1);

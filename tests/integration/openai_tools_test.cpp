@@ -40,7 +40,7 @@ std::vector<json> tools_sse_events(const std::string& body) {
 }
 
 // A call of get_weather whose arguments follow its schema.
-void check_weather_call(const json& call) {
+void check_tool_weather_call(const json& call) {
   INFO("call: " << call.dump());
   CHECK(call["type"] == "function");
   CHECK(call["id"].get<std::string>().rfind("call_", 0) == 0);
@@ -52,7 +52,7 @@ void check_weather_call(const json& call) {
   CHECK((args["unit"] == "celsius" || args["unit"] == "fahrenheit"));
 }
 
-void check_error(const OpenAiTestNode::Reply& r, const std::string& param) {
+void check_tool_error(const OpenAiTestNode::Reply& r, const std::string& param) {
   INFO("reply " << r.status << " " << r.raw);
   CHECK(r.status == 400);
   REQUIRE(r.body.is_object());
@@ -76,7 +76,7 @@ TEST_CASE("openai tools: forced calls parse, whole and streamed, and the tool's 
   CHECK(choice["finish_reason"] == "tool_calls");
   CHECK(choice["message"]["content"].is_null());
   REQUIRE(choice["message"]["tool_calls"].size() == 1);
-  check_weather_call(choice["message"]["tool_calls"][0]);
+  check_tool_weather_call(choice["message"]["tool_calls"][0]);
 
   // Streamed: the call arrives as one indexed delta, then finish_reason.
   json streamed = named;
@@ -101,7 +101,7 @@ TEST_CASE("openai tools: forced calls parse, whole and streamed, and the tool's 
   CHECK(last_reason == "tool_calls");
   REQUIRE(call.is_object());
   CHECK(call["index"] == 0);
-  check_weather_call(call);
+  check_tool_weather_call(call);
   // Greedy: the stream wrote the same arguments.
   CHECK(call["function"]["arguments"] ==
         choice["message"]["tool_calls"][0]["function"]["arguments"]);
@@ -121,7 +121,7 @@ TEST_CASE("openai tools: forced calls parse, whole and streamed, and the tool's 
     REQUIRE(calls.size() == 1);
     const std::string name = calls[0]["function"]["name"];
     CHECK((name == "get_weather" || name == "get_time"));
-    if (name == "get_weather") check_weather_call(calls[0]);
+    if (name == "get_weather") check_tool_weather_call(calls[0]);
     CHECK(json::parse(calls[0]["function"]["arguments"].get<std::string>()).is_object());
   }
 
@@ -163,14 +163,15 @@ TEST_CASE("openai tools: bad tool requests are 400s naming the field") {
   OpenAiTestNode n({}, "tiny", "127.0.0.1:0", "qwen3.jinja");
   json no_id = {{"messages", kMessages}, {"tools", kTools}};
   no_id["messages"].push_back({{"role", "tool"}, {"content", "sunny"}});
-  check_error(n.post("/v1/chat/completions", no_id.dump()), "messages[1].tool_call_id");
+  check_tool_error(n.post("/v1/chat/completions", no_id.dump()), "messages[1].tool_call_id");
   json unknown = {{"messages", kMessages},
                   {"tools", kTools},
                   {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_news"}}}}}};
-  check_error(n.post("/v1/chat/completions", unknown.dump()), "tool_choice");
-  check_error(n.post("/v1/chat/completions",
-                     json{{"messages", kMessages}, {"chat_template_kwargs", "thinking"}}.dump()),
-              "chat_template_kwargs");
+  check_tool_error(n.post("/v1/chat/completions", unknown.dump()), "tool_choice");
+  check_tool_error(
+      n.post("/v1/chat/completions",
+             json{{"messages", kMessages}, {"chat_template_kwargs", "thinking"}}.dump()),
+      "chat_template_kwargs");
   // A strict tool whose schema constrained decoding cannot follow.
   json strict = {{"messages", kMessages}, {"tool_choice", "required"}};
   strict["tools"] = json::array(
@@ -181,13 +182,13 @@ TEST_CASE("openai tools: bad tool requests are 400s naming the field") {
           {"parameters",
            {{"type", "object"},
             {"properties", {{"code", {{"type", "string"}, {"pattern", "^[0-9]+$"}}}}}}}}}}});
-  check_error(n.post("/v1/chat/completions", strict.dump()), "tools");
+  check_tool_error(n.post("/v1/chat/completions", strict.dump()), "tools");
 
   // The synthetic tokenizer's own ChatML template renders no tools.
   OpenAiTestNode chatml;
   const auto r =
       chatml.post("/v1/chat/completions", json{{"messages", kMessages}, {"tools", kTools}}.dump());
-  check_error(r, "tools");
+  check_tool_error(r, "tools");
   CHECK(r.body["error"]["code"] == "tools_unsupported");
   // tool_choice "none" renders no tools: accepted.
   CHECK(chatml

@@ -11,7 +11,9 @@
 #include <random>
 
 #include "common/model/split/expert_files.h"
+#include "tests/integration/cli_path.h"
 #include "tests/integration/node_cluster.h"
+#include "tests/integration/scheduler_fixtures.h"
 #include "tests/support/placement_experts.h"
 #include "tests/support/process.h"
 #include "tests/support/scheduler_process.h"
@@ -21,22 +23,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-const std::string kCli = DMOE_CLI_PATH;
-
-std::vector<std::string> scheduler_flags(const fs::path& model) {
-  return {"--model",           model.string(), "--heartbeat-interval", "0.2",
-          "--report-interval", "0.4",          "--cold-start-settle",  "0.5",
-          "--prepare-timeout", "30",           "--interval",           "3600"};
-}
-
-std::vector<std::string> attached(SchedulerProcess& scheduler, const std::string& name,
-                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"--scheduler", scheduler.endpoint()};
-  for (const std::string& a : scheduler.node_args(name)) args.push_back(a);
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
 
 int64_t count_files(const fs::path& dir) {
   int64_t n = 0;
@@ -80,14 +66,6 @@ struct Splits {
   fs::path full, split, headers;
   std::vector<int32_t> layers;
 };
-
-json greedy(const std::vector<int32_t>& prompt, int max_tokens) {
-  return {{"prompt_tokens", prompt},
-          {"max_tokens", max_tokens},
-          {"temperature", 0},
-          {"ignore_eos", true},
-          {"return_logits", true}};
-}
 
 bool all_at_version(std::map<std::string, std::unique_ptr<NodeProcess>>& nodes, uint64_t v) {
   for (auto& [id, node] : nodes) {
@@ -150,7 +128,7 @@ TEST_CASE(
         s.copy(std::string("node-") + static_cast<char>('a' + i),
                [i](int32_t li, int32_t e) { return (li * 8 + e) % 3 == i; });
   }
-  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), scheduler_flags(s.headers));
+  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), model_scheduler_flags(s.headers));
   scheduler.start();
   // a has room for more than its third: it must fetch some experts.
   const std::map<std::string, std::string> budgets = {{"a", "160K"}, {"b", "100K"}, {"c", "100K"}};
@@ -162,7 +140,7 @@ TEST_CASE(
     extra.insert(extra.end(), f32.begin(), f32.end());
     if (!ports.count(id)) ports[id] = free_tcp_port();
     nodes[id] = std::make_unique<NodeProcess>(
-        s.work.path(), id, node_args(dirs[id], ports[id], attached(scheduler, id, extra)));
+        s.work.path(), id, node_args(dirs[id], ports[id], attached_args(scheduler, id, extra)));
   };
   for (const std::string id : {"a", "b", "c"}) start(id);
   for (auto& [id, node] : nodes) REQUIRE(node->wait_ready());
@@ -197,8 +175,8 @@ TEST_CASE(
   for (auto& [id, node] : nodes) {
     std::vector<int32_t> prompt(12);
     for (int32_t& t : prompt) t = static_cast<int32_t>(3 + rng() % 500);
-    const json want = reference.generate(greedy(prompt, 12));
-    const json got = node->generate(greedy(prompt, 12));
+    const json want = reference.generate(greedy_request(prompt, 12, true));
+    const json got = node->generate(greedy_request(prompt, 12, true));
     CAPTURE(id);
     CHECK(got["tokens"] == want["tokens"]);
     CHECK(got["activations"]["remote"].get<int64_t>() > 0);
@@ -235,13 +213,13 @@ TEST_CASE("partial checkpoints: no first placement while an expert exists on no 
   const ExpertRef gone{s.layers[0], 3};
   auto keep = [&](int32_t li, int32_t e) { return !(li == 0 && e == 3); };
   const fs::path a = s.copy("node-a", keep), b = s.copy("node-b", keep);
-  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), scheduler_flags(s.headers));
+  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), model_scheduler_flags(s.headers));
   scheduler.start();
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
   nodes["a"] = std::make_unique<NodeProcess>(
-      s.work.path(), "a", node_args(a, free_tcp_port(), attached(scheduler, "a")));
+      s.work.path(), "a", node_args(a, free_tcp_port(), attached_args(scheduler, "a")));
   nodes["b"] = std::make_unique<NodeProcess>(
-      s.work.path(), "b", node_args(b, free_tcp_port(), attached(scheduler, "b")));
+      s.work.path(), "b", node_args(b, free_tcp_port(), attached_args(scheduler, "b")));
   for (auto& [id, node] : nodes) REQUIRE(node->wait_ready());
   json status;
   REQUIRE(eventually(
@@ -262,7 +240,7 @@ TEST_CASE("partial checkpoints: no first placement while an expert exists on no 
   // A node that brings the file unblocks the cold start.
   const fs::path c = s.copy("node-c", [&](int32_t li, int32_t e) { return li == 0 && e == 3; });
   nodes["c"] = std::make_unique<NodeProcess>(
-      s.work.path(), "c", node_args(c, free_tcp_port(), attached(scheduler, "c")));
+      s.work.path(), "c", node_args(c, free_tcp_port(), attached_args(scheduler, "c")));
   REQUIRE(nodes["c"]->wait_ready());
   CHECK(eventually([&] { return all_at_version(nodes, 1); }, 60s));
 }
@@ -277,11 +255,11 @@ TEST_CASE("partial checkpoints: a full expert store is counted, and the node ser
   Splits s;
   const fs::path a = s.copy("node-a", [](int32_t, int32_t) { return false; });
   const fs::path b = s.copy("node-b", [](int32_t, int32_t) { return true; });
-  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), scheduler_flags(s.headers));
+  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), model_scheduler_flags(s.headers));
   scheduler.start();
   NodeProcess nb(
       s.work.path(), "b",
-      node_args(b, free_tcp_port(), attached(scheduler, "b", {"--expert-memory", "100K"})));
+      node_args(b, free_tcp_port(), attached_args(scheduler, "b", {"--expert-memory", "100K"})));
   REQUIRE(nb.wait_ready());
   // a: the node, wrapped -- `sh -c SCRIPT NODE ARGS...` mounts, then execs the node.
   std::vector<std::string> wrapped = {"/usr/bin/unshare", "-m", "/bin/sh", "-c",
@@ -291,7 +269,7 @@ TEST_CASE("partial checkpoints: a full expert store is counted, and the node ser
   std::vector<std::string> node_argv = {DMOE_NODE_PATH, "--node-id",       "a",
                                         "--ready-file", ready.string(),    "--log-level",
                                         "info",         "--expert-memory", "200K"};
-  for (const std::string& x : node_args(a, free_tcp_port(), attached(scheduler, "a"))) {
+  for (const std::string& x : node_args(a, free_tcp_port(), attached_args(scheduler, "a"))) {
     node_argv.push_back(x);
   }
   wrapped.insert(wrapped.end(), node_argv.begin(), node_argv.end());
@@ -331,18 +309,19 @@ TEST_CASE("partial checkpoints: a full expert store is counted, and the node ser
 
 TEST_CASE("partial checkpoints: an experts-only node from a header-only copy serves its experts") {
   Splits s;
-  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), scheduler_flags(s.headers));
+  SchedulerProcess scheduler(DMOE_SCHEDULER_PATH, s.work.path(), model_scheduler_flags(s.headers));
   scheduler.start();
   // a has the whole split but room for a third; x must take the rest, and
   // fetches it (from a's disk).
   std::map<std::string, std::unique_ptr<NodeProcess>> nodes;
   nodes["a"] = std::make_unique<NodeProcess>(
       s.work.path(), "a",
-      node_args(s.split, free_tcp_port(), attached(scheduler, "a", {"--expert-memory", "100K"})));
+      node_args(s.split, free_tcp_port(),
+                attached_args(scheduler, "a", {"--expert-memory", "100K"})));
   nodes["x"] = std::make_unique<NodeProcess>(
       s.work.path(), "x",
       node_args(s.headers, free_tcp_port(),
-                attached(scheduler, "x", {"--role", "experts", "--expert-memory", "300K"})));
+                attached_args(scheduler, "x", {"--role", "experts", "--expert-memory", "300K"})));
   REQUIRE(nodes["a"]->wait_ready());
   REQUIRE(nodes["x"]->wait_ready());
   REQUIRE(eventually([&] { return nodes["a"]->stats()["placement_version"].get<uint64_t>() == 1; },
@@ -363,7 +342,7 @@ TEST_CASE("partial checkpoints: an experts-only node from a header-only copy ser
   CHECK(x["role"] == "experts");
   CHECK(x["http_endpoint"] == "");
   CHECK(x["experts_held"].get<int64_t>() > 0);
-  const json out = nodes["a"]->generate(greedy({9, 10, 11, 12, 13, 14}, 6));
+  const json out = nodes["a"]->generate(greedy_request({9, 10, 11, 12, 13, 14}, 6, true));
   CHECK(out["activations"]["remote"].get<int64_t>() > 0);
   CHECK(out["activations"]["offloaded"].get<int64_t>() == 0);
   // Bad flags are named.

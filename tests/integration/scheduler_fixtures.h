@@ -3,6 +3,7 @@
 // peers for the tiny model.
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,27 @@ inline constexpr uint64_t kTinyExpertBytes = 3 * 64 * 32 * 2;
 
 // No periodic round during a test (rounds are triggered on demand); the
 // gate's horizon stays the default 300 s.
+// A scheduler of `model` that settles fast but plans only when asked (an
+// hour's interval), then `extra`.
+inline std::vector<std::string> model_scheduler_flags(const std::filesystem::path& model,
+                                                      std::vector<std::string> extra = {}) {
+  std::vector<std::string> flags = {
+      "--model",           model.string(), "--heartbeat-interval", "0.2",
+      "--report-interval", "0.4",          "--cold-start-settle",  "0.5",
+      "--prepare-timeout", "30",           "--interval",           "3600"};
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return flags;
+}
+
+// A node's arguments to attach to `scheduler` as `name`, then `extra`.
+inline std::vector<std::string> attached_args(SchedulerProcess& scheduler, const std::string& name,
+                                              std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--scheduler", scheduler.endpoint()};
+  for (const std::string& a : scheduler.node_args(name)) args.push_back(a);
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 inline std::vector<std::string> fast_scheduler_flags() {
   return {"--heartbeat-interval",
           "0.2",

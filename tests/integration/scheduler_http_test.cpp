@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/net/key_token.h"
+#include "tests/integration/cli_path.h"
 #include "tests/integration/scheduler_fixtures.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
@@ -17,8 +18,6 @@ namespace {
 
 using nlohmann::json;
 using testing::run_process;
-
-const std::string kCli = DMOE_CLI_PATH;
 
 struct Reply {
   int status = -1;

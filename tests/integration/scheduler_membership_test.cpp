@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "tests/integration/cli_path.h"
 #include "tests/integration/scheduler_fixtures.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
@@ -15,8 +16,6 @@ using namespace std::chrono_literals;
 using testing::eventually;
 using testing::make_peer;
 using testing::run_process;
-
-const std::string kCli = DMOE_CLI_PATH;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "tests/integration/cli_path.h"
 #include "tests/integration/scheduler_fixtures.h"
 #include "tests/support/paths.h"
 #include "tests/support/process.h"
@@ -16,8 +17,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::make_peer;
 using testing::run_process;
-
-const std::string kCli = DMOE_CLI_PATH;
 
 // The CLI as the scheduler's operator.
 nlohmann::json cli_json(const testing::SchedulerProcess& scheduler,
