@@ -175,6 +175,7 @@ TEST_CASE("browser: the dashboard draws the cluster, the chat page streams, stop
   const json& rights = out["rights"];
   CHECK(rights["anonymous"].get<std::string>().find("operator") != std::string::npos);
   CHECK(rights["token_form_shown"] == true);
+  CHECK(rights["token_form_kept"] == true);  // not hidden by the next anonymous refresh
   CHECK(rights["address_after_load"] == dashboard);
   CHECK(rights["operator"].get<std::string>().find("round ") == 0);
   CHECK(rights["decisions_after"].get<int>() == rights["decisions_before"].get<int>() + 1);

@@ -36,6 +36,14 @@ uint64_t total_count(const proto::ActivationReport& r) {
   return n;
 }
 
+uint64_t reported_activations(const ScriptedScheduler& scheduler, const std::string& id) {
+  uint64_t n = 0;
+  const auto it = scheduler.reports.find(id);
+  if (it == scheduler.reports.end()) return 0;
+  for (const auto& [seq, r] : it->second) n += total_count(r);
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler away and back") {
@@ -127,7 +135,18 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     const json out = node->generate(greedy_request(random_prompt(8, id == "a" ? 1 : 2), 24));
     CHECK(out["activations"]["remote"].get<int64_t>() > 0);
   }
-  scheduler->pump(800ms);  // reports arrive (200 ms windows) and are acked
+  // Reports arrive (200 ms windows) and are acked: wait until they account
+  // for everything the nodes served (a loaded machine may take a while).
+  CHECK(scheduler->pump_until(
+      [&] {
+        for (auto& [id, node] : nodes) {
+          const uint64_t served =
+              node->stats()["activations"]["since_version"]["activations"].get<uint64_t>();
+          if (reported_activations(*scheduler, id) != served) return false;
+        }
+        return true;
+      },
+      20s));
 
   // Local-hit ratio: the node's own count equals what the scheduler computes
   // from the reported counts and the placement, window by window.
@@ -155,13 +174,15 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   std::map<std::string, uint64_t> activations_before;
   for (const char* id : {"a", "b"}) {
     reports_before[id] = scheduler->reports[id].size();
-    for (const auto& [seq, r] : scheduler->reports[id]) activations_before[id] += total_count(r);
+    activations_before[id] = reported_activations(*scheduler, id);
   }
   scheduler.reset();
-  for (int i = 0; i < 100 && nodes["a"]->stats()["scheduler"]["attached"].get<bool>(); ++i) {
-    std::this_thread::sleep_for(20ms);
+  for (auto& [id, node] : nodes) {  // each notices on its own heartbeat
+    for (int i = 0; i < 500 && node->stats()["scheduler"]["attached"].get<bool>(); ++i) {
+      std::this_thread::sleep_for(20ms);
+    }
+    CHECK_FALSE(node->stats()["scheduler"]["attached"].get<bool>());
   }
-  CHECK_FALSE(nodes["a"]->stats()["scheduler"]["attached"].get<bool>());
   for (auto& [id, node] : nodes) {
     // Unhealthy while detached, but still answering prompts.
     const auto [code, health] = node->get("/health");
@@ -169,7 +190,11 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     CHECK(health.dump().find("still answering prompts on placement v1") != std::string::npos);
     CHECK(node->generate(greedy_request(random_prompt(8, 7), 16))["tokens"].size() == 16);
   }
-  std::this_thread::sleep_for(500ms);  // windows close while nobody listens
+  // Windows close while nobody listens: reports wait in the node.
+  for (int i = 0; i < 250 && nodes["a"]->stats()["scheduler"]["reports_pending"].get<int64_t>() < 1;
+       ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
   CHECK(nodes["a"]->stats()["scheduler"]["reports_pending"].get<int64_t>() >= 1);
 
   // Back on the same port: the nodes register again, saying what they serve,
@@ -187,7 +212,21 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
   }
   CHECK(again["a"].placement_version == 1);
   CHECK(again["a"].resident.size() == 4 * layers.size());
-  scheduler->pump(1500ms);
+  // The buffered reports are delivered; wait until none is pending and they
+  // account for everything served (bounded, for a loaded machine).
+  CHECK(scheduler->pump_until(
+      [&] {
+        for (auto& [id, node] : nodes) {
+          const json s = node->stats();
+          if (s["scheduler"]["reports_pending"].get<int64_t>() != 0) return false;
+          if (activations_before[id] + reported_activations(*scheduler, id) !=
+              s["activations"]["total"]["activations"].get<uint64_t>()) {
+            return false;
+          }
+        }
+        return true;
+      },
+      20s));
   for (auto& [id, node] : nodes) {
     CHECK(scheduler->reports[id].size() >= 1);
     const json s = node->stats();
@@ -195,9 +234,7 @@ TEST_CASE("node protocol: register, prepare/ready/commit, reports, scheduler awa
     CHECK(s["scheduler"]["reports_pending"].get<int64_t>() == 0);
     CHECK(s["scheduler"]["reports_dropped"].get<int64_t>() == 0);
     // No report lost and none counted twice: before + after = everything the node served.
-    uint64_t activations_after = 0;
-    for (const auto& [seq, r] : scheduler->reports[id]) activations_after += total_count(r);
-    CHECK(activations_before[id] + activations_after ==
+    CHECK(activations_before[id] + reported_activations(*scheduler, id) ==
           s["activations"]["total"]["activations"].get<uint64_t>());
     MESSAGE("node " << id << ": " << reports_before.at(id) << " reports before the outage, "
                     << scheduler->reports[id].size() << " delivered after re-attaching");

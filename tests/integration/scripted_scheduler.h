@@ -116,6 +116,19 @@ class ScriptedScheduler {
     }
   }
 
+  // Pumps until `done()` holds (checked between messages and every 50 ms) or
+  // `timeout` passes; whether it held. Tests wait on a condition this way
+  // rather than for a fixed time that a loaded CI machine may overrun.
+  template <typename Predicate>
+  bool pump_until(Predicate done, std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      next(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
   // Node `id`'s key may connect, and is a member.
   void admit(const std::string& id, const std::string& public_key) {
     members_.members.push_back({id, id, public_key});

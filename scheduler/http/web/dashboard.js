@@ -29,6 +29,9 @@ const state = {
   migrations: null,
   lastSlow: 0,
   refreshes: 0,
+  // An operator action was refused for want of a token: the token form stays
+  // up until one is entered, though the anonymous reads keep succeeding.
+  tokenWanted: false,
 };
 
 // ---- helpers ---------------------------------------------------------------
@@ -80,6 +83,7 @@ async function runRound() {
   } catch (e) {
     out.textContent = 'refused: ' + e.message;
     if (e instanceof AuthError || e.status === 403) {
+      state.tokenWanted = true;
       document.getElementById('token-form').classList.remove('hidden');
     }
   } finally {
@@ -579,7 +583,7 @@ async function refresh(slow) {
       await Promise.all(fast.concat(more));
     Object.assign(state, { status, nodes, migrations });
     if (slow) Object.assign(state, { placement, heat, series, lastSlow: Date.now() });
-    document.getElementById('token-form').classList.add('hidden');
+    if (!state.tokenWanted) document.getElementById('token-form').classList.add('hidden');
     renderFacts();
     renderNodes();
     renderDecisions();
@@ -616,6 +620,7 @@ document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('token-form').addEventListener('submit', (event) => {
     event.preventDefault();
     state.token = document.getElementById('token').value.trim();
+    state.tokenWanted = false;
     sessionStorage.setItem('dancemoe-http-token', state.token);
     refresh(true);
   });

@@ -156,6 +156,11 @@ try {
     { timeout: 15_000 });
   out.rights.anonymous = await dash.textContent('#round-result');
   out.rights.token_form_shown = await dash.isVisible('#token-form');
+  // The anonymous reads go on succeeding; the form must stay up past them.
+  const refreshed = await dash.evaluate(() => Number(document.body.dataset.refreshes || 0));
+  await dash.waitForFunction((n) => Number(document.body.dataset.refreshes || 0) > n, refreshed,
+    { timeout: 30_000 });
+  out.rights.token_form_kept = await dash.isVisible('#token-form');
   const op = await context.newPage();
   watch(op, new URL(operatorUrl).origin);
   await op.goto(operatorUrl);
