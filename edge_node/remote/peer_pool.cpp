@@ -1,11 +1,26 @@
 #include "edge_node/remote/peer_pool.h"
 
+#include <spdlog/spdlog.h>
+
 namespace dancemoe::node {
 
 Result<PeerLink*> PeerPool::link(const PeerInfo& peer) {
   std::optional<net::CurveOptions> curve;
   if (options_.members) {
-    DMOE_ASSIGN_OR_RETURN(curve, options_.members->client_options(peer.node_id));
+    Result<std::optional<net::CurveOptions>> options =
+        options_.members->client_options(peer.node_id);
+    if (!options.is_ok()) {
+      if (warned_no_key_.insert(peer.node_id).second) {
+        spdlog::warn(
+            "peer '{}' holds experts in the placement but this node has no key for it: {}; its "
+            "experts are computed here from the offload cache, if any (standalone: add {}.pub "
+            "to --peer-keys)",
+            peer.node_id, options.status().message(), peer.node_id);
+      }
+      return options.status();
+    }
+    curve = *options;
+    warned_no_key_.erase(peer.node_id);
   }
   const std::string key = curve ? curve->server_key : std::string();
   auto it = links_.find(peer.node_id);

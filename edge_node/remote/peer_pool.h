@@ -4,6 +4,10 @@
 // survive placement changes as long as the endpoint does. With member keys
 // a link pins the peer's current key; a peer that is no longer a member
 // gets no call (link() is unavailable) and a changed key re-creates the link.
+// A placement naming a peer whose key this node lacks is an operator's
+// mistake (a --peer-keys directory without that node's .pub, say) that the
+// executor survives by computing those experts here: it is logged at warn
+// level, once per peer until its key is known again.
 //
 // Not thread-safe: owned by the executor's thread, as its sockets.
 #pragma once
@@ -11,6 +15,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -46,6 +51,7 @@ class PeerPool {
   PeerPoolOptions options_;
   std::map<std::string, std::unique_ptr<PeerLink>> links_;
   std::vector<std::unique_ptr<PeerLink>> retired_;
+  std::set<std::string, std::less<>> warned_no_key_;  // node ids
 };
 
 }  // namespace dancemoe::node
