@@ -1,10 +1,15 @@
 #include "edge_node/http/chat_answer.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 namespace dancemoe::node {
 namespace {
+
+// A forced call's body longer than this is not kept to be checked: such a
+// call is given up as content anyway (ToolCallParserOptions::max_call_bytes).
+constexpr size_t kMaxForcedBody = size_t{1} << 20;
 
 void append(tokenizer::ModelOutput&& from, tokenizer::ModelOutput* to) {
   to->content += from.content;
@@ -30,6 +35,14 @@ void ChatAnswer::to_parser(std::string_view content, tokenizer::ModelOutput* out
   if (!parser_) {
     out->content.append(content);
   } else if (!content.empty()) {
+    if (!options_.forced_suffix.empty() && forced_body_kept_) {
+      forced_body_kept_ = forced_body_.size() + content.size() <= kMaxForcedBody;
+      if (forced_body_kept_) {
+        forced_body_.append(content);
+      } else {
+        forced_body_.clear();
+      }
+    }
     append(parser_->feed(content), out);
   }
 }
@@ -63,7 +76,13 @@ tokenizer::ModelOutput ChatAnswer::finish(bool stopped) {
     to_parser(d.content, &out);
   }
   if (parser_) {
-    if (stopped && !options_.forced_suffix.empty()) to_parser(options_.forced_suffix, &out);
+    // The grammar ends the generation ("stop") once the JSON is whole; a
+    // stop string may end it earlier, leaving a partial value.
+    if (stopped && !options_.forced_suffix.empty() && forced_body_kept_ &&
+        nlohmann::json::accept(forced_body_)) {
+      forced_body_kept_ = false;
+      to_parser(options_.forced_suffix, &out);
+    }
     append(parser_->finish(), &out);
   }
   return limit_calls(std::move(out));

@@ -10,7 +10,11 @@
 //      (keeps_special_tokens): harmony's and Mistral's markers are special.
 //   3. A forced call (openai_tools.h ForcedToolCall): its prefix, which ended
 //      the prompt, is fed to the parser first, and its suffix once the
-//      generation ended with "stop" (the grammar's JSON was complete).
+//      generation ended with "stop" and what it wrote is one whole JSON value
+//      (the grammar completed it). A stop string that cut the JSON short is
+//      a "stop" too: then, as when max_tokens cut it, no call is made and
+//      the text -- prefix and partial JSON, no closing the model never
+//      wrote -- is the content.
 // Without any of these the content is the generated text as it is.
 //
 // Not thread-safe: one per generated choice.
@@ -64,7 +68,11 @@ class ChatAnswer {
   std::optional<ReasoningSplitter> splitter_;
   std::unique_ptr<tokenizer::ToolCallParser> parser_;
   tokenizer::ModelOutput pending_;  // what the forced prefix decided
-  size_t calls_ = 0;                // tool calls answered so far
+  // What the model wrote after a forced prefix, while it is kept: until the
+  // suffix is fed, or dropped past a bound (then no call can complete).
+  std::string forced_body_;
+  bool forced_body_kept_ = true;
+  size_t calls_ = 0;  // tool calls answered so far
 };
 
 }  // namespace dancemoe::node

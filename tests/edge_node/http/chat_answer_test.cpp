@@ -89,6 +89,12 @@ TEST_CASE("chat answer: a forced call's prefix comes first, its suffix only afte
   const ModelOutput cut = run(options, R"({"zone":"U)", 2, /*stopped=*/false);
   CHECK(cut.tool_calls.empty());
   CHECK(cut.content == options.forced_prefix + R"({"zone":"U)");
+  // Cut off by a stop string ("stop", but the JSON is partial): the same, and
+  // no closing text the model never wrote.
+  const ModelOutput stopped = run(options, R"({"zone":"U)", 2, /*stopped=*/true);
+  CHECK(stopped.tool_calls.empty());
+  CHECK(stopped.content == options.forced_prefix + R"({"zone":"U)");
+  CHECK(stopped.content.find("</tool_call>") == std::string::npos);
 }
 
 TEST_CASE("chat answer: gpt-oss's analysis channel is the reasoning, final the content") {
