@@ -245,6 +245,18 @@ void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m256i m30 = _mm256_set1_epi8(0x30);
+  // vpshufb masks of group s: int16 lanes 0-7 take run 2s's scale, lanes
+  // 8-15 run 2s + 1's. Built once here: inside the loop a mask depending on
+  // s was assembled byte by byte whenever the loop was not unrolled.
+  __m256i scale_mask[4];
+#pragma GCC unroll 4
+  for (int s = 0; s < 4; ++s) {
+    const char a = static_cast<char>(4 * s);
+    scale_mask[s] =
+        _mm256_setr_epi8(a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a, a + 1, a,
+                         a + 1, a + 2, a + 3, a + 2, a + 3, a + 2, a + 3, a + 2, a + 3, a + 2,
+                         a + 3, a + 2, a + 3, a + 2, a + 3, a + 2, a + 3);
+  }
   const int64_t n_blocks = cols / kQKK;
   for (int64_t b = 0; b < n_blocks; ++b) {
     const auto* blk =
@@ -255,12 +267,15 @@ void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
     const __m256i sc16 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk->scales)));
     const __m256i minus32_sc = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc16, 5));
-    // Two accumulators per token (even / odd groups): shorter dependency chains.
+    // Two accumulators per token (even / odd groups): shorter dependency
+    // chains. The loops below are unrolled whole so that the groups, their
+    // masks and these accumulators stay in registers.
     __m256i isum[T], isum_odd[T];
     for (int t = 0; t < T; ++t) {
       isum[t] = Isa::madd_add(_mm256_setzero_si256(), minus32_sc, load256(tok.x[t].sums + 16 * b));
       isum_odd[t] = _mm256_setzero_si256();
     }
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
       // Both 128-bit halves hold this half's 8 scales, so vpshufb can pick
       // (run 2s, run 2s + 1) for group s.
@@ -269,30 +284,25 @@ void row_q6_k(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) 
       const __m256i ql0 = load256(blk->ql + 64 * h);
       const __m256i ql1 = load256(blk->ql + 64 * h + 32);
       const __m256i qh = load256(blk->qh + 32 * h);
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql0, m4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30)),
-          _mm256_or_si256(_mm256_and_si256(ql1, m4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
-                          _mm256_and_si256(qh, m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30)),
-      };
-      for (int s = 0; s < 4; ++s) {
-        // int16 lanes 0-7: run 2s's scale, lanes 8-15: run 2s + 1's.
-        const __m256i scale = _mm256_shuffle_epi8(
-            sc_both,
-            _mm256_setr_epi8(4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1,
-                             4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1, 4 * s, 4 * s + 1,
-                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3,
-                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3,
-                             4 * s + 2, 4 * s + 3, 4 * s + 2, 4 * s + 3));
-        for (int t = 0; t < T; ++t) {
-          const int8_t* x = tok.x[t].q + b * kQKK + 128 * h + 32 * s;
-          __m256i& sum = (s & 1) ? isum_odd[t] : isum[t];
-          sum = Isa::madd_add(sum, _mm256_maddubs_epi16(q[s], load256(x)), scale);
-        }
+      const __m256i q0 = _mm256_or_si256(_mm256_and_si256(ql0, m4),
+                                         _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(ql1, m4),
+                                         _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4),
+                                         _mm256_and_si256(qh, m30));
+      const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      const __m256i s0 = _mm256_shuffle_epi8(sc_both, scale_mask[0]);
+      const __m256i s1 = _mm256_shuffle_epi8(sc_both, scale_mask[1]);
+      const __m256i s2 = _mm256_shuffle_epi8(sc_both, scale_mask[2]);
+      const __m256i s3 = _mm256_shuffle_epi8(sc_both, scale_mask[3]);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = tok.x[t].q + b * kQKK + 128 * h;
+        isum[t] = Isa::madd_add(isum[t], _mm256_maddubs_epi16(q0, load256(x)), s0);
+        isum_odd[t] = Isa::madd_add(isum_odd[t], _mm256_maddubs_epi16(q1, load256(x + 32)), s1);
+        isum[t] = Isa::madd_add(isum[t], _mm256_maddubs_epi16(q2, load256(x + 64)), s2);
+        isum_odd[t] = Isa::madd_add(isum_odd[t], _mm256_maddubs_epi16(q3, load256(x + 96)), s3);
       }
     }
     for (int t = 0; t < T; ++t) {
