@@ -1,0 +1,154 @@
+// The batched forward alone (issue 16): one decode step of N sequences in
+// one Transformer::forward_batch, in process -- no HTTP, no scheduler, no
+// sampling -- so that the serving benchmark's ratio (bench_batching: 16
+// streams vs one over HTTP) can be split into what the forward gives and what
+// serving adds or loses. Each sequence first runs a prompt of its own; the
+// widths are interleaved over the rounds (the machine is shared and noisy).
+// Prints per width the step time (mean and best), tokens/s and the ratio to
+// one sequence; and the marginal cost of a sequence between the two widest
+// batches (their experts' weights are all read either way, so the difference
+// is compute).
+//
+//   build/release/tests/bench_batched_forward [--model DIR] [--threads 2]
+//       [--rounds 3] [--steps 8] [--prompt 40] [--widths 1,4,8,16]
+//
+// Without --model, the medium preset is generated (once) under the build tree.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/assembly/model_runtime.h"
+#include "common/model/synthetic/synthetic_model.h"
+
+using namespace dancemoe;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Width {
+  int n = 0;
+  std::vector<double> step_ms;
+};
+
+std::vector<int> parse_widths(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+// `steps` decode steps of `n` sequences after a prompt each; the step times.
+Result<std::vector<double>> run_width(Transformer& tf, int n, int steps, int prompt, int vocab,
+                                      uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)); };
+  std::vector<KvCache> caches;
+  std::vector<float> logits;
+  for (int i = 0; i < n; ++i) {
+    DMOE_ASSIGN_OR_RETURN(KvCache cache, tf.new_cache(prompt + steps + 1));
+    caches.push_back(std::move(cache));
+    std::vector<int32_t> tokens(static_cast<size_t>(prompt));
+    for (int32_t& t : tokens) t = token();
+    const SequenceStep step{tokens, &caches.back(), true};
+    DMOE_RETURN_IF_ERROR(tf.forward_batch(std::span<const SequenceStep>(&step, 1), &logits));
+  }
+  std::vector<int32_t> next(static_cast<size_t>(n));
+  std::vector<double> times;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<SequenceStep> batch;
+    for (int i = 0; i < n; ++i) {
+      next[static_cast<size_t>(i)] = token();
+      batch.push_back({std::span<const int32_t>(&next[static_cast<size_t>(i)], 1),
+                       &caches[static_cast<size_t>(i)], true});
+    }
+    const Clock::time_point start = Clock::now();
+    DMOE_RETURN_IF_ERROR(tf.forward_batch(batch, &logits));
+    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  return times;
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";
+  int threads = 2, rounds = 3, steps = 8, prompt = 40;
+  std::string widths_text = "1,4,8,16";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
+    if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--prompt")) prompt = std::stoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--widths")) widths_text = argv[i + 1];
+  }
+  const std::vector<int> widths = parse_widths(widths_text);
+  if (widths.empty() || threads < 1 || rounds < 1 || steps < 1 || prompt < 1) {
+    std::fprintf(stderr, "bad arguments: see the header of bench_batched_forward.cpp\n");
+    return 2;
+  }
+  if (!std::filesystem::exists(model_dir / "config.json")) {
+    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
+    SyntheticModelSpec spec;
+    spec.preset = "medium";
+    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
+      std::fprintf(stderr, "%s\n", s.to_string().c_str());
+      return 1;
+    }
+  }
+  RuntimeOptions options;
+  options.devices.n_threads = threads;
+  auto model = ModelRuntime::open(model_dir, options);
+  if (!model.is_ok()) {
+    std::fprintf(stderr, "%s\n", model.status().to_string().c_str());
+    return 1;
+  }
+  Transformer& tf = (*model)->transformer();
+  const int vocab = static_cast<int>(tf.config().vocab_size);
+  std::printf("model %s, %d threads, %s, %d rounds x %d steps per width, prompts of %d tokens\n",
+              model_dir.c_str(), threads, tf.description().c_str(), rounds, steps, prompt);
+
+  std::map<int, Width> by_width;
+  for (int round = 0; round < rounds; ++round) {
+    for (int n : widths) {
+      Result<std::vector<double>> t =
+          run_width(tf, n, steps, prompt, vocab, static_cast<uint32_t>(1000 * round + n));
+      if (!t.is_ok()) {
+        std::fprintf(stderr, "width %d: %s\n", n, t.status().to_string().c_str());
+        return 1;
+      }
+      Width& w = by_width[n];
+      w.n = n;
+      w.step_ms.insert(w.step_ms.end(), t->begin(), t->end());
+    }
+  }
+  const double one = by_width.count(1) ? 1000.0 / mean(by_width[1].step_ms) : 0;
+  std::printf("%6s %12s %12s %10s %14s\n", "width", "step mean", "step best", "tokens/s",
+              "x one sequence");
+  for (const auto& [n, w] : by_width) {
+    const double tok_s = 1000.0 * n / mean(w.step_ms);
+    std::printf("%6d %9.1f ms %9.1f ms %10.1f %14s\n", n, mean(w.step_ms),
+                *std::min_element(w.step_ms.begin(), w.step_ms.end()), tok_s,
+                one > 0 ? (std::to_string(tok_s / one).substr(0, 4) + "x").c_str() : "-");
+  }
+  if (by_width.size() >= 2) {
+    const Width& a = std::prev(by_width.end(), 2)->second;
+    const Width& b = std::prev(by_width.end())->second;
+    std::printf("a sequence more between widths %d and %d: %.1f ms per step\n", a.n, b.n,
+                (mean(b.step_ms) - mean(a.step_ms)) / (b.n - a.n));
+  }
+  return 0;
+}
