@@ -295,7 +295,9 @@ int main(int argc, char** argv) {
   }
 
   // Part 2: a chat's second turn, with and without the prefix cache.
-  {
+  if (turns <= 0) {
+    std::printf("second chat turn: not measured (--turns %d)\n", turns);
+  } else {
     Node cached, cold;
     if (!start_node(model_dir, work, "cached", {}, threads, &cached) ||
         !start_node(model_dir, work, "cold", {"--prefix-cache", "0"}, threads, &cold)) {
