@@ -26,6 +26,7 @@
 
 #include "common/assembly/model_runtime.h"
 #include "common/model/synthetic/synthetic_model.h"
+#include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
 using Clock = std::chrono::steady_clock;
@@ -100,15 +101,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad arguments: see the header of bench_batched_forward.cpp\n");
     return 2;
   }
-  if (!std::filesystem::exists(model_dir / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = "medium";
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset("medium", model_dir)) return 1;
   RuntimeOptions options;
   options.devices.n_threads = threads;
   auto model = ModelRuntime::open(model_dir, options);

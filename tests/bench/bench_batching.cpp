@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "common/model/synthetic/synthetic_model.h"
+#include "tests/bench/bench_models.h"
 #include "tests/bench/streamed_completion.h"
 
 extern char** environ;
@@ -228,15 +229,7 @@ int main(int argc, char** argv) {
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
   fs::create_directories(work);
   const fs::path model_dir = fs::path(DMOE_BUILD_DIR) / "bench-models" / preset;
-  if (!fs::exists(model_dir / "config.json")) {
-    std::printf("generating the %s preset in %s ...\n", preset.c_str(), model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = preset;
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset(preset, model_dir)) return 1;
   int errors = 0;
 
   // Part 1: one stream vs N streams, interleaved.

@@ -64,6 +64,7 @@
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/curve_keys.h"
+#include "tests/bench/bench_models.h"
 #include "tests/bench/free_port.h"
 #include "tests/bench/streamed_completion.h"
 
@@ -445,15 +446,7 @@ int run(const Options& o) {
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-cluster-batching";
   fs::create_directories(work);
   const fs::path model_dir = fs::path(DMOE_BUILD_DIR) / "bench-models" / o.preset;
-  if (!fs::exists(model_dir / "config.json")) {
-    std::printf("generating the %s preset in %s ...\n", o.preset.c_str(), model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = o.preset;
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset(o.preset, model_dir)) return 1;
   const json config = json::parse(std::ifstream(model_dir / "config.json"));
   std::map<std::string, int> expert_ports;
   std::map<std::string, std::string> endpoints;

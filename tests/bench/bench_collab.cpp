@@ -40,6 +40,7 @@
 
 #include "common/model/synthetic/synthetic_model.h"
 #include "common/net/curve_keys.h"
+#include "tests/bench/bench_models.h"
 #include "tests/bench/free_port.h"
 #include "tests/bench/link_emulator.h"
 
@@ -247,15 +248,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!fs::exists(o.model / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", o.model.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = "medium";
-    if (Status s = write_synthetic_model(spec, o.model); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset("medium", o.model)) return 1;
   fs::create_directories(o.work);
   std::ifstream in(o.model / "config.json");
   const json config = json::parse(in);

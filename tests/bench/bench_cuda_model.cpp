@@ -24,6 +24,7 @@
 #include "common/model/synthetic/synthetic_model.h"
 #include "kernels/cuda/device.cuh"
 #include "scheduler/cli/model/model_benchmark.h"
+#include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
 using namespace dancemoe::cli;  // the model benchmark harness
@@ -46,15 +47,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", why.c_str());
     return 1;
   }
-  if (!std::filesystem::exists(model_dir / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = "medium";
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset("medium", model_dir)) return 1;
   std::printf("GPU: %s, peak memory bandwidth %.0f GB/s\n", info.name.c_str(),
               info.peak_bandwidth_bytes_per_s / 1e9);
   std::printf("model %s, prompt %lld tokens, %lld decoded tokens, best of %d\n\n",

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/model/synthetic/synthetic_model.h"
+#include "tests/bench/bench_models.h"
 #include "tests/bench/streamed_completion.h"
 
 extern char** environ;
@@ -71,15 +72,7 @@ int main(int argc, char** argv) {
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-http-load";
   fs::create_directories(work);
   if (model_dir.empty()) model_dir = fs::path(DMOE_BUILD_DIR) / "bench-models" / preset;
-  if (!fs::exists(model_dir / "config.json")) {
-    std::printf("generating the %s preset in %s ...\n", preset.c_str(), model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = preset;
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset(preset, model_dir)) return 1;
   // Every expert on the one node.
   const json config = json::parse(std::ifstream(model_dir / "config.json"));
   const int64_t n_layers = config["num_hidden_layers"].get<int64_t>();

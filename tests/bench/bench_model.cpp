@@ -16,6 +16,7 @@
 #include "kernels/cpu/memory_bandwidth.h"
 #include "scheduler/cli/model/memory_usage.h"
 #include "scheduler/cli/model/model_benchmark.h"
+#include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
 using namespace dancemoe::cli;  // the model benchmark harness
@@ -28,15 +29,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--prompt-tokens")) params.prompt_tokens = std::stoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--gen-tokens")) params.gen_tokens = std::stoll(argv[i + 1]);
   }
-  if (!std::filesystem::exists(model_dir / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = "medium";
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset("medium", model_dir)) return 1;
   std::printf("model %s, prompt %lld tokens, %lld decoded tokens, CPU level %s\n\n",
               model_dir.c_str(), static_cast<long long>(params.prompt_tokens),
               static_cast<long long>(params.gen_tokens),

@@ -27,6 +27,7 @@
 #include "common/model/synthetic/synthetic_model.h"
 #include "kernels/cpu/memory_bandwidth.h"
 #include "scheduler/cli/model/model_benchmark.h"
+#include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
 
@@ -47,11 +48,10 @@ int fail(const Status& s) {
 
 Status ensure_models(const Args& a) {
   const std::filesystem::path hf = a.dir / "medium";
-  if (!std::filesystem::exists(hf / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", hf.c_str());
+  {
     SyntheticModelSpec spec;
     spec.preset = "medium";
-    DMOE_RETURN_IF_ERROR(write_synthetic_model(spec, hf));
+    DMOE_RETURN_IF_ERROR(bench::ensure_synthetic_model(spec, hf));
   }
   for (const std::string& type : a.types) {
     const std::filesystem::path out = a.dir / ("medium-" + type + ".gguf");

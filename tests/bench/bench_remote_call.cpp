@@ -38,6 +38,7 @@
 #include "common/net/zmq_transport.h"
 #include "edge_node/expert_service/expert_service.h"
 #include "edge_node/remote/wire_tensor.h"
+#include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
 using Clock = std::chrono::steady_clock;
@@ -130,15 +131,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--iterations")) iterations = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--workers")) workers = std::stoi(argv[i + 1]);
   }
-  if (!std::filesystem::exists(model_dir / "config.json")) {
-    std::printf("generating the medium preset in %s ...\n", model_dir.c_str());
-    SyntheticModelSpec spec;
-    spec.preset = "medium";
-    if (Status s = write_synthetic_model(spec, model_dir); !s.is_ok()) {
-      std::fprintf(stderr, "%s\n", s.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!bench::ensure_preset("medium", model_dir)) return 1;
   auto checkpoint = Checkpoint::open(model_dir);
   if (!checkpoint.is_ok()) {
     std::fprintf(stderr, "%s\n", checkpoint.status().to_string().c_str());
