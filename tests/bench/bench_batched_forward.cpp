@@ -88,16 +88,24 @@ int main(int argc, char** argv) {
   std::filesystem::path model_dir = std::filesystem::path(DMOE_BUILD_DIR) / "bench-models/medium";
   int threads = 2, rounds = 3, steps = 8, prompt = 40;
   std::string widths_text = "1,4,8,16";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
-    if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--prompt")) prompt = std::stoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--widths")) widths_text = argv[i + 1];
+  std::vector<int> widths;
+  try {
+    for (int i = 1; i + 1 < argc; i += 2) {
+      if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
+      if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--steps")) steps = std::stoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--prompt")) prompt = std::stoi(argv[i + 1]);
+      if (!std::strcmp(argv[i], "--widths")) widths_text = argv[i + 1];
+    }
+    widths = parse_widths(widths_text);
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "bad arguments: a number was expected (see bench_batched_forward.cpp)\n");
+    return 2;
   }
-  const std::vector<int> widths = parse_widths(widths_text);
-  if (widths.empty() || threads < 1 || rounds < 1 || steps < 1 || prompt < 1) {
+  const bool widths_ok =
+      std::all_of(widths.begin(), widths.end(), [](int n) { return n >= 1 && n <= 256; });
+  if (widths.empty() || !widths_ok || threads < 1 || rounds < 1 || steps < 1 || prompt < 1) {
     std::fprintf(stderr, "bad arguments: see the header of bench_batched_forward.cpp\n");
     return 2;
   }
