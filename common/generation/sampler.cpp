@@ -128,27 +128,29 @@ int32_t Sampler::sample(std::span<const float> logits) {
                   : *std::min_element(candidates_.begin(), candidates_.end(), by_logit);
   const float max_logit = top.first;
   const float temperature = params_.temperature;
-  auto weight = [max_logit, temperature](float logit) {
-    return std::exp((logit - max_logit) / temperature);
-  };
-  // The most likely has weight 1 (exp(0)) and is always kept; min_p keeps
-  // the others whose weight is >= min_p.
+  // From here on each candidate carries its weight exp((logit - max) /
+  // temperature) instead of its logit: one exp per candidate instead of one
+  // per pass (the sum, top_p's walk, the draw), which was most of the
+  // sampler's time. The weight grows with the logit, so by_logit's order and
+  // the sorted prefix stay as they were; the most likely weighs exactly 1.
+  for (auto& c : candidates_) c.first = std::exp((c.first - max_logit) / temperature);
+  // min_p keeps the most likely and the others whose weight is >= min_p.
   if (params_.min_p > 0.0f) {
     const float min_p = params_.min_p;
     if (sorted_ > 0) {  // all sorted (top_k): a prefix
       size_t cut = 1;
-      while (cut < candidates_.size() && weight(candidates_[cut].first) >= min_p) ++cut;
+      while (cut < candidates_.size() && candidates_[cut].first >= min_p) ++cut;
       candidates_.resize(cut);
       sorted_ = cut;
     } else {
       candidates_.erase(
           std::remove_if(candidates_.begin(), candidates_.end(),
-                         [&](const auto& c) { return c != top && weight(c.first) < min_p; }),
+                         [&](const auto& c) { return c.second != top.second && c.first < min_p; }),
           candidates_.end());
     }
   }
   double total = 0.0;
-  for (const auto& c : candidates_) total += weight(c.first);
+  for (const auto& c : candidates_) total += c.first;
   // top_p walks the candidates from the most likely, sorting more as it goes.
   size_t chunk = 64;
   auto ensure = [&](size_t i) {
@@ -161,7 +163,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
     size_t cut = candidates_.size();
     for (size_t i = 0; i < candidates_.size(); ++i) {
       ensure(i);
-      cumulative += weight(candidates_[i].first) / total;
+      cumulative += candidates_[i].first / total;
       if (cumulative >= params_.top_p) {
         cut = i + 1;
         break;
@@ -170,15 +172,15 @@ int32_t Sampler::sample(std::span<const float> logits) {
     candidates_.resize(cut);
     sorted_ = std::min(sorted_, cut);
     total = 0.0;
-    for (const auto& c : candidates_) total += weight(c.first);
+    for (const auto& c : candidates_) total += c.first;
   }
   std::uniform_real_distribution<double> uniform(0.0, total);
   double r = uniform(rng_);
   // In the candidates' order: sorted where top_k or top_p needed it, else
   // by token id (the draw's distribution does not depend on the order, and
   // a nearly flat distribution would walk and sort most of the vocabulary).
-  for (const auto& [logit, id] : candidates_) {
-    r -= weight(logit);
+  for (const auto& [weight, id] : candidates_) {
+    r -= weight;
     if (r <= 0.0) return id;
   }
   return candidates_.back().second;

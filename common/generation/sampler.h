@@ -64,6 +64,8 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<int32_t> prompt_;                  // sorted, unique
   std::unordered_map<int32_t, int32_t> counts_;  // generated token -> times
+  // (logit, token) of the tokens not masked; within sample(), (weight,
+  // token) once the most likely is known. Either way the larger first.
   std::vector<std::pair<float, int32_t>> candidates_;
   size_t sorted_ = 0;  // candidates_[0, sorted_) are the most likely, in order
 };

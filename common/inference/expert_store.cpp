@@ -27,6 +27,21 @@ ExpertStore::ExpertStore(const Checkpoint& checkpoint, std::vector<int> numa_nod
     arenas_.push_back(std::make_unique<ExpertArena>(size_t{64} << 20, node));
   }
   residencies_.resize(arenas_.size());
+  held_bytes_.assign(slots_.size(), 0);
+  const ModelConfig& config = checkpoint.config();
+  for (int64_t l = 0; l < n_layers_; ++l) {
+    if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int64_t e = 0; e < n_experts_; ++e) {
+      uint64_t bytes = 0;
+      for (TensorRole role :
+           {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
+        const TensorLocation& t = checkpoint_.tensor(role, l, e);
+        bytes +=
+            static_cast<uint64_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
+      }
+      held_bytes_[slot({static_cast<int32_t>(l), static_cast<int32_t>(e)})] = bytes;
+    }
+  }
 }
 
 void ExpertStore::set_residency(int32_t device, std::shared_ptr<ExpertResidency> residency) {
@@ -387,15 +402,10 @@ std::shared_ptr<const ExpertWeights> ExpertStore::get(ExpertRef key) const {
 }
 
 uint64_t ExpertStore::expert_bytes(ExpertRef key) const {
-  if (!format_.convert_to) return checkpoint_.expert_bytes(key.layer, key.expert);
-  uint64_t bytes = 0;
-  for (TensorRole role :
-       {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
-    const TensorLocation& t = checkpoint_.tensor(role, key.layer, key.expert);
-    bytes +=
-        static_cast<uint64_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
+  if (key.layer < 0 || key.layer >= n_layers_ || key.expert < 0 || key.expert >= n_experts_) {
+    return 0;
   }
-  return bytes;
+  return held_bytes_[slot(key)];
 }
 
 uint64_t ExpertStore::resident_bytes() const {

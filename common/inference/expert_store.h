@@ -109,7 +109,8 @@ class ExpertStore {
   bool is_resident(ExpertRef key) const { return get(key) != nullptr; }
 
   // Exact bytes of an expert's weights as held, resident or not (from the
-  // tensor index and the held format).
+  // tensor index and the held format); 0 for a key outside the model or in
+  // a dense layer.
   uint64_t expert_bytes(ExpertRef key) const;
   uint64_t resident_bytes() const;
   int64_t n_resident() const;
@@ -158,6 +159,10 @@ class ExpertStore {
   int64_t n_experts_;
   mutable std::mutex mutex_;
   std::vector<std::shared_ptr<const ExpertWeights>> slots_;  // [layer * n_experts + expert]
+  // expert_bytes() of every slot, computed once: the distributed executor
+  // asks for them per remote piece per layer, and each answer from the
+  // tensor index formats three tensor names and hashes them.
+  std::vector<uint64_t> held_bytes_;
   uint64_t resident_bytes_ = 0;
 };
 
