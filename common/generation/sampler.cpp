@@ -111,21 +111,25 @@ int32_t Sampler::sample(std::span<const float> logits) {
   if (params_.temperature == 0.0f) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
-  candidates_.clear();
+  // One pass: the unmasked tokens, and the most likely (the first of the
+  // largest logits, as by_logit orders them).
+  candidates_.resize(static_cast<size_t>(n));
   sorted_ = 0;
+  size_t n_kept = 0;
+  std::pair<float, int32_t> top{-INFINITY, -1};
   for (int32_t i = 0; i < n; ++i) {
     const float l = logits[static_cast<size_t>(i)];
-    if (l != -INFINITY) candidates_.emplace_back(l, i);
+    candidates_[n_kept] = {l, i};
+    n_kept += l != -INFINITY ? 1 : 0;
+    if (l > top.first) top = {l, i};
   }
-  if (candidates_.empty()) return 0;  // everything masked: the caller checked this
+  candidates_.resize(n_kept);
+  // Everything masked (the caller checked this), or NaN logits.
+  if (candidates_.empty() || top.second < 0) return 0;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < candidates_.size()) {
     sort_first(static_cast<size_t>(params_.top_k));
     candidates_.resize(static_cast<size_t>(params_.top_k));
   }
-  // The most likely: the first of the sorted order.
-  const std::pair<float, int32_t> top =
-      sorted_ > 0 ? candidates_[0]
-                  : *std::min_element(candidates_.begin(), candidates_.end(), by_logit);
   const float max_logit = top.first;
   const float temperature = params_.temperature;
   // From here on each candidate carries its weight exp((logit - max) /
