@@ -153,8 +153,10 @@ std::vector<int64_t> cols_for(WeightType type) {
 struct Shape {
   int64_t rows, n_tokens, row_begin, row_end;
 };
-const Shape kShapes[] = {{1, 1, 0, 1}, {5, 2, 1, 4},   {17, 3, 2, 17},
-                         {9, 4, 0, 9}, {33, 5, 3, 30}, {20, 13, 1, 19}};
+// The last two reach Q8_0's quad path (16 tokens or more; quant_simd.h),
+// with partial quads and chunks.
+const Shape kShapes[] = {{1, 1, 0, 1},   {5, 2, 1, 4},    {17, 3, 2, 17},  {9, 4, 0, 9},
+                         {33, 5, 3, 30}, {20, 13, 1, 19}, {37, 18, 2, 35}, {6, 21, 0, 6}};
 
 TEST_CASE("quant formats: sizes and names follow GGUF") {
   CHECK(weight_block_bytes(WeightType::kQ8_0) == 34);
