@@ -25,8 +25,9 @@
 // of the call, so the weights stream once. Prefill takes rows in chunks of
 // kRowChunk (a few KB, L1-resident) and, per chunk, every block of up to
 // kMaxTokens tokens, so each weight row is unpacked once per token block and
-// the tokens' activations come from L2; Q8_0 from kQuadMinTokens tokens
-// interleaves each chunk's rows in quads first (matmul_q8_0_quads).
+// the tokens' activations come from L2; from kQuadMinTokens tokens Q8_0
+// interleaves each chunk's rows in quads first (matmul_q8_0_quads) and Q4_K /
+// Q5_K unpack them once (matmul_k_unpacked).
 //
 // Internal linkage only (anonymous namespace): see cpu/numeric.h.
 #pragma once
@@ -347,29 +348,72 @@ inline __m256i broadcast_int16(__m256i both_halves, int j) {
 // results meet their float scales in one vector: lanes 0-3 the main sum
 // (d dx), lanes 4-7 minus the min sum (dmin dx), so one conversion and one
 // multiply-add per super-block.
+
+// A super-block's scales: d in lanes 0-3 and dmin in 4-7 (its two leading
+// f16 values); the 8 six-bit scales as int16 in both 128-bit halves; minus
+// the 8 mins as int16.
+struct KScales {
+  __m256 d_dmin;
+  __m256i sc_both;
+  __m128i neg_mins16;
+};
+
+inline KScales k_block_scales(const uint8_t* blk) {
+  uint32_t dbits;
+  std::memcpy(&dbits, blk, 4);
+  const __m128i sm = k_scales_mins(blk + 4);
+  return KScales{
+      _mm256_permutevar8x32_ps(
+          _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dbits)))),
+          _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1)),
+      _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm)),
+      _mm_sub_epi16(_mm_setzero_si128(), _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)))};
+}
+
+// Chunk c of a super-block as levels: *lo sub-block 2c, *hi 2c + 1 (with
+// the fifth bits of qh for Q5_K).
+template <bool kFifthBit>
+inline void k_chunk_levels(const uint8_t* qs, __m256i qh, int c, __m256i* lo, __m256i* hi) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i q = load256(qs + 32 * c);
+  *lo = _mm256_and_si256(q, m4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+  if constexpr (kFifthBit) {
+    // Bit 2c of qh[k] is value k's fifth bit in sub-block 2c, bit 2c+1 in 2c+1.
+    const __m256i bit = _mm256_set1_epi8(0x01);
+    *lo = _mm256_or_si256(
+        *lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), bit), 4));
+    *hi = _mm256_or_si256(
+        *hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), bit), 4));
+  }
+}
+
+// acc + one super-block of one token: its two integer accumulators (low and
+// high nibbles), the activation's run sums of the block, its scale dx.
+inline __m256 k_block_finish(__m256i isum, __m256i isum_hi, const int16_t* runs16, float dx,
+                             const __m128i neg_mins16, const __m256 d_dmin, __m256 acc) {
+  // Sums over each sub-block: pairs of the 16 run sums.
+  const __m256i runs = load256(runs16);
+  const __m128i sub =
+      _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
+  const __m256i sum8 = _mm256_add_epi32(isum, isum_hi);
+  const __m128i sum4 =
+      _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
+  const __m256i both =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(sum4), _mm_madd_epi16(sub, neg_mins16), 1);
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(both), _mm256_mul_ps(d_dmin, _mm256_set1_ps(dx)), acc);
+}
+
 template <class Isa, int T, bool kFifthBit>
 void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out) {
   constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
   constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i bit = _mm256_set1_epi8(0x01);
-  // Lanes 0-3 take d, 4-7 dmin (the block's two leading f16 values).
-  const __m256i d_dmin_lanes = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
   const int64_t n_blocks = cols / kQKK;
   const uint8_t* blk = w;
   for (int64_t b = 0; b < n_blocks; ++b, blk += kBlockBytes) {
-    uint32_t dbits;
-    std::memcpy(&dbits, blk, 4);
-    const __m256 d_dmin = _mm256_permutevar8x32_ps(
-        _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(dbits)))),
-        d_dmin_lanes);
-    const __m128i sm = k_scales_mins(blk + 4);
-    const __m256i sc_both = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
-    const __m128i neg_mins16 =
-        _mm_sub_epi16(_mm_setzero_si128(), _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8)));
-    const uint8_t* qs = blk + kQsOffset;
+    const KScales s = k_block_scales(blk);
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kFifthBit) qh = load256(blk + 16);
     // Two accumulators per token (low / high nibbles) halve the chain of
@@ -378,18 +422,10 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
     for (int t = 0; t < T; ++t) isum[t] = isum_hi[t] = _mm256_setzero_si256();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
-      const __m256i q = load256(qs + 32 * c);
-      __m256i lo = _mm256_and_si256(q, m4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-      if constexpr (kFifthBit) {
-        // Bit 2c of qh[k] is value k's fifth bit in sub-block 2c, bit 2c+1 in 2c+1.
-        lo = _mm256_or_si256(
-            lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), bit), 4));
-        hi = _mm256_or_si256(
-            hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), bit), 4));
-      }
-      const __m256i s_lo = broadcast_int16(sc_both, 2 * c);
-      const __m256i s_hi = broadcast_int16(sc_both, 2 * c + 1);
+      __m256i lo, hi;
+      k_chunk_levels<kFifthBit>(blk + kQsOffset, qh, c, &lo, &hi);
+      const __m256i s_lo = broadcast_int16(s.sc_both, 2 * c);
+      const __m256i s_hi = broadcast_int16(s.sc_both, 2 * c + 1);
       // Sub-blocks 2c and 2c + 1 in the interleaved activation order.
       const int64_t x_lo = q_offset(WeightType::kQ4_K, 64 * c);
       const int64_t x_hi = q_offset(WeightType::kQ4_K, 64 * c + 32);
@@ -400,21 +436,137 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
       }
     }
     for (int t = 0; t < T; ++t) {
-      // Sums over each sub-block: pairs of the 16 run sums.
-      const __m256i runs = load256(tok.x[t].sums + 16 * b);
-      const __m128i sub =
-          _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
-      const __m256i sum8 = _mm256_add_epi32(isum[t], isum_hi[t]);
-      const __m128i sum4 =
-          _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
-      const __m256i both =
-          _mm256_inserti128_si256(_mm256_castsi128_si256(sum4), _mm_madd_epi16(sub, neg_mins16), 1);
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(both),
-                               _mm256_mul_ps(d_dmin, _mm256_set1_ps(tok.x[t].d[b])), acc[t]);
+      acc[t] = k_block_finish(isum[t], isum_hi[t], tok.x[t].sums + 16 * b, tok.x[t].d[b],
+                              s.neg_mins16, s.d_dmin, acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
 }
+
+#if !defined(DMOE_QUANT_SIMD_ZMM)
+// ---- Q4_K / Q5_K at prefill (kQuadMinTokens tokens or more): row_k_4_5
+// unpacks every super-block's levels and scales again for each block of 4
+// tokens, ~35 of the ~70 vector ops per super-block and token block. Here
+// each chunk of rows is unpacked once into KUnpacked blocks, and every token
+// block reads levels and scale vectors as they are. The arithmetic per row,
+// block and token is row_k_4_5's, in the same order: the same results.
+struct alignas(32) KUnpacked {
+  uint8_t levels[8][32];  // sub-block 2c (low nibbles) then 2c + 1, per chunk c
+  int16_t scale[8][16];   // sub-block j's scale in every lane
+  float d_dmin[8];
+  int16_t neg_mins[8];
+};
+
+template <bool kFifthBit>
+inline void unpack_k_rows(const uint8_t* w, int64_t row_bytes, int64_t n_rows, int64_t n_blocks,
+                          KUnpacked* out) {
+  constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* blk = w + r * row_bytes + b * kBlockBytes;
+      KUnpacked& u = out[r * n_blocks + b];
+      const KScales s = k_block_scales(blk);
+      _mm256_store_ps(u.d_dmin, s.d_dmin);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(u.neg_mins), s.neg_mins16);
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (kFifthBit) qh = load256(blk + 16);
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        __m256i lo, hi;
+        k_chunk_levels<kFifthBit>(blk + kQsOffset, qh, c, &lo, &hi);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.levels[2 * c]), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.levels[2 * c + 1]), hi);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.scale[2 * c]),
+                           broadcast_int16(s.sc_both, 2 * c));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(u.scale[2 * c + 1]),
+                           broadcast_int16(s.sc_both, 2 * c + 1));
+      }
+    }
+  }
+}
+
+template <class Isa, int T>
+void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& tok, float* out) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const KUnpacked& u = blocks[b];
+    __m256i isum[T], isum_hi[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) isum[t] = isum_hi[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.levels[2 * c]));
+      const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.levels[2 * c + 1]));
+      const __m256i s_lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale[2 * c]));
+      const __m256i s_hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.scale[2 * c + 1]));
+      const int64_t x_lo = q_offset(WeightType::kQ4_K, 64 * c);
+      const int64_t x_hi = q_offset(WeightType::kQ4_K, 64 * c + 32);
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        const int8_t* x = tok.x[t].q + b * kQKK;
+        isum[t] = Isa::madd_add(isum[t], _mm256_maddubs_epi16(lo, load256(x + x_lo)), s_lo);
+        isum_hi[t] = Isa::madd_add(isum_hi[t], _mm256_maddubs_epi16(hi, load256(x + x_hi)), s_hi);
+      }
+    }
+    const __m128i neg_mins16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(u.neg_mins));
+    const __m256 d_dmin = _mm256_load_ps(u.d_dmin);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      acc[t] = k_block_finish(isum[t], isum_hi[t], tok.x[t].sums + 16 * b, tok.x[t].d[b],
+                              neg_mins16, d_dmin, acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
+}
+
+template <class Isa, int T>
+void unpacked_rows_tokens(const MatmulArgs& args, const XRows& x, const KUnpacked* rows, int64_t t0,
+                          int64_t r0, int64_t n_rows) {
+  Tokens<T> tok;
+  for (int t = 0; t < T; ++t) tok.x[t] = x[t0 + t];
+  const int64_t n_blocks = args.w.cols / kQKK;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float out[T];
+    row_k_unpacked<Isa, T>(rows + r * n_blocks, n_blocks, tok, out);
+    for (int t = 0; t < T; ++t) args.y[(t0 + t) * args.y_stride + r0 + r] = out[t];
+  }
+}
+
+template <class Isa>
+void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
+  const WeightView& w = args.w;
+  const int64_t n_blocks = w.cols / kQKK;
+  const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
+  thread_local std::vector<KUnpacked> unpacked;
+  unpacked.resize(static_cast<size_t>(kRowChunk * n_blocks));
+  for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
+    const int64_t n_rows = args.row_end - r0 < kRowChunk ? args.row_end - r0 : kRowChunk;
+    const uint8_t* rows = static_cast<const uint8_t*>(w.data) + r0 * row_bytes;
+    if (w.type == WeightType::kQ5_K) {
+      unpack_k_rows<true>(rows, row_bytes, n_rows, n_blocks, unpacked.data());
+    } else {
+      unpack_k_rows<false>(rows, row_bytes, n_rows, n_blocks, unpacked.data());
+    }
+    for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {
+      switch (args.n_tokens - t0 < kMaxTokens ? args.n_tokens - t0 : kMaxTokens) {
+        case 1:
+          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), t0, r0, n_rows);
+          break;
+        case 2:
+          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), t0, r0, n_rows);
+          break;
+        case 3:
+          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), t0, r0, n_rows);
+          break;
+        default:
+          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), t0, r0, n_rows);
+      }
+    }
+  }
+}
+#endif  // !DMOE_QUANT_SIMD_ZMM
 
 // ---- Q6_K: per half of 128 values, four groups of 32 (levels 0..63) whose
 // two runs of 16 have their own int8 scales; the -32 offset is folded in as
@@ -828,6 +980,12 @@ void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
   if (args.w.type == WeightType::kQ8_0 && args.n_tokens >= kQuadMinTokens) {
     return matmul_q8_0_quads<Isa>(args, x);
   }
+#if !defined(DMOE_QUANT_SIMD_ZMM)
+  if ((args.w.type == WeightType::kQ4_K || args.w.type == WeightType::kQ5_K) &&
+      args.n_tokens >= kQuadMinTokens) {
+    return matmul_k_unpacked<Isa>(args, x);
+  }
+#endif
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
     const int64_t r1 = r0 + kRowChunk < args.row_end ? r0 + kRowChunk : args.row_end;
     for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {

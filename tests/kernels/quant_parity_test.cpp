@@ -355,6 +355,39 @@ TEST_CASE("quant parity: matmul_quant at every level against the scalar referenc
   }
 }
 
+TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls bit for bit") {
+  // From 16 tokens the rows are unpacked once per chunk (quant_simd.h,
+  // matmul_k_unpacked); under 16 each 4-token block unpacks them again. The
+  // arithmetic is the same, in the same order.
+  std::mt19937 rng(23);
+  for (WeightType type : {WeightType::kQ4_K, WeightType::kQ5_K}) {
+    const int64_t rows = 37, cols = 768, n_tokens = 18;
+    const std::vector<float> wf = random_floats(rng, rows * cols);
+    std::vector<uint8_t> w(static_cast<size_t>(rows * weight_row_bytes(type, cols)));
+    quantize_rows(type, wf.data(), rows, cols, w.data());
+    const std::vector<float> x = random_floats(rng, n_tokens * cols);
+    const int64_t x_row = quantized_x_row_bytes(type, cols);
+    std::vector<uint8_t> xq(static_cast<size_t>(n_tokens * x_row));
+    reference().quantize_x(type, x.data(), n_tokens, cols, xq.data());
+    for (const CpuKernels* k : simd_levels()) {
+      INFO(cpu_level_name(k->level), " ", name_of(type));
+      std::vector<float> whole(static_cast<size_t>(n_tokens * rows), 0.0f);
+      std::vector<float> blocks(whole.size(), 1.0f);
+      k->matmul_quant(
+          MatmulArgs{WeightView{w.data(), type, rows, cols}, n_tokens, whole.data(), rows, 1, rows},
+          xq.data());
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += 4) {
+        const int64_t n = std::min<int64_t>(4, n_tokens - t0);
+        k->matmul_quant(MatmulArgs{WeightView{w.data(), type, rows, cols}, n,
+                                   blocks.data() + t0 * rows, rows, 1, rows},
+                        xq.data() + t0 * x_row);
+      }
+      for (int64_t t = 0; t < n_tokens; ++t) blocks[static_cast<size_t>(t * rows)] = 0.0f;
+      CHECK(std::memcmp(whole.data(), blocks.data(), whole.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
 TEST_CASE("quant parity: matmul_f32 with block-format weights at every level") {
   std::mt19937 rng(13);
   for (WeightType type : kBlockTypes) {
