@@ -388,14 +388,17 @@ inline void k_chunk_levels(const uint8_t* qs, __m256i qh, int c, __m256i* lo, __
   }
 }
 
-// acc + one super-block of one token: its two integer accumulators (low and
-// high nibbles), the activation's run sums of the block, its scale dx.
-inline __m256 k_block_finish(__m256i isum, __m256i isum_hi, const int16_t* runs16, float dx,
-                             const __m128i neg_mins16, const __m256 d_dmin, __m256 acc) {
-  // Sums over each sub-block: pairs of the 16 run sums.
+// The activation's sums over each sub-block of super-block b: pairs of its
+// 16 run sums.
+inline __m128i k_sub_sums(const int16_t* runs16) {
   const __m256i runs = load256(runs16);
-  const __m128i sub =
-      _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
+  return _mm_hadd_epi16(_mm256_castsi256_si128(runs), _mm256_extracti128_si256(runs, 1));
+}
+
+// acc + one super-block of one token: its two integer accumulators (low and
+// high nibbles), the activation's sub-block sums (k_sub_sums) and scale dx.
+inline __m256 k_block_finish(__m256i isum, __m256i isum_hi, __m128i sub, float dx,
+                             const __m128i neg_mins16, const __m256 d_dmin, __m256 acc) {
   const __m256i sum8 = _mm256_add_epi32(isum, isum_hi);
   const __m128i sum4 =
       _mm_add_epi32(_mm256_castsi256_si128(sum8), _mm256_extracti128_si256(sum8, 1));
@@ -436,8 +439,8 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
       }
     }
     for (int t = 0; t < T; ++t) {
-      acc[t] = k_block_finish(isum[t], isum_hi[t], tok.x[t].sums + 16 * b, tok.x[t].d[b],
-                              s.neg_mins16, s.d_dmin, acc[t]);
+      acc[t] = k_block_finish(isum[t], isum_hi[t], k_sub_sums(tok.x[t].sums + 16 * b),
+                              tok.x[t].d[b], s.neg_mins16, s.d_dmin, acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
@@ -486,8 +489,11 @@ inline void unpack_k_rows(const uint8_t* w, int64_t row_bytes, int64_t n_rows, i
   }
 }
 
+// sub[t]: token t's sub-block sums, 8 int16 per super-block (k_sub_sums),
+// computed once per call instead of once per row.
 template <class Isa, int T>
-void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& tok, float* out) {
+void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& tok,
+                    const int16_t* const* sub, float* out) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -514,22 +520,27 @@ void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& 
     const __m256 d_dmin = _mm256_load_ps(u.d_dmin);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      acc[t] = k_block_finish(isum[t], isum_hi[t], tok.x[t].sums + 16 * b, tok.x[t].d[b],
-                              neg_mins16, d_dmin, acc[t]);
+      acc[t] = k_block_finish(isum[t], isum_hi[t],
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub[t] + 8 * b)),
+                              tok.x[t].d[b], neg_mins16, d_dmin, acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) out[t] = hsum(acc[t]);
 }
 
 template <class Isa, int T>
-void unpacked_rows_tokens(const MatmulArgs& args, const XRows& x, const KUnpacked* rows, int64_t t0,
-                          int64_t r0, int64_t n_rows) {
+void unpacked_rows_tokens(const MatmulArgs& args, const XRows& x, const KUnpacked* rows,
+                          const int16_t* subs, int64_t t0, int64_t r0, int64_t n_rows) {
   Tokens<T> tok;
-  for (int t = 0; t < T; ++t) tok.x[t] = x[t0 + t];
   const int64_t n_blocks = args.w.cols / kQKK;
+  const int16_t* sub[T];
+  for (int t = 0; t < T; ++t) {
+    tok.x[t] = x[t0 + t];
+    sub[t] = subs + (t0 + t) * 8 * n_blocks;
+  }
   for (int64_t r = 0; r < n_rows; ++r) {
     float out[T];
-    row_k_unpacked<Isa, T>(rows + r * n_blocks, n_blocks, tok, out);
+    row_k_unpacked<Isa, T>(rows + r * n_blocks, n_blocks, tok, sub, out);
     for (int t = 0; t < T; ++t) args.y[(t0 + t) * args.y_stride + r0 + r] = out[t];
   }
 }
@@ -541,6 +552,14 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
   const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
   thread_local std::vector<KUnpacked> unpacked;
   unpacked.resize(static_cast<size_t>(kRowChunk * n_blocks));
+  thread_local std::vector<int16_t> subs;
+  subs.resize(static_cast<size_t>(args.n_tokens * 8 * n_blocks));
+  for (int64_t t = 0; t < args.n_tokens; ++t) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(subs.data() + (t * n_blocks + b) * 8),
+                       k_sub_sums(x[t].sums + 16 * b));
+    }
+  }
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
     const int64_t n_rows = args.row_end - r0 < kRowChunk ? args.row_end - r0 : kRowChunk;
     const uint8_t* rows = static_cast<const uint8_t*>(w.data) + r0 * row_bytes;
@@ -552,16 +571,16 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
     for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {
       switch (args.n_tokens - t0 < kMaxTokens ? args.n_tokens - t0 : kMaxTokens) {
         case 1:
-          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
           break;
         case 2:
-          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
           break;
         case 3:
-          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
           break;
         default:
-          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
       }
     }
   }
