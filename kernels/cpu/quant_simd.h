@@ -70,6 +70,7 @@ inline __m256i lane0(int v) { return _mm256_zextsi128_si256(_mm_cvtsi32_si128(v)
 template <int T>
 struct Tokens {
   QuantizedXRow x[T];
+  const int16_t* sub[T] = {};  // Q4_K / Q5_K: XRows::sub_sums of each token
 };
 
 // Every token row of one call: row 0 split into its arrays once, and row t
@@ -90,6 +91,25 @@ struct XRows {
   QuantizedXRow operator[](int64_t t) const {
     return QuantizedXRow{shift(first.q, t), shift(first.q16, t), shift(first.d, t),
                          shift(first.sums, t)};
+  }
+
+  // Q4_K / Q5_K: token t's sums over each sub-block, 8 int16 per super-block
+  // (k_sub_sums), formed once per call by matmul_quant_impl instead of once
+  // per row and token block; null for other formats.
+  const int16_t* subs = nullptr;
+  int64_t subs_per_token = 0;
+  const int16_t* sub_sums(int64_t t) const {
+    return subs == nullptr ? nullptr : subs + t * subs_per_token;
+  }
+
+  template <int T>
+  Tokens<T> tokens(int64_t t0) const {
+    Tokens<T> tok;
+    for (int t = 0; t < T; ++t) {
+      tok.x[t] = (*this)[t0 + t];
+      tok.sub[t] = sub_sums(t0 + t);
+    }
+    return tok;
   }
 };
 
@@ -246,8 +266,7 @@ void quad_q8_0(const Q8_0Quad* quad, int64_t n_blocks, const Tokens<T>& tok, flo
 template <class Isa, int T>
 void quads_tokens(const MatmulArgs& args, const XRows& x, const Q8_0Quad* packed, int64_t t0,
                   int64_t r0, int64_t n_rows) {
-  Tokens<T> tok;
-  for (int t = 0; t < T; ++t) tok.x[t] = x[t0 + t];
+  const Tokens<T> tok = x.tokens<T>(t0);
   const int64_t n_blocks = args.w.cols / kQK;
   for (int64_t g = 0; 4 * g < n_rows; ++g) {
     float out[4 * T];
@@ -439,7 +458,8 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, float* out)
       }
     }
     for (int t = 0; t < T; ++t) {
-      acc[t] = k_block_finish(isum[t], isum_hi[t], k_sub_sums(tok.x[t].sums + 16 * b),
+      acc[t] = k_block_finish(isum[t], isum_hi[t],
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(tok.sub[t] + 8 * b)),
                               tok.x[t].d[b], s.neg_mins16, s.d_dmin, acc[t]);
     }
   }
@@ -489,11 +509,8 @@ inline void unpack_k_rows(const uint8_t* w, int64_t row_bytes, int64_t n_rows, i
   }
 }
 
-// sub[t]: token t's sub-block sums, 8 int16 per super-block (k_sub_sums),
-// computed once per call instead of once per row.
 template <class Isa, int T>
-void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& tok,
-                    const int16_t* const* sub, float* out) {
+void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& tok, float* out) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -521,7 +538,7 @@ void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& 
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       acc[t] = k_block_finish(isum[t], isum_hi[t],
-                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(sub[t] + 8 * b)),
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(tok.sub[t] + 8 * b)),
                               tok.x[t].d[b], neg_mins16, d_dmin, acc[t]);
     }
   }
@@ -529,18 +546,13 @@ void row_k_unpacked(const KUnpacked* blocks, int64_t n_blocks, const Tokens<T>& 
 }
 
 template <class Isa, int T>
-void unpacked_rows_tokens(const MatmulArgs& args, const XRows& x, const KUnpacked* rows,
-                          const int16_t* subs, int64_t t0, int64_t r0, int64_t n_rows) {
-  Tokens<T> tok;
+void unpacked_rows_tokens(const MatmulArgs& args, const XRows& x, const KUnpacked* rows, int64_t t0,
+                          int64_t r0, int64_t n_rows) {
+  const Tokens<T> tok = x.tokens<T>(t0);
   const int64_t n_blocks = args.w.cols / kQKK;
-  const int16_t* sub[T];
-  for (int t = 0; t < T; ++t) {
-    tok.x[t] = x[t0 + t];
-    sub[t] = subs + (t0 + t) * 8 * n_blocks;
-  }
   for (int64_t r = 0; r < n_rows; ++r) {
     float out[T];
-    row_k_unpacked<Isa, T>(rows + r * n_blocks, n_blocks, tok, sub, out);
+    row_k_unpacked<Isa, T>(rows + r * n_blocks, n_blocks, tok, out);
     for (int t = 0; t < T; ++t) args.y[(t0 + t) * args.y_stride + r0 + r] = out[t];
   }
 }
@@ -552,14 +564,6 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
   const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
   thread_local std::vector<KUnpacked> unpacked;
   unpacked.resize(static_cast<size_t>(kRowChunk * n_blocks));
-  thread_local std::vector<int16_t> subs;
-  subs.resize(static_cast<size_t>(args.n_tokens * 8 * n_blocks));
-  for (int64_t t = 0; t < args.n_tokens; ++t) {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(subs.data() + (t * n_blocks + b) * 8),
-                       k_sub_sums(x[t].sums + 16 * b));
-    }
-  }
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
     const int64_t n_rows = args.row_end - r0 < kRowChunk ? args.row_end - r0 : kRowChunk;
     const uint8_t* rows = static_cast<const uint8_t*>(w.data) + r0 * row_bytes;
@@ -571,16 +575,16 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
     for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {
       switch (args.n_tokens - t0 < kMaxTokens ? args.n_tokens - t0 : kMaxTokens) {
         case 1:
-          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), t0, r0, n_rows);
           break;
         case 2:
-          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), t0, r0, n_rows);
           break;
         case 3:
-          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), t0, r0, n_rows);
           break;
         default:
-          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), subs.data(), t0, r0, n_rows);
+          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), t0, r0, n_rows);
       }
     }
   }
@@ -958,8 +962,7 @@ void row_dot(WeightType type, const uint8_t* w, int64_t cols, const Tokens<T>& t
 template <class Isa, int T>
 void rows_tokens(const MatmulArgs& args, const XRows& x, int64_t t0, int64_t r0, int64_t r1) {
   const WeightView& w = args.w;
-  Tokens<T> tok;
-  for (int t = 0; t < T; ++t) tok.x[t] = x[t0 + t];
+  const Tokens<T> tok = x.tokens<T>(t0);
   const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
   float out[T] = {};
   const auto* base = static_cast<const uint8_t*>(w.data);
@@ -992,7 +995,20 @@ void rows_some_tokens(const MatmulArgs& args, const XRows& x, int64_t t0, int64_
 template <class Isa>
 void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
-  const XRows x(args.w.type, x_q, args.w.cols);
+  XRows x(args.w.type, x_q, args.w.cols);
+  if (args.w.type == WeightType::kQ4_K || args.w.type == WeightType::kQ5_K) {
+    const int64_t n_blocks = args.w.cols / kQKK;
+    thread_local std::vector<int16_t> subs;
+    subs.resize(static_cast<size_t>(args.n_tokens * 8 * n_blocks));
+    for (int64_t t = 0; t < args.n_tokens; ++t) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(subs.data() + (t * n_blocks + b) * 8),
+                         k_sub_sums(x[t].sums + 16 * b));
+      }
+    }
+    x.subs = subs.data();
+    x.subs_per_token = 8 * n_blocks;
+  }
   if (args.n_tokens < kMaxTokens) {
     return rows_some_tokens<Isa>(args, x, 0, args.n_tokens, args.row_begin, args.row_end);
   }
