@@ -113,6 +113,27 @@ struct XRows {
   }
 };
 
+// Every block of up to kMaxTokens tokens of a call, in order: calls
+// fn.template operator()<T>(t0) with T the block's token count.
+template <class Fn>
+void for_token_blocks(int64_t n_tokens, Fn&& fn) {
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kMaxTokens) {
+    switch (n_tokens - t0 < kMaxTokens ? n_tokens - t0 : kMaxTokens) {
+      case 1:
+        fn.template operator()<1>(t0);
+        break;
+      case 2:
+        fn.template operator()<2>(t0);
+        break;
+      case 3:
+        fn.template operator()<3>(t0);
+        break;
+      default:
+        fn.template operator()<4>(t0);
+    }
+  }
+}
+
 // ---- Q8_0 against 16-bit activations (quant_format.h): the weights widened
 // to int16, two int16 dot products per 32-block, scaled by the block's d;
 // each group of (up to) 8 blocks shares the activation scale dx, applied
@@ -290,21 +311,9 @@ void matmul_q8_0_quads(const MatmulArgs& args, const XRows& x) {
     const int64_t n_rows = args.row_end - r0 < kRowChunk ? args.row_end - r0 : kRowChunk;
     pack_q8_0_quads(static_cast<const uint8_t*>(w.data) + r0 * row_bytes, row_bytes, n_rows,
                     n_blocks, packed.data());
-    for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {
-      switch (args.n_tokens - t0 < kMaxTokens ? args.n_tokens - t0 : kMaxTokens) {
-        case 1:
-          quads_tokens<Isa, 1>(args, x, packed.data(), t0, r0, n_rows);
-          break;
-        case 2:
-          quads_tokens<Isa, 2>(args, x, packed.data(), t0, r0, n_rows);
-          break;
-        case 3:
-          quads_tokens<Isa, 3>(args, x, packed.data(), t0, r0, n_rows);
-          break;
-        default:
-          quads_tokens<Isa, 4>(args, x, packed.data(), t0, r0, n_rows);
-      }
-    }
+    for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
+      quads_tokens<Isa, T>(args, x, packed.data(), t0, r0, n_rows);
+    });
   }
 }
 
@@ -572,21 +581,9 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
     } else {
       unpack_k_rows<false>(rows, row_bytes, n_rows, n_blocks, unpacked.data());
     }
-    for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {
-      switch (args.n_tokens - t0 < kMaxTokens ? args.n_tokens - t0 : kMaxTokens) {
-        case 1:
-          unpacked_rows_tokens<Isa, 1>(args, x, unpacked.data(), t0, r0, n_rows);
-          break;
-        case 2:
-          unpacked_rows_tokens<Isa, 2>(args, x, unpacked.data(), t0, r0, n_rows);
-          break;
-        case 3:
-          unpacked_rows_tokens<Isa, 3>(args, x, unpacked.data(), t0, r0, n_rows);
-          break;
-        default:
-          unpacked_rows_tokens<Isa, 4>(args, x, unpacked.data(), t0, r0, n_rows);
-      }
-    }
+    for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
+      unpacked_rows_tokens<Isa, T>(args, x, unpacked.data(), t0, r0, n_rows);
+    });
   }
 }
 #endif  // !DMOE_QUANT_SIMD_ZMM
