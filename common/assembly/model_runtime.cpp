@@ -179,6 +179,9 @@ Status ModelRuntime::choose_initial_experts(const RuntimeOptions& options,
 // Step 4: weights into host memory.
 Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vector<ExpertRef>& keys,
                                   const std::vector<int32_t>& devices) {
+  // Weights computed in place stream from the mappings: in 2 MiB pages
+  // where the kernel allows (MappedFile::prefer_huge_pages).
+  if (!options.copy_mapped_weights) checkpoint_->prefer_huge_pages();
   uint64_t expert_total = 0;
   for (ExpertRef key : keys) {
     DMOE_RETURN_IF_ERROR(store_->check_key(key));

@@ -413,6 +413,10 @@ uint64_t Checkpoint::total_bytes() const {
   return bytes;
 }
 
+void Checkpoint::prefer_huge_pages() const {
+  if (gguf_) gguf_->prefer_huge_pages();
+}
+
 std::optional<std::filesystem::path> Checkpoint::tokenizer_path() const {
   if (gguf_ != nullptr) return std::nullopt;
   std::filesystem::path p = dir_ / "tokenizer.json";

@@ -164,6 +164,10 @@ class Checkpoint {
   uint64_t dense_bytes() const;
   uint64_t total_bytes() const;
 
+  // A GGUF's mappings ask for 2 MiB pages (MappedFile::prefer_huge_pages),
+  // for weights computed in place; other formats: nothing to do.
+  void prefer_huge_pages() const;
+
   // tokenizer.json beside the weights, when present (HuggingFace layout).
   std::optional<std::filesystem::path> tokenizer_path() const;
   // The model's tokenizer: tokenizer.json, or the GGUF metadata's;

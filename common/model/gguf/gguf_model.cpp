@@ -109,6 +109,10 @@ Result<std::vector<std::filesystem::path>> gguf_files_for(const std::filesystem:
   return gguf_split_parts(models.begin()->second);
 }
 
+void GgufModel::prefer_huge_pages() const {
+  for (const MappedFile& map : maps_) map.prefer_huge_pages();
+}
+
 bool is_gguf_path(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) return path.extension() == ".gguf";

@@ -93,6 +93,9 @@ class GgufModel {
   const uint8_t* data(const TensorSlice& slice) const;
   const uint8_t* data(const TensorSlice::Part& part) const;
   const MappedFile& mapping(uint32_t file_index) const { return maps_[file_index]; }
+  // Every file's MappedFile::prefer_huge_pages (before weights are computed
+  // in place from the mappings).
+  void prefer_huge_pages() const;
 
  private:
   GgufModel() = default;
