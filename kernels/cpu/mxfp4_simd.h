@@ -39,15 +39,11 @@ inline __m256i mxfp4_levels(const uint8_t* blk) {
   return _mm256_shuffle_epi8(table, codes);
 }
 
-inline float mxfp4_hsum(__m256 a) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
-}
-
-// One row of MXFP4 weights against T quantized activation rows x[0..T).
+// One row of MXFP4 weights against T quantized activation rows x[0..T):
+// out[t] is token t's vector of partial sums (its lanes add up to the dot
+// product; the caller reduces rows four at a time).
 template <class Isa, int T>
-void row_mxfp4(const uint8_t* w, int64_t cols, const QuantizedXRow* x, float* out) {
+void row_mxfp4(const uint8_t* w, int64_t cols, const QuantizedXRow* x, __m256* out) {
   __m256 acc[T];
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   const int64_t n_blocks = cols / kMxfp4Values;
@@ -63,7 +59,7 @@ void row_mxfp4(const uint8_t* w, int64_t cols, const QuantizedXRow* x, float* ou
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * x[t].d[b]), acc[t]);
     }
   }
-  for (int t = 0; t < T; ++t) out[t] = mxfp4_hsum(acc[t]);
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
 }
 
 // Dequantization, bit-identical to the reference: level x scale is exact.
