@@ -157,21 +157,25 @@ struct CpuKernels {
 // The activations of a block-format matmul in the forms its two paths read.
 struct QuantizedInput {
   const void* q = nullptr;         // quantize_x(w.type, ...) of x; always
-  const float* f32 = nullptr;      // x itself, [n_tokens, w.cols]; always
   const uint16_t* bf16 = nullptr;  // x rounded to bf16, or null (f32 compute)
 };
 
 // y = x W^T for a block-format W, composed from a level's ops:
-//   - fewer than kQuantGemmMinTokens tokens (decode): matmul_quant on x.q;
-//   - more, where a float GEMM outruns the integer kernels (AVX-512 BF16
-//     with x.bf16 from kQuantGemmMinTokens tokens; AVX-512 with f32 x from
-//     4x that): W is dequantized in L2-sized chunks of rows (dequantize,
-//     f32_to_bf16) and multiplied with the level's matmul_bf16 or
-//     matmul_f32 -- the weights are unpacked once per chunk instead of once
-//     per 4 tokens. Both paths accumulate in f32; they differ by the rounding
-//     of x (int8 vs bf16/f32) and, on the bf16 path, of W to bf16.
+//   - the integer kernels (matmul_quant on x.q), except
+//   - on AVX-512 BF16 with x.bf16, from quant_gemm_min_tokens(w.type)
+//     tokens: W is dequantized in L2-sized chunks of rows (dequantize,
+//     f32_to_bf16) and multiplied with the level's matmul_bf16, which
+//     outruns the integer kernels there. Both accumulate in f32; they differ
+//     by the rounding of x (int8 / int16 vs bf16) and of W to bf16.
+// Zen 4, one thread, expert gate 512x1024 (bench_quant_kernels --only gemm):
+// Q8_0's bf16 GEMM leads from 32 tokens (64 vs 55 GMAC/s), Q6_K's from 48
+// (75 vs 68; 62 vs 70 at 32), Q4_K's from about 64 (80 vs 82; 87 vs 84 at
+// 96) since the Q4_K / Q5_K prefill kernel unpacks each row chunk once. A
+// dequantize + f32 GEMM path (AVX-512 without BF16) was dropped: the integer
+// kernels beat it by 1.5-2x at every count measured up to 256.
 // Single-threaded and reentrant, like every op (per-thread scratch).
 inline constexpr int64_t kQuantGemmMinTokens = 16;
+int64_t quant_gemm_min_tokens(WeightType type);
 void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const QuantizedInput& x);
 
 // The table for the active level (active_cpu_level()).

@@ -50,7 +50,7 @@ inline void matmul_rows(const kernels::CpuKernels& k, const kernels::WeightView&
   if (kernels::is_block_format(w.type)) {
     const uint8_t* q = x.quantized[kernels::quantized_x_layout(w.type)];
     if (q != nullptr) {
-      kernels::matmul_quantized(k, args, kernels::QuantizedInput{q, x.f32, x.bf16});
+      kernels::matmul_quantized(k, args, kernels::QuantizedInput{q, x.bf16});
       return;
     }
   } else if (x.bf16 != nullptr && w.type == kernels::WeightType::kBF16) {

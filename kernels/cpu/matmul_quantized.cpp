@@ -19,14 +19,24 @@ int64_t chunk_rows(int64_t cols) {
 
 }  // namespace
 
+int64_t quant_gemm_min_tokens(WeightType type) {
+  switch (type) {
+    case WeightType::kQ4_K:
+    case WeightType::kQ5_K:
+      return 64;
+    case WeightType::kQ6_K:
+      return 48;
+    default:
+      return kQuantGemmMinTokens;
+  }
+}
+
 void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const QuantizedInput& x) {
-  // Measured (tests/bench/bench_quant_kernels.cpp, Zen 4): the bf16 GEMM
-  // beats the integer kernels from about 16 tokens, the f32 GEMM (AVX-512
-  // without BF16) only from about 64.
-  const bool bf16_gemm =
-      x.bf16 != nullptr && k.level >= CpuLevel::kAvx512Bf16 && args.n_tokens >= kQuantGemmMinTokens;
-  const bool f32_gemm = k.level >= CpuLevel::kAvx512 && args.n_tokens >= 4 * kQuantGemmMinTokens;
-  if (!bf16_gemm && !f32_gemm) {
+  // Measured (bench_quant_kernels --only gemm --tokens 32,48,64,96,128,256,
+  // one thread, Zen 4; quant_gemm_min_tokens in kernels.h).
+  const bool bf16_gemm = x.bf16 != nullptr && k.level >= CpuLevel::kAvx512Bf16 &&
+                         args.n_tokens >= quant_gemm_min_tokens(args.w.type);
+  if (!bf16_gemm) {
     k.matmul_quant(args, x.q);
     return;
   }
@@ -36,23 +46,18 @@ void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const Quantiz
   thread_local std::vector<float> f32;
   thread_local std::vector<uint16_t> bf16;
   f32.resize(static_cast<size_t>(step * w.cols));
-  if (bf16_gemm) bf16.resize(f32.size());
+  bf16.resize(f32.size());
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += step) {
     const int64_t n = std::min(step, args.row_end - r0);
     k.dequantize(w.type, static_cast<const uint8_t*>(w.data) + r0 * row_bytes, n * w.cols,
                  f32.data());
+    k.f32_to_bf16(f32.data(), n * w.cols, bf16.data());
     MatmulArgs chunk = args;
     chunk.y = args.y + r0;
     chunk.row_begin = 0;
     chunk.row_end = n;
-    if (bf16_gemm) {
-      k.f32_to_bf16(f32.data(), n * w.cols, bf16.data());
-      chunk.w = WeightView{bf16.data(), WeightType::kBF16, n, w.cols};
-      k.matmul_bf16(chunk, x.bf16);
-    } else {
-      chunk.w = WeightView{f32.data(), WeightType::kF32, n, w.cols};
-      k.matmul_f32(chunk, x.f32);
-    }
+    chunk.w = WeightView{bf16.data(), WeightType::kBF16, n, w.cols};
+    k.matmul_bf16(chunk, x.bf16);
   }
 }
 

@@ -509,7 +509,6 @@ void row_k_4_5(const uint8_t* w, int64_t cols, const Tokens<T>& tok, __m256* out
   for (int t = 0; t < T; ++t) out[t] = acc[t];
 }
 
-#if !defined(DMOE_QUANT_SIMD_ZMM)
 // ---- Q4_K / Q5_K at prefill (kQuadMinTokens tokens or more): row_k_4_5
 // unpacks every super-block's levels and scales again for each block of 4
 // tokens, ~35 of the ~70 vector ops per super-block and token block. Here
@@ -618,7 +617,6 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
     });
   }
 }
-#endif  // !DMOE_QUANT_SIMD_ZMM
 
 // ---- Q6_K: per half of 128 values, four groups of 32 (levels 0..63) whose
 // two runs of 16 have their own int8 scales; the -32 offset is folded in as
@@ -1050,12 +1048,10 @@ void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
   if (args.w.type == WeightType::kQ8_0 && args.n_tokens >= kQuadMinTokens) {
     return matmul_q8_0_quads<Isa>(args, x);
   }
-#if !defined(DMOE_QUANT_SIMD_ZMM)
   if ((args.w.type == WeightType::kQ4_K || args.w.type == WeightType::kQ5_K) &&
       args.n_tokens >= kQuadMinTokens) {
     return matmul_k_unpacked<Isa>(args, x);
   }
-#endif
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
     const int64_t r1 = r0 + kRowChunk < args.row_end ? r0 + kRowChunk : args.row_end;
     for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kMaxTokens) {

@@ -3,13 +3,14 @@
 //   - decode GEMV (1 token) from DRAM: GB/s of weight bytes read, against a
 //     streaming read of the same pool timed interleaved with it ("of read"),
 //     on one thread and on two (rows split, as the thread pool does);
-//   - prefill GEMM (32 and 128 tokens, weights L2-resident per call):
+//   - prefill GEMM (32 and 128 tokens, or --tokens; weights L2-resident per call):
 //     GMAC/s (rows x cols x tokens per second), one thread;
 //   - activation quantization: microseconds for 128 x 1024 values.
 // Shapes are the medium preset's (hidden 1024, expert 512).
 //
 // usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]
 //                            [--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE]
+//                            [--tokens 32,128]
 // --mmap FILE puts the GEMV weights in a memory-mapped file (page-cache
 // pages, as GGUF weights computed in place) instead of anonymous huge pages.
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
@@ -49,8 +50,9 @@ struct Options {
   // --mmap FILE: the GEMV pool lives in this file, memory-mapped (page-cache
   // pages, as a GGUF's weights used in place), instead of anonymous memory.
   std::string mmap_file;
-  std::string only;  // "", "gemv", "gemm" or "quantize_x"
-  std::string type;  // "": every type
+  std::string only;                         // "", "gemv", "gemm" or "quantize_x"
+  std::string type;                         // "": every type
+  std::vector<int64_t> tokens = {32, 128};  // --tokens: the GEMM's token counts
 };
 
 bool wanted(const Options& opts, WeightType type) {
@@ -162,7 +164,7 @@ struct Act {
 void matmul(const CpuKernels& k, const WeightView& w, Act* a, int64_t r0, int64_t r1) {
   MatmulArgs args{w, a->n_tokens, a->y.data(), w.rows, r0, r1};
   if (is_block_format(w.type)) {
-    matmul_quantized(k, args, QuantizedInput{a->xq.data(), a->x.data(), a->x_bf16.data()});
+    matmul_quantized(k, args, QuantizedInput{a->xq.data(), a->x_bf16.data()});
   } else {
     k.matmul_bf16(args, a->x_bf16.data());
   }
@@ -268,11 +270,12 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
 void run_gemm(const Options& opts) {
   std::printf("\nGEMM, 1 thread: GMAC/s (rows x cols x tokens / s)\n");
   std::printf(
-      "  block formats: matmul_quantized (dequantize + GEMM from 16 tokens on AVX-512);\n"
+      "  block formats: matmul_quantized (dequantize + bf16 GEMM from quant_gemm_min_tokens\n"
+      "  on AVX-512 BF16);\n"
       "  'int8': the integer kernel alone, for comparison\n");
   std::printf("%-22s %6s %-5s %-16s %8s\n", "shape", "tokens", "type", "level", "GMAC/s");
   for (const Shape& s : {kShapes[0], kShapes[1], kShapes[2]}) {
-    for (int64_t n : {32, 128}) {
+    for (int64_t n : opts.tokens) {
       for (WeightType type : kTypes) {
         if (!wanted(opts, type)) continue;
         const Pool pool(s, type, int64_t{64} << 20);
@@ -337,10 +340,28 @@ int run(int argc, char** argv) {
       opts.type = argv[++i];
     } else if (arg == "--mmap" && i + 1 < argc) {
       opts.mmap_file = argv[++i];
+    } else if (arg == "--tokens" && i + 1 < argc) {
+      // A comma-separated list of positive counts.
+      opts.tokens.clear();
+      for (const char* p = argv[++i]; *p != '\0';) {
+        char* end = nullptr;
+        const long long n = std::strtoll(p, &end, 10);
+        if (end == p || n <= 0) {
+          std::fprintf(stderr, "--tokens: expected counts like 32,64,128, got '%s'\n", argv[i]);
+          return 2;
+        }
+        opts.tokens.push_back(n);
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') {
+          std::fprintf(stderr, "--tokens: expected counts like 32,64,128, got '%s'\n", argv[i]);
+          return 2;
+        }
+      }
     } else {
       std::fprintf(stderr,
                    "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
-                   "[--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE]\n");
+                   "[--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE] "
+                   "[--tokens 32,128]\n");
       return 2;
     }
   }

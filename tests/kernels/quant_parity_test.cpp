@@ -355,10 +355,12 @@ TEST_CASE("quant parity: matmul_quant at every level against the scalar referenc
   }
 }
 
-TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls bit for bit") {
+TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls (bit for bit on AVX2)") {
   // From 16 tokens the rows are unpacked once per chunk (quant_simd.h,
-  // matmul_k_unpacked); under 16 each 4-token block unpacks them again. The
-  // arithmetic is the same, in the same order.
+  // matmul_k_unpacked); under 16 each 4-token block unpacks them again. On
+  // AVX2 that is the same arithmetic in the same order: the same bits. The
+  // AVX-512 levels compute 4-token blocks with their 512-bit kernels, whose
+  // f32 sums are ordered differently: the same up to rounding.
   std::mt19937 rng(23);
   for (WeightType type : {WeightType::kQ4_K, WeightType::kQ5_K}) {
     const int64_t rows = 37, cols = 768, n_tokens = 18;
@@ -383,7 +385,11 @@ TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls bit for 
                         xq.data() + t0 * x_row);
       }
       for (int64_t t = 0; t < n_tokens; ++t) blocks[static_cast<size_t>(t * rows)] = 0.0f;
-      CHECK(std::memcmp(whole.data(), blocks.data(), whole.size() * sizeof(float)) == 0);
+      if (k->level == CpuLevel::kAvx2) {
+        CHECK(std::memcmp(whole.data(), blocks.data(), whole.size() * sizeof(float)) == 0);
+      } else {
+        CHECK(normalised_error(whole, blocks) <= 1e-6);
+      }
     }
   }
 }
@@ -478,16 +484,12 @@ TEST_CASE("quant parity: matmul_quantized's GEMM path matches the exact product"
           std::vector<float> y(exact.size(), 0.0f);
           MatmulArgs a = args;
           a.y = y.data();
-          matmul_quantized(*k, a,
-                           QuantizedInput{xq.data(), x.data(), bf16 ? x_bf16.data() : nullptr});
+          matmul_quantized(*k, a, QuantizedInput{xq.data(), bf16 ? x_bf16.data() : nullptr});
           // Which path ran (kernels.h) sets the error: activation quantization
-          // on the integer path, bf16 rounding of W and x on the bf16 GEMM,
-          // none on the f32 GEMM.
-          const bool bf16_gemm = bf16 && k->level >= CpuLevel::kAvx512Bf16;
-          const bool f32_gemm = !bf16_gemm && k->level >= CpuLevel::kAvx512 && n_tokens >= 64;
-          const double tolerance = bf16_gemm  ? 0.02
-                                   : f32_gemm ? 1e-5
-                                              : (wide_x(type) ? 1e-4 : 0.03);
+          // on the integer path, bf16 rounding of W and x on the bf16 GEMM.
+          const bool bf16_gemm =
+              bf16 && k->level >= CpuLevel::kAvx512Bf16 && n_tokens >= quant_gemm_min_tokens(type);
+          const double tolerance = bf16_gemm ? 0.02 : (wide_x(type) ? 1e-4 : 0.03);
           CHECK(normalised_error(y, exact) <= tolerance);
         }
       }
