@@ -69,9 +69,11 @@ struct RuntimeOptions : DeviceRequest {
   // (a bf16 checkpoint's experts quantized to q4_K, say); nullopt: as stored.
   std::optional<kernels::WeightType> expert_type;
   // A GGUF's weights are used in place in its memory mapping (no copy, no
-  // load time, resident memory = the file's pages). true copies them into
-  // anonymous huge-page memory instead (--copy-weights): faster streaming
-  // on some virtual machines, at the price of a load copy.
+  // load time, resident memory = the file's pages; in 2 MiB pages where the
+  // kernel gives the file huge folios, MappedFile::prefer_huge_pages). true
+  // copies them into anonymous huge-page memory instead (--copy-weights):
+  // as fast to stream where the page cache cannot be huge, at the price of a
+  // load copy.
   bool copy_mapped_weights = false;
   // false: experts only (`dancemoe-node --role experts`) -- no dense
   // weights, forward, executor or Transformer (has_dense() is false; dense(),
