@@ -173,21 +173,32 @@ TEST_CASE("batch scheduler: a cancelled sequence frees its KV blocks before run(
   BatchFixture f;
   BatchOptions options;
   options.context_tokens = 256;
-  auto scheduler = f.scheduler(options);
+  // The tiny model generates a token in well under a millisecond: on a loaded
+  // machine a sequence could end before a client thread is scheduled to look
+  // (CI saw the neighbour's blocks already back, and a client that meant to
+  // cancel after 3 deltas get all 100 tokens). So the first step waits until
+  // the neighbour's blocks are read, and every step takes at least 2 ms.
+  std::atomic<bool> hold{true};
+  auto scheduler = f.scheduler(options, [&](const StepInfo&) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (hold && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
   // A long neighbour keeps running meanwhile.
-  std::atomic<bool> neighbour_started{false};
   std::thread neighbour([&] {
     SequenceJob job;
     job.prompt = f.encode("a neighbour that keeps going");
     job.params = greedy(120);
-    job.on_text = [&](const TextDelta&) {
-      neighbour_started = true;
-      return true;
-    };
     CHECK(scheduler->run(std::move(job)).is_ok());
   });
-  while (!neighbour_started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (scheduler->stats().blocks_used == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   const int64_t neighbour_blocks = scheduler->stats().blocks_used;
+  hold = false;
   CHECK(neighbour_blocks > 0);
 
   SequenceJob job;
