@@ -86,6 +86,9 @@ TEST_CASE("batch scheduler: greedy sequences generated together equal each gener
   std::atomic<int64_t> widest{0};
   auto scheduler = f.scheduler(options, [&](const StepInfo& step) {
     if (step.n_sequences > widest.load()) widest = step.n_sequences;
+    // A step of the tiny model is far shorter than a thread start on a loaded
+    // machine: pace it so that the clients overlap.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   const size_t n = std::size(kPrompts);
   std::vector<GenerationResult> expected;
@@ -130,8 +133,12 @@ TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins
   std::mutex mutex;
   std::vector<StepInfo> steps;
   auto scheduler = f.scheduler(options, [&](const StepInfo& step) {
-    std::lock_guard<std::mutex> lock(mutex);
-    steps.push_back(step);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      steps.push_back(step);
+    }
+    // Paced, so that the neighbour is still decoding when the prompt arrives.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   std::atomic<int> neighbour_tokens{0};
   std::thread neighbour([&] {
