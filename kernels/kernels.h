@@ -169,10 +169,12 @@ struct QuantizedInput {
 //     by the rounding of x (int8 / int16 vs bf16) and of W to bf16.
 // Zen 4, one thread, expert gate 512x1024 (bench_quant_kernels --only gemm):
 // Q8_0's bf16 GEMM leads from 32 tokens (64 vs 55 GMAC/s), Q6_K's from 48
-// (75 vs 68; 62 vs 70 at 32), Q4_K's from about 64 (80 vs 82; 87 vs 84 at
-// 96) since the Q4_K / Q5_K prefill kernel unpacks each row chunk once. A
-// dequantize + f32 GEMM path (AVX-512 without BF16) was dropped: the integer
-// kernels beat it by 1.5-2x at every count measured up to 256.
+// (75 vs 68; 62 vs 70 at 32). Q4_K / Q5_K never switch: with VNNI (every
+// level that has BF16) their integer prefill takes rows 8 at a time
+// (quant_simd.h, matmul_k_grouped) and leads at every count measured
+// (Q4_K 114 vs 82 GMAC/s at 64 tokens, 125 vs 98 at 256). A dequantize +
+// f32 GEMM path (AVX-512 without BF16) was dropped: the integer kernels
+// beat it by 1.5-2x at every count measured up to 256.
 // Single-threaded and reentrant, like every op (per-thread scratch).
 inline constexpr int64_t kQuantGemmMinTokens = 16;
 int64_t quant_gemm_min_tokens(WeightType type);

@@ -2,6 +2,7 @@
 // dequantize + float GEMM, and the chunked dequantization. Compiled for
 // baseline x86-64: it only calls the level's ops through the table.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -23,7 +24,7 @@ int64_t quant_gemm_min_tokens(WeightType type) {
   switch (type) {
     case WeightType::kQ4_K:
     case WeightType::kQ5_K:
-      return 64;
+      return std::numeric_limits<int64_t>::max();  // never: matmul_k_grouped leads
     case WeightType::kQ6_K:
       return 48;
     default:

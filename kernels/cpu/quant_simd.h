@@ -4,6 +4,9 @@
 // DMOE_QUANT_SIMD_NS (its level's namespace) and an `Isa` policy:
 //
 //   struct Isa {
+//     // dot_u8s8 is one instruction (vpdpbusd): the Q4_K / Q5_K prefill
+//     // then takes rows 8 at a time (matmul_k_grouped)
+//     static constexpr bool kOneInstructionDot;
 //     // acc + the sums of 4 adjacent u8 x s8 products per int32 lane
 //     static __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8);
 //     // acc + the sums of 2 adjacent int16 x int16 products per int32 lane
@@ -27,7 +30,7 @@
 // kMaxTokens tokens, so each weight row is unpacked once per token block and
 // the tokens' activations come from L2; from kQuadMinTokens tokens Q8_0
 // interleaves each chunk's rows in quads first (matmul_q8_0_quads) and Q4_K /
-// Q5_K unpack them once (matmul_k_unpacked).
+// Q5_K unpack them once (matmul_k_unpacked; with VNNI, matmul_k_grouped).
 //
 // Internal linkage only (anonymous namespace): see cpu/numeric.h.
 #pragma once
@@ -618,6 +621,191 @@ void matmul_k_unpacked(const MatmulArgs& args, const XRows& x) {
   }
 }
 
+// ---- Q4_K / Q5_K at prefill, rows interleaved by 8 (matmul_k_grouped):
+// each chunk's rows are unpacked once into groups of 8 rows whose levels
+// are transposed so that one 256-bit vector holds the same 4 positions of
+// a sub-block in 8 rows (KGroupBlock). Then one u8 x s8 dot product against
+// 4 activation bytes broadcast to every lane advances 8 rows at once: a
+// sub-block is 8 of them per token, its scale one vpmulld for 8 rows, the
+// mins one vpmaddwd per pair of sub-blocks, and the lanes ARE the rows --
+// no horizontal sums. Integer sums are exact in any order; the float steps
+// differ from the row kernels' (one conversion per super-block instead of
+// one per lane), so the results agree with them to float rounding.
+constexpr int kGroupRows = 8;
+
+struct alignas(32) KGroupBlock {  // one super-block of 8 rows
+  uint8_t levels[8][8][32];       // [sub-block j][quad k][4 r + i]: level 4k + i of row r
+  int32_t scale[8][8];            // [j][r]
+  int16_t mins[4][16];            // [pair p][2r + e]: min of sub-block 2p + e of row r
+  float d[8];
+  float dmin[8];
+};
+
+// v[k] <- (v[0][k], ..., v[7][k]): the 8x8 transpose of 32-bit elements.
+inline void transpose8x32(__m256i v[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 0-3, then 4-7
+    u[4 * h + 0] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+    u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+    u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+    u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x20);
+    v[k + 4] = _mm256_permute2x128_si256(u[k], u[4 + k], 0x31);
+  }
+}
+
+// Rows [0, n_rows) (n_rows <= 8; missing rows repeat the last) of w, every
+// super-block, into out[0, n_blocks).
+template <bool kFifthBit>
+void unpack_k_group(const uint8_t* w, int64_t row_bytes, int64_t n_rows, int64_t n_blocks,
+                    KGroupBlock* out) {
+  constexpr int64_t kBlockBytes = kFifthBit ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr int64_t kQsOffset = kFifthBit ? 16 + 32 : 16;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    KGroupBlock& g = out[b];
+    alignas(32) uint8_t levels[kGroupRows][kQKK];  // per row, sub-block j at 32 j
+    for (int r = 0; r < kGroupRows; ++r) {
+      const uint8_t* blk = w + (r < n_rows ? r : n_rows - 1) * row_bytes + b * kBlockBytes;
+      uint16_t dbits[2];
+      std::memcpy(dbits, blk, 4);
+      g.d[r] = _cvtsh_ss(dbits[0]);
+      g.dmin[r] = _cvtsh_ss(dbits[1]);
+      alignas(16) uint8_t sm[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(sm), k_scales_mins(blk + 4));
+      for (int j = 0; j < 8; ++j) {
+        g.scale[j][r] = sm[j];
+        g.mins[j / 2][2 * r + (j & 1)] = sm[8 + j];
+      }
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (kFifthBit) qh = load256(blk + 16);
+      for (int c = 0; c < 4; ++c) {
+        __m256i lo, hi;
+        k_chunk_levels<kFifthBit>(blk + kQsOffset, qh, c, &lo, &hi);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(levels[r] + 64 * c), lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(levels[r] + 64 * c + 32), hi);
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      __m256i v[kGroupRows];
+      for (int r = 0; r < kGroupRows; ++r) {
+        v[r] = _mm256_load_si256(reinterpret_cast<const __m256i*>(levels[r] + 32 * j));
+      }
+      transpose8x32(v);
+      for (int k = 0; k < 8; ++k) {
+        _mm256_store_si256(reinterpret_cast<__m256i*>(g.levels[j][k]), v[k]);
+      }
+    }
+  }
+}
+
+inline __m256i broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// One group of 8 rows against tokens [t0, t0 + T): out[t] lane r = row r.
+template <class Isa, int T>
+void k_group_rows(const KGroupBlock* blocks, int64_t n_blocks, const Tokens<T>& tok, __m256* out) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const KGroupBlock& g = blocks[b];
+    __m256i isum[T];
+    for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      // Sub-block j's 32 activations, contiguous in the interleaved order.
+      const int64_t xo = b * kQKK + q_offset(WeightType::kQ4_K, 32 * j);
+      __m256i sj[T];
+      for (int t = 0; t < T; ++t) sj[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const __m256i lv = _mm256_load_si256(reinterpret_cast<const __m256i*>(g.levels[j][k]));
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          sj[t] = Isa::dot_u8s8(sj[t], lv, broadcast4(tok.x[t].q + xo + 4 * k));
+        }
+      }
+      const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(g.scale[j]));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(sj[t], sc));
+    }
+    __m256i msum[T];
+    for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const __m256i mv = _mm256_load_si256(reinterpret_cast<const __m256i*>(g.mins[p]));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        msum[t] = _mm256_add_epi32(msum[t],
+                                   _mm256_madd_epi16(mv, broadcast4(tok.sub[t] + 8 * b + 2 * p)));
+      }
+    }
+    const __m256 d = _mm256_load_ps(g.d);
+    const __m256 dmin = _mm256_load_ps(g.dmin);
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const __m256 dx = _mm256_set1_ps(tok.x[t].d[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, dx), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[t]), _mm256_mul_ps(dmin, dx), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) out[t] = acc[t];
+}
+
+template <class Isa>
+void matmul_k_grouped(const MatmulArgs& args, const XRows& x) {
+  const WeightView& w = args.w;
+  const int64_t n_blocks = w.cols / kQKK;
+  const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
+  constexpr int64_t kGroups = kRowChunk / kGroupRows;
+  thread_local std::vector<KGroupBlock> groups;
+  groups.resize(static_cast<size_t>(kGroups * n_blocks));
+  for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
+    const int64_t n_rows = args.row_end - r0 < kRowChunk ? args.row_end - r0 : kRowChunk;
+    const int64_t n_groups = (n_rows + kGroupRows - 1) / kGroupRows;
+    for (int64_t gi = 0; gi < n_groups; ++gi) {
+      const uint8_t* rows =
+          static_cast<const uint8_t*>(w.data) + (r0 + gi * kGroupRows) * row_bytes;
+      const int64_t n =
+          n_rows - gi * kGroupRows < kGroupRows ? n_rows - gi * kGroupRows : kGroupRows;
+      if (w.type == WeightType::kQ5_K) {
+        unpack_k_group<true>(rows, row_bytes, n, n_blocks, groups.data() + gi * n_blocks);
+      } else {
+        unpack_k_group<false>(rows, row_bytes, n, n_blocks, groups.data() + gi * n_blocks);
+      }
+    }
+    for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
+      const Tokens<T> tok = x.tokens<T>(t0);
+      for (int64_t gi = 0; gi < n_groups; ++gi) {
+        __m256 out[T];
+        k_group_rows<Isa, T>(groups.data() + gi * n_blocks, n_blocks, tok, out);
+        const int64_t row0 = r0 + gi * kGroupRows;
+        const int64_t n =
+            n_rows - gi * kGroupRows < kGroupRows ? n_rows - gi * kGroupRows : kGroupRows;
+        for (int t = 0; t < T; ++t) {
+          float* y = args.y + (t0 + t) * args.y_stride + row0;
+          if (n == kGroupRows) {
+            _mm256_storeu_ps(y, out[t]);
+          } else {
+            alignas(32) float lanes[kGroupRows];
+            _mm256_store_ps(lanes, out[t]);
+            for (int64_t r = 0; r < n; ++r) y[r] = lanes[r];
+          }
+        }
+      }
+    });
+  }
+}
+
 // ---- Q6_K: per half of 128 values, four groups of 32 (levels 0..63) whose
 // two runs of 16 have their own int8 scales; the -32 offset is folded in as
 // -32 sum_k sc_k sum_k(x), one more Isa::madd_add per super-block.
@@ -1061,7 +1249,11 @@ void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
   }
   if ((args.w.type == WeightType::kQ4_K || args.w.type == WeightType::kQ5_K) &&
       args.n_tokens >= kQuadMinTokens) {
-    return matmul_k_unpacked<Isa>(args, x);
+    if constexpr (Isa::kOneInstructionDot) {
+      return matmul_k_grouped<Isa>(args, x);
+    } else {
+      return matmul_k_unpacked<Isa>(args, x);
+    }
   }
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kRowChunk) {
     const int64_t r1 = r0 + kRowChunk < args.row_end ? r0 + kRowChunk : args.row_end;

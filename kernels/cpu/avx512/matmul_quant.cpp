@@ -13,6 +13,7 @@ namespace dancemoe::kernels::avx512 {
 namespace {
 
 struct Avx512Dot {
+  static constexpr bool kOneInstructionDot = false;
   static __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8) {
     return _mm256_add_epi32(acc,
                             _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));

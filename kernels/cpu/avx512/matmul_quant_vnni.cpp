@@ -14,6 +14,7 @@ namespace dancemoe::kernels::avx512vnni {
 namespace {
 
 struct VnniDot {
+  static constexpr bool kOneInstructionDot = true;
   static __m256i dot_u8s8(__m256i acc, __m256i u8, __m256i s8) {
     return _mm256_dpbusd_epi32(acc, u8, s8);
   }
