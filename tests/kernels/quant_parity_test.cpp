@@ -357,10 +357,12 @@ TEST_CASE("quant parity: matmul_quant at every level against the scalar referenc
 
 TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls (bit for bit on AVX2)") {
   // From 16 tokens the rows are unpacked once per chunk (quant_simd.h,
-  // matmul_k_unpacked); under 16 each 4-token block unpacks them again. On
-  // AVX2 that is the same arithmetic in the same order: the same bits. The
-  // AVX-512 levels compute 4-token blocks with their 512-bit kernels, whose
-  // f32 sums are ordered differently: the same up to rounding.
+  // matmul_k_unpacked; with VNNI, 8 rows at a time, matmul_k_grouped); under
+  // 16 each 4-token block unpacks them again. On AVX2 that is the same
+  // arithmetic in the same order: the same bits. The AVX-512 levels compute
+  // 4-token blocks with their 512-bit kernels, and the grouped kernel
+  // converts once per super-block, so their f32 sums are ordered
+  // differently: the same up to rounding.
   std::mt19937 rng(23);
   for (WeightType type : {WeightType::kQ4_K, WeightType::kQ5_K}) {
     const int64_t rows = 37, cols = 768, n_tokens = 18;
