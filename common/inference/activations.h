@@ -6,7 +6,8 @@
 //   bf16 weights, bf16 mode          -> matmul_bf16
 //   block-format weights, bf16 mode  -> kernels::matmul_quantized (integer
 //                                       kernel at decode, dequantize + GEMM
-//                                       at prefill)
+//                                       at prefill), or always the integer
+//                                       kernel with kExactWeights
 //   anything in f32 mode             -> matmul_f32 (exact w.r.t. the
 //                                       weights: the reference)
 #pragma once
@@ -41,16 +42,27 @@ struct ActivationsView {
   }
 };
 
+// Which prefill path block-format weights may take in bf16 mode:
+// kFastest lets matmul_quantized pick (it rounds W to bf16 on its GEMM
+// path); kExactWeights keeps the integer kernels, which use W exactly. The
+// K and V projections ask for the latter: what they write stays in the KV
+// cache and meets every later token. (bench_quant_logits, Q8_0 vs bf16:
+// greedy steps equal 60, 58, 61 of 64 -> 60, 60, 61 with K and V exact,
+// mean KL on the third prompt 3.7e-4 -> 3.0e-4.)
+enum class WeightPath { kFastest, kExactWeights };
+
 // y[t, row_begin..row_end) = x[t] W^T for t < n_tokens; see kernels::MatmulArgs.
 inline void matmul_rows(const kernels::CpuKernels& k, const kernels::WeightView& w,
                         ActivationsView x, int64_t n_tokens, float* y, int64_t y_stride,
-                        int64_t row_begin, int64_t row_end) {
+                        int64_t row_begin, int64_t row_end,
+                        WeightPath path = WeightPath::kFastest) {
   if (row_begin >= row_end || n_tokens == 0) return;
   kernels::MatmulArgs args{w, n_tokens, y, y_stride, row_begin, row_end};
   if (kernels::is_block_format(w.type)) {
     const uint8_t* q = x.quantized[kernels::quantized_x_layout(w.type)];
     if (q != nullptr) {
-      kernels::matmul_quantized(k, args, kernels::QuantizedInput{q, x.bf16});
+      const uint16_t* bf16 = path == WeightPath::kExactWeights ? nullptr : x.bf16;
+      kernels::matmul_quantized(k, args, kernels::QuantizedInput{q, bf16});
       return;
     }
   } else if (x.bf16 != nullptr && w.type == kernels::WeightType::kBF16) {

@@ -94,12 +94,12 @@ void CpuForward::rotate(float* x, int64_t n_heads, int64_t stride, int64_t t) co
 }
 
 void CpuForward::project(const kernels::WeightView& w, const ActivationsView& x, float* y,
-                         int64_t y_stride) {
+                         int64_t y_stride, WeightPath path) {
   const kernels::CpuKernels& k = kernels::cpu_kernels();
   const int64_t n_chunks = chunk_count(w.rows, rows_per_chunk(w), pool_.size());
   pool_.parallel_for(n_chunks, [&](int64_t chunk, int) {
     const Range r = split_range(w.rows, chunk, n_chunks, kernels::kMatmulRowAlign);
-    matmul_rows(k, w, x, n_, y, y_stride, r.begin, r.end);
+    matmul_rows(k, w, x, n_, y, y_stride, r.begin, r.end, path);
   });
 }
 
@@ -219,7 +219,8 @@ void CpuForward::project_qkv(int64_t layer) {
     const bool is_k = chunk < n_kv_chunks;
     const Range r = split_range(kv_dim, is_k ? chunk : chunk - n_kv_chunks, n_kv_chunks,
                                 kernels::kMatmulRowAlign);
-    matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end);
+    matmul_rows(k, is_k ? aw.k : aw.v, x, n, is_k ? k_.data() : v_.data(), kv_dim, r.begin, r.end,
+                WeightPath::kExactWeights);  // written to the KV cache
   });
 }
 

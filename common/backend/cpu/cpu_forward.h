@@ -70,7 +70,8 @@ class CpuForward final : public ForwardEngine {
   void prepare(int64_t n_tokens, int64_t capacity);
   void norm_rows(const float* weight);
   // y[0, n_) = x W^T over the pool, by chunks of rows (y: [n_, y_stride]).
-  void project(const kernels::WeightView& w, const ActivationsView& x, float* y, int64_t y_stride);
+  void project(const kernels::WeightView& w, const ActivationsView& x, float* y, int64_t y_stride,
+               WeightPath path = WeightPath::kFastest);
   // Rotates the leading rope_dim dimensions of each of n_heads heads of
   // width `stride` in x (one token's), with row t of the rope tables.
   void rotate(float* x, int64_t n_heads, int64_t stride, int64_t t) const;

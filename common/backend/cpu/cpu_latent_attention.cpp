@@ -67,7 +67,7 @@ Status CpuForward::latent_attention(int64_t layer) {
   norm_rows(lw.input_norm);
   xn_.prepare(k, n, {aw.kv_a.type, c.q_lora_rank > 0 ? aw.q_a.type : aw.q.type});
   grow(&kv_a_, n * row);
-  project(aw.kv_a, xn_.view(), kv_a_.data(), row);
+  project(aw.kv_a, xn_.view(), kv_a_.data(), row, WeightPath::kExactWeights);  // the latent cache
   if (c.q_lora_rank > 0) {
     latent_q_.resize(n, c.q_lora_rank, precision_);
     project(aw.q_a, xn_.view(), latent_q_.f32(), c.q_lora_rank);
