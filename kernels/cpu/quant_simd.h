@@ -672,10 +672,8 @@ void unpack_k_group(const uint8_t* w, int64_t row_bytes, int64_t n_rows, int64_t
     alignas(32) uint8_t levels[kGroupRows][kQKK];  // per row, sub-block j at 32 j
     for (int r = 0; r < kGroupRows; ++r) {
       const uint8_t* blk = w + (r < n_rows ? r : n_rows - 1) * row_bytes + b * kBlockBytes;
-      uint16_t dbits[2];
-      std::memcpy(dbits, blk, 4);
-      g.d[r] = _cvtsh_ss(dbits[0]);
-      g.dmin[r] = _cvtsh_ss(dbits[1]);
+      g.d[r] = load_f16(blk);
+      g.dmin[r] = load_f16(blk + 2);
       alignas(16) uint8_t sm[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(sm), k_scales_mins(blk + 4));
       for (int j = 0; j < 8; ++j) {
@@ -704,6 +702,7 @@ void unpack_k_group(const uint8_t* w, int64_t row_bytes, int64_t n_rows, int64_t
   }
 }
 
+// The 4 bytes at p in every 32-bit lane.
 inline __m256i broadcast4(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
