@@ -82,6 +82,10 @@ struct AttentionArgs {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
+  // A bf16 cache instead: k_bf16 and v_bf16 set, k and v null (same layout,
+  // each element widened to f32 as it is read).
+  const uint16_t* k_bf16 = nullptr;
+  const uint16_t* v_bf16 = nullptr;
   int64_t kv_stride = 0;
   int64_t n_ctx = 0;
   int64_t n_heads = 0;

@@ -291,7 +291,8 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
     forward = std::move(gpus_->model.forward);
     description_ = gpus_->model.description;
   } else {
-    forward = std::make_unique<backend::CpuForward>(config, *dense_, precision_, *forward_pool_);
+    forward = std::make_unique<backend::CpuForward>(config, *dense_, precision_, *forward_pool_,
+                                                    options.kv_element);
     description_ = forward->describe();
   }
   computer_ = std::make_unique<ExpertComputer>(std::move(engines));

@@ -32,6 +32,12 @@ Result<std::vector<RuntimeDevice>> resolve(const DeviceRequest& options) {
                             ": GPUs compute with bf16 activations; use --precision bf16 (f32 is "
                             "the CPU reference mode)");
   }
+  if (list.first_cuda() >= 0 && options.kv_element != KvElement::kF32) {
+    return invalid_argument("--kv-type " + std::string(kv_element_name(options.kv_element)) +
+                            ": the CUDA engine keeps its KV cache in f32 on the device; use "
+                            "--kv-type f32 with --devices " +
+                            list.text());
+  }
   const backend::CpuTopology topology = backend::CpuTopology::read();
   DMOE_ASSIGN_OR_RETURN(std::vector<backend::CpuSlice> slices,
                         backend::resolve_cpu_devices(list.devices, topology, list.n_threads));
@@ -89,10 +95,9 @@ Result<std::vector<RuntimeDevice>> resolve_runtime_devices(const Checkpoint& che
     request.host_reserved_bytes += checkpoint.dense_bytes();
   } else {
     request.dense_bytes = checkpoint.dense_bytes();
-    request.kv_cache_bytes = static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_tokens, 0)) *
-                             static_cast<uint64_t>(config.n_layers * (config.cache_key_dim() +
-                                                                      config.cache_value_dim())) *
-                             4;
+    request.kv_cache_bytes =
+        static_cast<uint64_t>(std::max<int64_t>(options.kv_cache_tokens, 0)) *
+        static_cast<uint64_t>(host_kv_bytes_per_position(config, options.kv_element));
     request.workspace_bytes = kCpuWorkspaceBytes;
   }
   DMOE_ASSIGN_OR_RETURN(std::vector<uint64_t> budgets, plan_expert_budgets(request));

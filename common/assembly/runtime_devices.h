@@ -14,6 +14,7 @@
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
 #include "common/inference/compute_precision.h"
+#include "common/inference/kv_cache.h"
 #include "common/model/checkpoint.h"
 
 namespace dancemoe {
@@ -42,6 +43,8 @@ struct DeviceRequest {
   // offload cache) and KV-cache positions to plan for (one sequence).
   uint64_t host_reserved_bytes = 0;
   int64_t kv_cache_tokens = 4096;
+  // --kv-type: what CPU KV caches store (kv_cache.h); a GPU's are f32.
+  KvElement kv_element = KvElement::kF32;
 };
 
 // The devices in --devices order, each with its budget; errors name the

@@ -70,6 +70,8 @@ class ForwardEngine {
   virtual int64_t max_batch_tokens() const = 0;
   // A cache for `capacity` positions, kept where this engine computes.
   virtual Result<KvCache> new_cache(int64_t capacity) = 0;
+  // Bytes one position of such a cache takes (KV budgets).
+  virtual int64_t cache_bytes_per_position() const = 0;
 
   virtual Status begin(std::span<const int32_t> tokens, KvCache& cache) = 0;
   virtual Status attention(int64_t layer, KvCache& cache) = 0;

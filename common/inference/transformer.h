@@ -81,6 +81,8 @@ class Transformer {
 
   // A cache kept where the backend computes.
   Result<KvCache> new_cache(int64_t capacity) const;
+  // Bytes one position of those caches takes (KV budgets).
+  int64_t cache_bytes_per_position() const { return engine_->cache_bytes_per_position(); }
 
  private:
   Status run_batch(std::span<const int32_t> tokens, KvCache& cache, int64_t first_row,

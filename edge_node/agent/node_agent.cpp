@@ -248,9 +248,7 @@ Status NodeAgent::build_runtime() {
   runner.batch.prefill_chunk_tokens = o.prefill_chunk;
   runner.batch.prefix_cache_bytes = static_cast<int64_t>(o.prefix_cache_bytes);
   {
-    const ModelConfig& c = runner.transformer->config();
-    const int64_t position_bytes = c.n_layers * (c.cache_key_dim() + c.cache_value_dim()) *
-                                   static_cast<int64_t>(sizeof(float));
+    const int64_t position_bytes = runner.transformer->cache_bytes_per_position();
     const int64_t block_bytes = position_bytes * runner.batch.block_tokens;
     const int64_t context_blocks =
         (o.context_tokens + runner.batch.block_tokens - 1) / runner.batch.block_tokens;

@@ -28,6 +28,7 @@ struct RawNodeFlags {
   std::string expert_source = "auto";
   std::string migration_rate;
   std::string kv_memory;
+  std::string kv_type = "f32";
   std::string prefix_cache = "256M";
   std::string role = "full";
   bool no_overlap = false;
@@ -205,6 +206,10 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--kv-memory", raw->kv_memory,
                  "KV cache budget of the running sequences, e.g. 2G (default: 4 full contexts); "
                  "admission waits while it is full");
+  app.add_option("--kv-type", raw->kv_type,
+                 "what the KV cache stores: f32, or bf16 (half the memory per position, so twice "
+                 "the sequences in --kv-memory; keys and values rounded to bf16)")
+      ->capture_default_str();
   app.add_option("--prefill-chunk", o->prefill_chunk,
                  "prompt tokens prefilled per step, interleaved with the running streams' tokens")
       ->capture_default_str();
@@ -302,6 +307,11 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
   if (!precision)
     return invalid_argument("--precision: expected bf16 or f32, got '" + raw.precision + "'");
   o->precision = *precision;
+  const std::optional<KvElement> kv_element = parse_kv_element(raw.kv_type);
+  if (!kv_element) {
+    return invalid_argument("--kv-type: expected f32 or bf16, got '" + raw.kv_type + "'");
+  }
+  o->kv_element = *kv_element;
   if (!raw.expert_type.empty()) {
     kernels::WeightType type;
     if (!kernels::parse_weight_type(raw.expert_type, &type)) {

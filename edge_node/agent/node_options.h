@@ -11,6 +11,7 @@
 #include "common/backend/device_options.h"
 #include "common/base/status.h"
 #include "common/inference/compute_precision.h"
+#include "common/inference/kv_cache.h"
 #include "common/tensor/dtype.h"
 #include "edge_node/migration/migration_executor.h"
 #include "kernels/kernels.h"
@@ -64,6 +65,7 @@ struct NodeOptions {
   int service_workers = 1;
   int service_threads = 0;  // per device; 0: as many as the device has
   ComputePrecision precision = ComputePrecision::kBF16;
+  KvElement kv_element = KvElement::kF32;          // --kv-type
   std::optional<kernels::WeightType> expert_type;  // --expert-type; nullopt: as stored
   DType wire_dtype = DType::kBF16;
   std::chrono::milliseconds call_timeout{1000};

@@ -36,6 +36,7 @@ DeviceRequest node_device_request(const NodeOptions& options) {
   if (options.expert_memory_bytes > 0) request.expert_memory_bytes = options.expert_memory_bytes;
   request.host_reserved_bytes = options.offload_cache_bytes;
   request.kv_cache_tokens = options.context_tokens;
+  request.kv_element = options.kv_element;
   return request;
 }
 

@@ -27,10 +27,11 @@ void CpuForward::grow(std::vector<float>* v, int64_t n) {
 }
 
 CpuForward::CpuForward(const ModelConfig& config, const DenseWeights& weights,
-                       ComputePrecision precision, ThreadPool& pool)
+                       ComputePrecision precision, ThreadPool& pool, KvElement kv_element)
     : config_(config),
       weights_(weights),
       precision_(precision),
+      kv_element_(kv_element),
       pool_(pool),
       dense_mlp_(pool, precision),
       rope_(rope_frequencies(config)),
@@ -48,7 +49,7 @@ int64_t CpuForward::max_batch_tokens() const { return INT64_MAX; }
 
 Result<KvCache> CpuForward::new_cache(int64_t capacity) {
   return KvCache::create(config_.n_layers, config_.cache_key_dim(), config_.cache_value_dim(),
-                         capacity);
+                         capacity, host_kv_element(config_, kv_element_));
 }
 
 void CpuForward::prepare(int64_t n, int64_t capacity) {
@@ -117,6 +118,10 @@ Status CpuForward::begin_sequences(std::span<const SequenceRows> sequences) {
       return invalid_argument(
           "this KV cache was made by another backend; make it with the model's "
           "Transformer::new_cache");
+    }
+    // Latent attention reads its compressed rows as f32 (host_kv_element).
+    if (config_.attention == AttentionKind::kLatent && seq.cache->element() != KvElement::kF32) {
+      return invalid_argument("latent attention needs an f32 KV cache");
     }
     const auto rows = static_cast<int64_t>(seq.tokens.size());
     segments_.push_back({n, rows, seq.cache, seq.cache->n_past()});
@@ -234,8 +239,6 @@ void CpuForward::position_and_cache(int64_t layer) {
   for (int64_t t = 0; t < n_; ++t) {
     const Segment& s = segments_[static_cast<size_t>(row_segment_[static_cast<size_t>(t)])];
     const int64_t pos = s.pos0 + t - s.first_row;
-    float* k_cache = s.cache->keys(layer);
-    float* v_cache = s.cache->values(layer);
     float* q = q_.data() + t * q_dim;
     float* kk = k_.data() + t * kv_dim;
     float* v = v_.data() + t * kv_dim;
@@ -255,8 +258,15 @@ void CpuForward::position_and_cache(int64_t layer) {
     }
     rotate(q, config_.n_heads, head_dim, t);
     rotate(kk, config_.n_kv_heads, head_dim, t);
-    std::memcpy(k_cache + pos * kv_dim, kk, static_cast<size_t>(kv_dim) * sizeof(float));
-    std::memcpy(v_cache + pos * kv_dim, v, static_cast<size_t>(kv_dim) * sizeof(float));
+    if (s.cache->element() == KvElement::kBF16) {
+      k.f32_to_bf16(kk, kv_dim, s.cache->keys_bf16(layer) + pos * kv_dim);
+      k.f32_to_bf16(v, kv_dim, s.cache->values_bf16(layer) + pos * kv_dim);
+    } else {
+      std::memcpy(s.cache->keys(layer) + pos * kv_dim, kk,
+                  static_cast<size_t>(kv_dim) * sizeof(float));
+      std::memcpy(s.cache->values(layer) + pos * kv_dim, v,
+                  static_cast<size_t>(kv_dim) * sizeof(float));
+    }
   }
 }
 
@@ -295,15 +305,18 @@ void CpuForward::attend(int64_t layer) {
       const int64_t head_end = std::min(r.end - t * n_heads, n_heads);
       const Segment& s = segments_[static_cast<size_t>(row_segment_[static_cast<size_t>(t)])];
       const int64_t pos = s.pos0 + t - s.first_row;
-      const float* k_cache = s.cache->keys(layer);
-      const float* v_cache = s.cache->values(layer);
       // Token t sees positions [first, pos]: all of them, or the window's
       // last ones on a sliding layer.
       const int64_t first = window > 0 ? std::max<int64_t>(0, pos + 1 - window) : 0;
       kernels::AttentionArgs args;
       args.q = q_.data() + t * q_dim;
-      args.k = k_cache + first * kv_dim;
-      args.v = v_cache + first * kv_dim;
+      if (s.cache->element() == KvElement::kBF16) {
+        args.k_bf16 = s.cache->keys_bf16(layer) + first * kv_dim;
+        args.v_bf16 = s.cache->values_bf16(layer) + first * kv_dim;
+      } else {
+        args.k = s.cache->keys(layer) + first * kv_dim;
+        args.v = s.cache->values(layer) + first * kv_dim;
+      }
       args.kv_stride = kv_dim;
       args.n_ctx = pos + 1 - first;
       args.sinks = sinks;

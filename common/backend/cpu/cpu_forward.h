@@ -37,12 +37,16 @@ namespace dancemoe::backend {
 
 class CpuForward final : public ForwardEngine {
  public:
+  // `kv_element`: what its caches store (--kv-type; host_kv_element).
   CpuForward(const ModelConfig& config, const DenseWeights& weights, ComputePrecision precision,
-             ThreadPool& pool);
+             ThreadPool& pool, KvElement kv_element = KvElement::kF32);
 
   std::string describe() const override;
   int64_t max_batch_tokens() const override;
   Result<KvCache> new_cache(int64_t capacity) override;
+  int64_t cache_bytes_per_position() const override {
+    return host_kv_bytes_per_position(config_, kv_element_);
+  }
 
   Status begin(std::span<const int32_t> tokens, KvCache& cache) override;
   Status attention(int64_t layer, KvCache& cache) override;
@@ -93,6 +97,7 @@ class CpuForward final : public ForwardEngine {
   const ModelConfig& config_;
   const DenseWeights& weights_;
   ComputePrecision precision_;
+  KvElement kv_element_;
   ThreadPool& pool_;
   CpuExpertEngine dense_mlp_;
   int64_t n_ = 0;                     // tokens of the current batch

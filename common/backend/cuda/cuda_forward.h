@@ -69,6 +69,9 @@ class CudaForward final : public ForwardEngine {
   std::string describe() const override;
   int64_t max_batch_tokens() const override { return options_.max_batch_tokens; }
   Result<KvCache> new_cache(int64_t capacity) override;
+  int64_t cache_bytes_per_position() const override {
+    return static_cast<int64_t>(kv_cache_bytes(config_, 1));
+  }
 
   Status begin(std::span<const int32_t> tokens, KvCache& cache) override;
   Status attention(int64_t layer, KvCache& cache) override;

@@ -2,7 +2,8 @@
 //   s[j]   = scale * q[h] . k[j, kvh]         kvh = h / (n_heads / n_kv_heads)
 //   p      = softmax(s)     (over [s, sinks[h]] with attention sinks)
 //   out[h] = sum_j p[j] v[j, kvh]
-// q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride]
+// q, out: [n_heads, head_dim]; k, v: [n_ctx, kv_stride], f32 or bf16 (k_bf16,
+// v_bf16: each element widened to f32 as it is loaded, the math unchanged)
 //
 // Up to 4 query heads that share a KV head (grouped-query attention) are
 // done together, block of 64 positions by block: every K or V vector loaded
@@ -24,6 +25,10 @@ constexpr int kMaxGroup = 4;    // heads fused per pass: 16 accumulators
 constexpr int64_t kBlock = 64;  // positions per block
 constexpr auto kPrefetchHint = _MM_HINT_T2;
 
+// 16 KV elements (f32 or bf16) as f32; masked lanes read as 0.
+inline __m512 load_kv(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_kv(const uint16_t* p, __mmask16 m) { return load_bf16x16_masked(p, m); }
+
 // Masks of the 16-lane pieces of a 64-column chunk [d, d + 64) of head_dim.
 struct ChunkMasks {
   __mmask16 m[4];
@@ -37,18 +42,20 @@ struct ChunkMasks {
 
 // s[g][j] = scale * q[g] . k[j] for j in [0, n), G heads x 4 keys per pass:
 // per 16 columns, 4 key loads and G query loads feed 4 * G FMAs.
-template <int G>
-void scores(const float* const* q, const float* k, int64_t kv_stride, int64_t n, int64_t head_dim,
+template <int G, class E>
+void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n, int64_t head_dim,
             float scale, float (*s)[kBlock]) {
   const __m128 scale4 = _mm_set1_ps(scale);
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    const float* k0 = k + j * kv_stride;
+    const E* k0 = k + j * kv_stride;
     // The same keys of the next block: rows kv_stride apart defeat the
     // hardware prefetchers when the KV cache is larger than the caches.
     for (int i = 0; i < 4; ++i) {
       const char* row = reinterpret_cast<const char*>(k0 + (kBlock + i) * kv_stride);
-      for (int64_t b = 0; b < head_dim * 4; b += 64) _mm_prefetch(row + b, kPrefetchHint);
+      for (int64_t b = 0; b < head_dim * static_cast<int64_t>(sizeof(E)); b += 64) {
+        _mm_prefetch(row + b, kPrefetchHint);
+      }
     }
     __m512 acc[G][4];
 #pragma GCC unroll 4
@@ -60,7 +67,7 @@ void scores(const float* const* q, const float* k, int64_t kv_stride, int64_t n,
       const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
       __m512 kv[4];
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) kv[i] = _mm512_maskz_loadu_ps(m, k0 + i * kv_stride + d);
+      for (int i = 0; i < 4; ++i) kv[i] = load_kv(k0 + i * kv_stride + d, m);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const __m512 qv = _mm512_maskz_loadu_ps(m, q[g] + d);
@@ -75,14 +82,26 @@ void scores(const float* const* q, const float* k, int64_t kv_stride, int64_t n,
     }
   }
   for (; j < n; ++j) {
-    for (int g = 0; g < G; ++g) s[g][j] = scale * dot(q[g], k + j * kv_stride, head_dim);
+    for (int g = 0; g < G; ++g) {
+      if constexpr (sizeof(E) == sizeof(float)) {
+        s[g][j] = scale * dot(q[g], k + j * kv_stride, head_dim);
+      } else {
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t d = 0; d < head_dim; d += 16) {
+          const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
+          acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q[g] + d),
+                                load_kv(k + j * kv_stride + d, m), acc);
+        }
+        s[g][j] = scale * _mm512_reduce_add_ps(acc);
+      }
+    }
   }
 }
 
 // out[g] = out[g] * correction[g] + sum_j p[g][j] v[j] for the G heads, 64
 // output columns per pass: each V load serves G FMAs.
-template <int G>
-void accumulate_values(const float (*p)[kBlock], const float* v, int64_t kv_stride, int64_t n,
+template <int G, class E>
+void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
                        int64_t head_dim, const float* correction, float* const* out) {
   for (int64_t d = 0; d < head_dim; d += 64) {
     const ChunkMasks masks(head_dim, d);
@@ -96,14 +115,16 @@ void accumulate_values(const float (*p)[kBlock], const float* v, int64_t kv_stri
       }
     }
     for (int64_t j = 0; j < n; ++j) {
-      const float* vj = v + j * kv_stride + d;
+      const E* vj = v + j * kv_stride + d;
       const char* next = reinterpret_cast<const char*>(vj + kBlock * kv_stride);
-      for (int64_t b = 0; b < (head_dim - d < 64 ? head_dim - d : 64) * 4; b += 64) {
+      const int64_t row_bytes =
+          (head_dim - d < 64 ? head_dim - d : 64) * static_cast<int64_t>(sizeof(E));
+      for (int64_t b = 0; b < row_bytes; b += 64) {
         _mm_prefetch(next + b, kPrefetchHint);
       }
       __m512 vv[4];
 #pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) vv[i] = _mm512_maskz_loadu_ps(masks.m[i], vj + 16 * i);
+      for (int i = 0; i < 4; ++i) vv[i] = load_kv(vj + 16 * i, masks.m[i]);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         const __m512 pj = _mm512_set1_ps(p[g][j]);
@@ -143,8 +164,8 @@ float block_max(const float* s, int64_t n) {
 }
 
 // Query heads [h0, h0 + G) sharing the KV columns at kv_offset.
-template <int G>
-void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
+template <int G, class E>
+void attend_group(const AttentionArgs& a, const E* k, const E* v, int64_t h0, int64_t kv_offset) {
   const float* q[G];
   float* out[G];
   float s[G][kBlock];
@@ -162,7 +183,7 @@ void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
   }
   for (int64_t j0 = 0; j0 < a.n_ctx; j0 += kBlock) {
     const int64_t n = a.n_ctx - j0 < kBlock ? a.n_ctx - j0 : kBlock;
-    scores<G>(q, a.k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
+    scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
     for (int g = 0; g < G; ++g) {
       const float m_block = block_max(s[g], n);
       const float m_new = m_block > running_max[g] ? m_block : running_max[g];
@@ -171,7 +192,7 @@ void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
       running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
       running_max[g] = m_new;
     }
-    accumulate_values<G>(s, a.v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
+    accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
                          correction, out);
   }
   for (int g = 0; g < G; ++g) {
@@ -185,9 +206,8 @@ void attend_group(const AttentionArgs& a, int64_t h0, int64_t kv_offset) {
   }
 }
 
-}  // namespace
-
-void attention(const AttentionArgs& a) {
+template <class E>
+void attention_impl(const AttentionArgs& a, const E* k, const E* v) {
   const int64_t group = a.n_heads / a.n_kv_heads;
   for (int64_t h = a.head_begin; h < a.head_end;) {
     const int64_t kv_head = h / group;
@@ -198,19 +218,29 @@ void attention(const AttentionArgs& a) {
     const int64_t kv_offset = kv_head * a.head_dim;
     switch (end - h) {
       case 1:
-        attend_group<1>(a, h, kv_offset);
+        attend_group<1>(a, k, v, h, kv_offset);
         break;
       case 2:
-        attend_group<2>(a, h, kv_offset);
+        attend_group<2>(a, k, v, h, kv_offset);
         break;
       case 3:
-        attend_group<3>(a, h, kv_offset);
+        attend_group<3>(a, k, v, h, kv_offset);
         break;
       default:
-        attend_group<4>(a, h, kv_offset);
+        attend_group<4>(a, k, v, h, kv_offset);
         break;
     }
     h = end;
+  }
+}
+
+}  // namespace
+
+void attention(const AttentionArgs& a) {
+  if (a.k_bf16 != nullptr) {
+    attention_impl(a, a.k_bf16, a.v_bf16);
+  } else {
+    attention_impl(a, a.k, a.v);
   }
 }
 

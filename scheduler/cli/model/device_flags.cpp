@@ -24,6 +24,10 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
                   "q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored)");
   cmd->add_flag("--copy-weights", flags->copy_weights,
                 "copy a GGUF file's weights into memory instead of computing on its mapping");
+  cmd->add_option("--kv-type", flags->kv_type,
+                  "what the KV cache stores on the CPU: f32, or bf16 (half the memory, keys and "
+                  "values rounded to bf16)")
+      ->capture_default_str();
 }
 
 Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options) {
@@ -37,6 +41,9 @@ Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options) {
     }
     options->expert_type = type;
   }
+  const std::optional<KvElement> kv = parse_kv_element(flags.kv_type);
+  if (!kv) return invalid_argument("--kv-type '" + flags.kv_type + "': expected f32 or bf16");
+  options->kv_element = *kv;
   return Status::ok();
 }
 

@@ -24,8 +24,9 @@ struct DeviceFlags {
   std::vector<std::string> device_memory;  // DEV=BYTES, repeatable
   int threads = 0;
   int64_t max_batch_tokens = 512;
-  std::string expert_type;    // --expert-type: "" keeps the stored format
-  bool copy_weights = false;  // --copy-weights: a GGUF's weights copied, not used in place
+  std::string expert_type;      // --expert-type: "" keeps the stored format
+  bool copy_weights = false;    // --copy-weights: a GGUF's weights copied, not used in place
+  std::string kv_type = "f32";  // --kv-type: what CPU KV caches store
 };
 
 void add_device_flags(CLI::App* cmd, DeviceFlags* flags);
@@ -33,7 +34,7 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags);
 // invalid_argument naming the flag for a malformed value.
 Result<backend::DeviceOptions> device_options(const DeviceFlags& flags);
 
-// Fills the device options and --expert-type of a RuntimeOptions.
+// Fills the device options, --expert-type and --kv-type of a RuntimeOptions.
 Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options);
 
 }  // namespace dancemoe::cli

@@ -92,5 +92,23 @@ TEST_CASE("model runtime: budgets too small or too large are refused before load
   CHECK(m.status().message().find("cpu:7") != std::string::npos);
 }
 
+TEST_CASE("model runtime: a bf16 KV cache is a CPU choice, with a GPU refused by name") {
+  testing::TempDir dir("runtime-kv");
+  testing::write_model(testing::tiny_spec(8), dir.path());
+  RuntimeOptions options;
+  options.kv_element = KvElement::kBF16;
+  auto cpu = open(dir.path(), "cpu", options);
+  REQUIRE_MESSAGE(cpu.is_ok(), cpu.status().to_string());
+  auto cache = (*cpu)->transformer().new_cache(4);
+  REQUIRE(cache.is_ok());
+  CHECK(cache->element() == KvElement::kBF16);
+  // Checked before any device is looked for, so this holds without a GPU.
+  options.precision = ComputePrecision::kBF16;
+  options.devices.devices = *backend::parse_device_list("cuda:0");
+  auto gpu = ModelRuntime::open(dir.path(), options);
+  REQUIRE_FALSE(gpu.is_ok());
+  CHECK(gpu.status().message().find("--kv-type bf16") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace dancemoe

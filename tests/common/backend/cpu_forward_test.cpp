@@ -19,6 +19,7 @@ class SmallBatchEngine final : public ForwardEngine {
   std::string describe() const override { return "small-batch " + inner_->describe(); }
   int64_t max_batch_tokens() const override { return 3; }
   Result<KvCache> new_cache(int64_t capacity) override { return inner_->new_cache(capacity); }
+  int64_t cache_bytes_per_position() const override { return inner_->cache_bytes_per_position(); }
   Status begin(std::span<const int32_t> tokens, KvCache& cache) override {
     CHECK(tokens.size() <= 3);
     return inner_->begin(tokens, cache);

@@ -58,6 +58,8 @@ TEST_CASE("node flags: a standalone node with every option converted") {
                                  "--no-overlap",
                                  "--migration-rate",
                                  "100M",
+                                 "--kv-type",
+                                 "bf16",
                                  "--insecure"});
   REQUIRE(o.is_ok());
   CHECK(o->wire_dtype == DType::kF32);
@@ -69,12 +71,14 @@ TEST_CASE("node flags: a standalone node with every option converted") {
   CHECK(o->expert_source == ExpertSource::kPeer);
   CHECK_FALSE(o->overlap);
   CHECK(o->throttle.max_bytes_per_s == 100.0 * (1 << 20));
+  CHECK(o->kv_element == KvElement::kBF16);
   Result<NodeOptions> defaults =
       parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:5550", "--insecure"});
   REQUIRE(defaults.is_ok());
   CHECK_FALSE(defaults->report_interval_set);
   CHECK(defaults->wire_dtype == DType::kBF16);
   CHECK(defaults->overlap);
+  CHECK(defaults->kv_element == KvElement::kF32);
 }
 
 TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values named") {
@@ -91,6 +95,9 @@ TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values 
   CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--wire-dtype", "f16"})
             .status()
             .message() == "--wire-dtype: expected bf16 or f32, got 'f16'");
+  CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--kv-type", "q8"})
+            .status()
+            .message() == "--kv-type: expected f32 or bf16, got 'q8'");
   CHECK(parse({"--model", "m", "--node-id", "a", "--placement", "p", "--expert-source", "tape"})
             .status()
             .message()
