@@ -297,6 +297,43 @@ void run_ops(const Options& opts) {
   }
   std::vector<float> kv(static_cast<size_t>(kCtx * kKvHeads * kHeadDim));
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>((i * 29) % 89) / 44.0f - 1.0f;
+  // A decoding sequence's caches at 1024 positions, 16 layers of the medium
+  // preset (8 KV heads of 64): 64 MiB in f32, more than the last-level cache,
+  // so each call reads the next layer's keys and values from DRAM, as decode
+  // does. --kv-type f32 vs bf16 (half the bytes).
+  constexpr int64_t kLayers = 16, kCacheKvDim = 8 * kHeadDim;
+  const size_t layer_values = static_cast<size_t>(kCtx * kCacheKvDim);
+  std::vector<float> cache_f32(2 * kLayers * layer_values);
+  std::vector<uint16_t> cache_bf16(cache_f32.size());
+  for (size_t i = 0; i < cache_f32.size(); ++i) {
+    cache_f32[i] = static_cast<float>((i * 29) % 89) / 44.0f - 1.0f;
+    cache_bf16[i] = float_to_bf16(cache_f32[i]);
+  }
+  int64_t next_layer = 0;
+  auto cached_attention = [&](const CpuKernels& k, bool bf16) {
+    const size_t at = static_cast<size_t>(next_layer) * 2 * layer_values;
+    next_layer = (next_layer + 1) % kLayers;
+    AttentionArgs args;
+    args.q = a.data();
+    if (bf16) {
+      args.k_bf16 = cache_bf16.data() + at;
+      args.v_bf16 = cache_bf16.data() + at + layer_values;
+    } else {
+      args.k = cache_f32.data() + at;
+      args.v = cache_f32.data() + at + layer_values;
+    }
+    args.kv_stride = kCacheKvDim;
+    args.n_ctx = kCtx;
+    args.n_heads = kHeads;
+    args.n_kv_heads = 8;
+    args.head_dim = kHeadDim;
+    args.scale = 0.125f;
+    args.out = out.data();
+    args.scratch = scratch.data();
+    args.head_begin = 0;
+    args.head_end = kHeads;
+    k.attention(args);
+  };
   std::vector<uint16_t> half(kConvert);
   std::vector<float> scratch_wide(kConvert);
   for (size_t i = 0; i < half.size(); ++i) half[i] = float_to_bf16(a[i % a.size()]);
@@ -335,6 +372,8 @@ void run_ops(const Options& opts) {
          args.head_end = kHeads;
          k.attention(args);
        }},
+      {"attn ctx1024 f32 KV DRAM", [&](const CpuKernels& k) { cached_attention(k, false); }},
+      {"attn ctx1024 bf16KV DRAM", [&](const CpuKernels& k) { cached_attention(k, true); }},
       {"dot 1024", [&](const CpuKernels& k) { out[0] = k.dot(a.data(), b.data(), kHidden); }},
       {"axpy 1024", [&](const CpuKernels& k) { k.axpy(0.5f, a.data(), out.data(), kHidden); }},
       {"bf16_to_f32 65536",
