@@ -295,13 +295,29 @@ void run_ops(const Options& opts) {
     a[i] = static_cast<float>((i * 37) % 101) / 25.0f - 2.0f;
     b[i] = static_cast<float>((i * 53) % 97) / 48.0f - 1.0f;
   }
+  // One query of kHeads heads against kCtx positions of n_kv_heads KV heads.
+  auto attention_args = [&](int64_t n_kv_heads) {
+    AttentionArgs args;
+    args.q = a.data();
+    args.kv_stride = n_kv_heads * kHeadDim;
+    args.n_ctx = kCtx;
+    args.n_heads = kHeads;
+    args.n_kv_heads = n_kv_heads;
+    args.head_dim = kHeadDim;
+    args.scale = 0.125f;
+    args.out = out.data();
+    args.scratch = scratch.data();
+    args.head_begin = 0;
+    args.head_end = kHeads;
+    return args;
+  };
   std::vector<float> kv(static_cast<size_t>(kCtx * kKvHeads * kHeadDim));
   for (size_t i = 0; i < kv.size(); ++i) kv[i] = static_cast<float>((i * 29) % 89) / 44.0f - 1.0f;
   // A decoding sequence's caches at 1024 positions, 16 layers of the medium
   // preset (8 KV heads of 64): 64 MiB in f32, more than the last-level cache,
   // so each call reads the next layer's keys and values from DRAM, as decode
   // does. --kv-type f32 vs bf16 (half the bytes).
-  constexpr int64_t kLayers = 16, kCacheKvDim = 8 * kHeadDim;
+  constexpr int64_t kLayers = 16, kCacheKvHeads = 8, kCacheKvDim = kCacheKvHeads * kHeadDim;
   const size_t layer_values = static_cast<size_t>(kCtx * kCacheKvDim);
   std::vector<float> cache_f32(2 * kLayers * layer_values);
   std::vector<uint16_t> cache_bf16(cache_f32.size());
@@ -313,8 +329,7 @@ void run_ops(const Options& opts) {
   auto cached_attention = [&](const CpuKernels& k, bool bf16) {
     const size_t at = static_cast<size_t>(next_layer) * 2 * layer_values;
     next_layer = (next_layer + 1) % kLayers;
-    AttentionArgs args;
-    args.q = a.data();
+    AttentionArgs args = attention_args(kCacheKvHeads);
     if (bf16) {
       args.k_bf16 = cache_bf16.data() + at;
       args.v_bf16 = cache_bf16.data() + at + layer_values;
@@ -322,16 +337,6 @@ void run_ops(const Options& opts) {
       args.k = cache_f32.data() + at;
       args.v = cache_f32.data() + at + layer_values;
     }
-    args.kv_stride = kCacheKvDim;
-    args.n_ctx = kCtx;
-    args.n_heads = kHeads;
-    args.n_kv_heads = 8;
-    args.head_dim = kHeadDim;
-    args.scale = 0.125f;
-    args.out = out.data();
-    args.scratch = scratch.data();
-    args.head_begin = 0;
-    args.head_end = kHeads;
     k.attention(args);
   };
   std::vector<uint16_t> half(kConvert);
@@ -356,20 +361,9 @@ void run_ops(const Options& opts) {
        [&](const CpuKernels& k) { k.swiglu(a.data(), b.data(), kInter, out.data()); }},
       {"attention 16h ctx1024",
        [&](const CpuKernels& k) {
-         AttentionArgs args;
-         args.q = a.data();
+         AttentionArgs args = attention_args(kKvHeads);
          args.k = kv.data();
          args.v = kv.data();
-         args.kv_stride = kKvHeads * kHeadDim;
-         args.n_ctx = kCtx;
-         args.n_heads = kHeads;
-         args.n_kv_heads = kKvHeads;
-         args.head_dim = kHeadDim;
-         args.scale = 0.125f;
-         args.out = out.data();
-         args.scratch = scratch.data();
-         args.head_begin = 0;
-         args.head_end = kHeads;
          k.attention(args);
        }},
       {"attn ctx1024 f32 KV DRAM", [&](const CpuKernels& k) { cached_attention(k, false); }},
