@@ -1,5 +1,5 @@
 // The device flags of the model-loading commands (--devices,
-// --device-memory, --threads, --max-batch-tokens): parsed by CLI11 as the
+// --device-memory, --threads, --max-batch-tokens, --expert-type, --kv-type): parsed by CLI11 as the
 // commands do, then turned into backend::DeviceOptions -- the node's flags
 // by the same names.
 #include "scheduler/cli/model/device_flags.h"
@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 #include <vector>
+
+#include "common/assembly/model_runtime.h"
 
 namespace dancemoe::cli {
 namespace {
@@ -67,6 +69,22 @@ TEST_CASE("device flags: malformed values are refused naming the flag and the va
     CHECK(options.status().code() == StatusCode::kInvalidArgument);
     CHECK(options.status().to_string().find(c.want) != std::string::npos);
   }
+}
+
+TEST_CASE("device flags: --kv-type and --expert-type reach the runtime options, bad values named") {
+  RuntimeOptions options;
+  REQUIRE(apply_device_flags(parse({}), &options).is_ok());
+  CHECK(options.kv_element == KvElement::kF32);
+  REQUIRE(
+      apply_device_flags(parse({"--kv-type", "bf16", "--expert-type", "q4_K"}), &options).is_ok());
+  CHECK(options.kv_element == KvElement::kBF16);
+  CHECK(options.expert_type == kernels::WeightType::kQ4_K);
+  const Status kv = apply_device_flags(parse({"--kv-type", "f16"}), &options);
+  CHECK(kv.code() == StatusCode::kInvalidArgument);
+  CHECK(kv.message() == "--kv-type 'f16': expected f32 or bf16");
+  const Status expert = apply_device_flags(parse({"--expert-type", "q3_K"}), &options);
+  CHECK(expert.code() == StatusCode::kInvalidArgument);
+  CHECK(expert.message().find("--expert-type 'q3_K'") != std::string::npos);
 }
 
 }  // namespace
