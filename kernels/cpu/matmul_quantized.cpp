@@ -35,7 +35,8 @@ int64_t quant_gemm_min_tokens(WeightType type) {
 void matmul_quantized(const CpuKernels& k, const MatmulArgs& args, const QuantizedInput& x) {
   // Measured (bench_quant_kernels --only gemm --tokens 32,48,64,96,128,256,
   // one thread, Zen 4; quant_gemm_min_tokens in kernels.h).
-  const bool bf16_gemm = x.bf16 != nullptr && k.level >= CpuLevel::kAvx512Bf16 &&
+  const bool bf16_gemm = x.bf16 != nullptr && args.w.layout == WeightLayout::kRows &&
+                         k.level >= CpuLevel::kAvx512Bf16 &&
                          args.n_tokens >= quant_gemm_min_tokens(args.w.type);
   if (!bf16_gemm) {
     k.matmul_quant(args, x.q);

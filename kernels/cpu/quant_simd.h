@@ -43,6 +43,7 @@
 
 #include "kernels/cpu/mxfp4_simd.h"
 #include "kernels/cpu/quant_blocks.h"
+#include "kernels/interleave.h"
 #include "kernels/quant_format.h"
 
 #ifndef DMOE_QUANT_SIMD_NS
@@ -1223,22 +1224,134 @@ void rows_some_tokens(const MatmulArgs& args, const XRows& x, int64_t t0, int64_
   }
 }
 
+// Q4_K / Q5_K: x's sub-block sums (XRows::subs) in per-thread storage, valid
+// until the thread's next call.
+inline void attach_sub_sums(const MatmulArgs& args, XRows* x) {
+  const int64_t n_blocks = args.w.cols / kQKK;
+  thread_local std::vector<int16_t> subs;
+  subs.resize(static_cast<size_t>(args.n_tokens * 8 * n_blocks));
+  for (int64_t t = 0; t < args.n_tokens; ++t) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(subs.data() + (t * n_blocks + b) * 8),
+                       k_sub_sums((*x)[t].sums + 16 * b));
+    }
+  }
+  x->subs = subs.data();
+  x->subs_per_token = 8 * n_blocks;
+}
+
+#if defined(DMOE_QUANT_SIMD_ZMM) && defined(__AVX512VNNI__)
+// ---- Q4_K interleaved by 16 rows (kernels/interleave.h), VNNI only: each
+// int32 lane of a 512-bit vector is one of the group's 16 rows. Per
+// sub-block j, every 64-byte load of levels is 4 values x 16 rows in its low
+// nibbles (quad q) and its high nibbles (quad q + 4); vpdpbusd takes the
+// activation's 4 values of that quad broadcast to every lane. High nibbles
+// are masked in place (16 x the level, no shift) and their sums divided by
+// 16 once per sub-block -- exact: every product is a multiple of 16. Then
+// the sub-block's scales multiply its 16 sums at once (vpmulld), the mins
+// meet the activation's sub-block sums two sub-blocks per vpdpwssd, and d,
+// dmin come as 16 floats. The integer sums per super-block are the rows
+// layout's; only the f32 order differs (one multiply-add per super-block
+// and row, as the scalar reference).
+
+// Sub-block j's 32 activation values start here in the K formats'
+// interleaved order (quant_format.h, q_offset).
+constexpr int64_t kSubBlockX[8] = {0, 64, 32, 96, 128, 192, 160, 224};
+
+inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <class Isa, int T>
+void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+                            float* const y[T]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[T];
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int16_t* xs[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    const QuantizedXRow row = x[t0 + t];
+    xq[t] = row.q;
+    xd[t] = row.d;
+    xs[t] = x.sub_sums(t0 + t);
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* o = group + b * kInterleavedBlockBytes;
+    __m512i tot[T], mins[T];
+    for (int t = 0; t < T; ++t) tot[t] = mins[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      __m512i lo[T], hi[T];
+      for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m512i v = load512(o + kInterleavedQsOffset + 256 * j + 64 * q);
+        const __m512i v_lo = _mm512_and_si512(v, m4);
+        const __m512i v_hi = _mm512_andnot_si512(m4, v);
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xj = xq[t] + b * kQKK + kSubBlockX[j] + 4 * q;
+          lo[t] = _mm512_dpbusd_epi32(lo[t], v_lo, broadcast4(xj));
+          hi[t] = _mm512_dpbusd_epi32(hi[t], v_hi, broadcast4(xj + 16));
+        }
+      }
+      const __m512i sc = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 16 * j)));
+      for (int t = 0; t < T; ++t) {
+        const __m512i sums = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
+        tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(sums, sc));
+      }
+    }
+#pragma GCC unroll 4
+    for (int u = 0; u < 4; ++u) {
+      const __m512i m16 = _mm512_cvtepu8_epi16(
+          load256(o + kInterleavedMinsOffset + 32 * u));  // [row][sub-block 2u, 2u + 1]
+      for (int t = 0; t < T; ++t) {
+        int32_t pair;  // the activation's sums over sub-blocks 2u, 2u + 1
+        std::memcpy(&pair, xs[t] + 8 * b + 2 * u, 4);
+        mins[t] = Isa::madd_add512(mins[t], m16, _mm512_set1_epi32(pair));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(o));
+    const __m512 dmin = _mm512_cvtph_ps(load256(o + kInterleavedDminOffset));
+    for (int t = 0; t < T; ++t) {
+      const __m512 dx = _mm512_set1_ps(xd[t][b]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, dx), acc[t]);
+      acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, dx), acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
+// Rows [row_begin, row_end) (multiples of 16): each group of 16 rows against
+// every block of up to kMaxTokens tokens while its weights are in L1.
+template <class Isa>
+void matmul_q4_k_interleaved(const MatmulArgs& args, const void* x_q) {
+  if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
+  XRows x(args.w.type, x_q, args.w.cols);
+  attach_sub_sums(args, &x);
+  const int64_t n_blocks = args.w.cols / kQKK;
+  const auto* base = static_cast<const uint8_t*>(args.w.data);
+  for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
+    const uint8_t* group = base + r0 / kInterleaveRows * n_blocks * kInterleavedBlockBytes;
+    for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
+      float* y[T];
+      for (int t = 0; t < T; ++t) y[t] = args.y + (t0 + t) * args.y_stride + r0;
+      q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+    });
+  }
+}
+#endif  // DMOE_QUANT_SIMD_ZMM && __AVX512VNNI__
+
 template <class Isa>
 void matmul_quant_impl(const MatmulArgs& args, const void* x_q) {
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
   XRows x(args.w.type, x_q, args.w.cols);
   if (args.w.type == WeightType::kQ4_K || args.w.type == WeightType::kQ5_K) {
-    const int64_t n_blocks = args.w.cols / kQKK;
-    thread_local std::vector<int16_t> subs;
-    subs.resize(static_cast<size_t>(args.n_tokens * 8 * n_blocks));
-    for (int64_t t = 0; t < args.n_tokens; ++t) {
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(subs.data() + (t * n_blocks + b) * 8),
-                         k_sub_sums(x[t].sums + 16 * b));
-      }
-    }
-    x.subs = subs.data();
-    x.subs_per_token = 8 * n_blocks;
+    attach_sub_sums(args, &x);
   }
   if (args.n_tokens < kMaxTokens) {
     return rows_some_tokens<Isa>(args, x, 0, args.n_tokens, args.row_begin, args.row_end);

@@ -33,6 +33,7 @@
 #endif
 
 #include "kernels/cpu/memory_bandwidth.h"
+#include "kernels/interleave.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
@@ -75,12 +76,16 @@ struct FreeDeleter {
 };
 
 // Copies of one quantized matrix filling about pool_bytes: anonymous memory
-// on huge pages, or (mmap_file) a file written with the copies and mapped.
+// on huge pages, or (mmap_file) a file written with the copies and mapped;
+// Q4_K interleaved by 16 rows (kernels/interleave.h) when `layout` says so.
 class Pool {
  public:
-  Pool(const Shape& s, WeightType type, int64_t pool_bytes, const std::string& mmap_file = "")
-      : shape_(s), type_(type) {
-    const int64_t matrix = s.rows * weight_row_bytes(type, s.cols);
+  Pool(const Shape& s, WeightType type, int64_t pool_bytes, const std::string& mmap_file = "",
+       WeightLayout layout = WeightLayout::kRows)
+      : shape_(s), type_(type), layout_(layout) {
+    const bool interleave = layout == WeightLayout::kQ4KInterleaved16;
+    const int64_t matrix =
+        interleave ? interleaved_bytes(s.rows, s.cols) : s.rows * weight_row_bytes(type, s.cols);
     stride_ = (matrix + 255) / 256 * 256;
     n_copies_ = std::max<int64_t>(1, pool_bytes / stride_);
     const int64_t huge = int64_t{2} << 20;
@@ -93,7 +98,13 @@ class Pool {
     std::normal_distribution<float> dist(0.0f, 0.02f);
     std::vector<float> w(static_cast<size_t>(s.rows * s.cols));
     for (float& v : w) v = dist(rng);
-    quantize_rows(type, w.data(), s.rows, s.cols, data_.get());
+    if (interleave) {
+      std::vector<uint8_t> rows(static_cast<size_t>(s.rows * weight_row_bytes(type, s.cols)));
+      quantize_rows(type, w.data(), s.rows, s.cols, rows.data());
+      interleave_q4_k(rows.data(), s.rows, s.cols, data_.get());
+    } else {
+      quantize_rows(type, w.data(), s.rows, s.cols, data_.get());
+    }
     for (int64_t c = 1; c < n_copies_; ++c) {
       std::memcpy(data_.get() + c * stride_, data_.get(), static_cast<size_t>(matrix));
     }
@@ -125,13 +136,14 @@ class Pool {
 #endif
   }
   WeightView copy(int64_t i) const {
-    return WeightView{base_ + (i % n_copies_) * stride_, type_, shape_.rows, shape_.cols};
+    return WeightView{base_ + (i % n_copies_) * stride_, type_, shape_.rows, shape_.cols, layout_};
   }
   int64_t matrix_bytes() const { return bytes_; }
 
  private:
   Shape shape_;
   WeightType type_;
+  WeightLayout layout_;
   int64_t stride_ = 0, n_copies_ = 0, bytes_ = 0;
   std::unique_ptr<uint8_t, FreeDeleter> data_;
   const uint8_t* base_ = nullptr;
@@ -221,7 +233,7 @@ class TwoThreads {
 
 void run_gemv(const Options& opts, double bw1, double bw2) {
   std::printf("GEMV, 1 token, weights from DRAM: GB/s of weight bytes (rows x row bytes)\n");
-  std::printf("%-22s %-5s %-11s %8s %8s %9s\n", "shape", "type", "level", "GB/s", "of read",
+  std::printf("%-22s %-5s %-15s %8s %8s %9s\n", "shape", "type", "level", "GB/s", "of read",
               "tok-eq/s");
   const CpuKernels& best = cpu_kernels();
   for (const Shape& s : kShapes) {
@@ -248,13 +260,40 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
         matmul(best, pool.copy(i), a2, part == 0 ? 0 : mid, part == 0 ? mid : s.rows);
       });
       variants.push_back({"2 threads", [&two](int64_t i) { two.call(i); }});
+      const size_t n_rows_variants = variants.size();
+      // Q4_K's interleaved copy at the levels with its kernel ("i16"), its
+      // GB/s of the bytes it reads (148 per row and super-block, not 144).
+      std::unique_ptr<Pool> ipool;
+      std::unique_ptr<TwoThreads> itwo;
+      if (type == WeightType::kQ4_K && best.interleaved_q4_k) {
+        ipool = std::make_unique<Pool>(s, type, opts.pool_mib << 20, opts.mmap_file,
+                                       WeightLayout::kQ4KInterleaved16);
+        const Pool* ip = ipool.get();
+        for (const CpuKernels* k : levels(opts)) {
+          if (!k->interleaved_q4_k) continue;
+          acts.push_back(std::make_unique<Act>(*k, type, s, 1));
+          Act* a = acts.back().get();
+          variants.push_back({level(*k) + " i16", [ip, k, a, &s](int64_t i) {
+                                matmul(*k, ip->copy(i), a, 0, s.rows);
+                              }});
+        }
+        acts.push_back(std::make_unique<Act>(best, type, s, 1));
+        Act* a3 = acts.back().get();
+        itwo = std::make_unique<TwoThreads>([ip, &best, a3, &s](int64_t i, int part) {
+          const int64_t mid = s.rows / 2 / 16 * 16;
+          matmul(best, ip->copy(i), a3, part == 0 ? 0 : mid, part == 0 ? mid : s.rows);
+        });
+        TwoThreads* it = itwo.get();
+        variants.push_back({"2 threads i16", [it](int64_t i) { it->call(i); }});
+      }
       bench::time_interleaved(&variants, opts.seconds);
-      const double bytes = static_cast<double>(pool.matrix_bytes());
-      const double read = bytes / variants[0].best_seconds;
+      const double read = static_cast<double>(pool.matrix_bytes()) / variants[0].best_seconds;
       for (size_t i = 1; i < variants.size(); ++i) {
+        const double bytes =
+            static_cast<double>(i < n_rows_variants ? pool.matrix_bytes() : ipool->matrix_bytes());
         const double rate = bytes / variants[i].best_seconds;
-        const bool two_threads = i + 1 == variants.size();
-        std::printf("%-22s %-5s %-11s %8.2f %7.0f%% %9.0f\n", s.name,
+        const bool two_threads = i + 1 == n_rows_variants || i + 1 == variants.size();
+        std::printf("%-22s %-5s %-15s %8.2f %7.0f%% %9.0f\n", s.name,
                     std::string(weight_type_name(type)).c_str(), variants[i].label.c_str(),
                     rate / 1e9, 100.0 * rate / (two_threads ? bw2 : read),
                     1.0 / variants[i].best_seconds);
@@ -279,6 +318,7 @@ void run_gemm(const Options& opts) {
       for (WeightType type : kTypes) {
         if (!wanted(opts, type)) continue;
         const Pool pool(s, type, int64_t{64} << 20);
+        std::unique_ptr<Pool> ipool;  // Q4_K interleaved (kernels/interleave.h)
         std::vector<Variant> variants;
         std::vector<std::unique_ptr<Act>> acts;
         for (const CpuKernels* k : levels(opts)) {
@@ -291,6 +331,16 @@ void run_gemm(const Options& opts) {
           if (is_block_format(type) && k->level >= CpuLevel::kAvx512) {
             variants.push_back({level(*k) + " int8",
                                 [&pool, k, a](int64_t i) { matmul_int8(*k, pool.copy(i), a); }});
+          }
+          if (type == WeightType::kQ4_K && k->interleaved_q4_k) {
+            if (ipool == nullptr) {
+              ipool = std::make_unique<Pool>(s, type, int64_t{64} << 20, "",
+                                             WeightLayout::kQ4KInterleaved16);
+            }
+            const Pool* ip = ipool.get();
+            variants.push_back({level(*k) + " i16", [ip, k, a, &s](int64_t i) {
+                                  matmul(*k, ip->copy(i), a, 0, s.rows);
+                                }});
           }
         }
         bench::time_interleaved(&variants, opts.seconds);

@@ -7,6 +7,7 @@
 
 #define DMOE_QUANT_SIMD_NS avx2
 #include "kernels/cpu/quant_simd.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::avx2 {
 namespace {
@@ -25,6 +26,9 @@ struct Avx2Dot {
 }  // namespace
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
+  if (args.w.layout != WeightLayout::kRows) {
+    return matmul_quant_deinterleaved(args, x_q, matmul_quant);
+  }
   matmul_quant_impl<Avx2Dot>(args, x_q);
 }
 

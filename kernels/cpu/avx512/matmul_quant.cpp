@@ -8,6 +8,7 @@
 #define DMOE_QUANT_SIMD_NS avx512
 #define DMOE_QUANT_SIMD_ZMM 1
 #include "kernels/cpu/quant_simd.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::avx512 {
 namespace {
@@ -29,6 +30,9 @@ struct Avx512Dot {
 }  // namespace
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
+  if (args.w.layout != WeightLayout::kRows) {
+    return matmul_quant_deinterleaved(args, x_q, matmul_quant);
+  }
   matmul_quant_impl<Avx512Dot>(args, x_q);
 }
 

@@ -1,7 +1,9 @@
 // matmul_quant at the AVX-512 VNNI level: the shared kernels of
 // cpu/quant_simd.h -- 256-bit for Q8_0 / Q4_0 with vpdpbusd as the int8 dot
 // product, 512-bit for the K formats with vpdpwssd applying each run's scale
-// (one instruction instead of vpmaddwd + vpaddd). Built with -mavx512vnni.
+// (one instruction instead of vpmaddwd + vpaddd), and the kernel of
+// interleaved Q4_K matrices (kernels/interleave.h) with vpdpbusd. Built with
+// -mavx512vnni.
 #include <immintrin.h>
 
 #include "kernels/cpu/avx512/avx512_ops.h"
@@ -29,6 +31,9 @@ struct VnniDot {
 }  // namespace
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
+  if (args.w.layout == WeightLayout::kQ4KInterleaved16) {
+    return matmul_q4_k_interleaved<VnniDot>(args, x_q);
+  }
   matmul_quant_impl<VnniDot>(args, x_q);
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/cpu/quant_blocks.h"
 #include "kernels/cpu/scalar/mxfp4_ops.h"
 #include "kernels/cpu/scalar/scalar_ops.h"
+#include "kernels/interleave.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe::kernels::scalar {
@@ -141,6 +142,9 @@ DotFn dot_for(WeightType type) {
 }  // namespace
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
+  if (args.w.layout != WeightLayout::kRows) {
+    return matmul_quant_deinterleaved(args, x_q, matmul_quant);
+  }
   const WeightView& w = args.w;
   const DotFn dot = dot_for(w.type);
   const int64_t row_bytes = weight_row_bytes(w.type, w.cols);
