@@ -1,6 +1,7 @@
 #include "kernels/interleave.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -10,12 +11,9 @@
 namespace dancemoe::kernels {
 namespace {
 
-// Value v (0..31) of sub-block j of a rows-layout block: chunk j / 2 of 32
-// bytes holds sub-block 2c in its low nibbles and 2c + 1 in its high ones.
-uint8_t value_at(const BlockQ4_K& b, int j, int v) {
-  const uint8_t byte = b.qs[32 * (j / 2) + v];
-  return (j % 2 == 0) ? byte & 0x0F : byte >> 4;
-}
+// Rows-layout blocks: chunk c of 32 qs bytes holds sub-block 2c in its low
+// nibbles and 2c + 1 in its high ones (value v of each in byte v).
+static_assert(std::endian::native == std::endian::little, "interleave_q4_k reads words");
 
 // GGUF's packing of 8 six-bit scales and mins into 12 bytes (the inverse
 // of quant_blocks.h's k_scale_min).
@@ -57,13 +55,22 @@ void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* 
         for (int j = 0; j < 8; ++j) {
           uint8_t sc, m;
           k_scale_min(blk.scales, j, &sc, &m);
-          o[kInterleavedScalesOffset + 16 * j + r] = sc;
-          o[kInterleavedMinsOffset + 32 * (j / 2) + 2 * r + j % 2] = m;
+          o[kInterleavedScalesOffset + 16 * j + r] = static_cast<uint8_t>(sc | ((m >> 4) << 6));
+          uint8_t& lo = o[kInterleavedMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
+          lo = (j / 2) % 2 == 0 ? static_cast<uint8_t>((lo & 0xF0) | (m & 0x0F))
+                                : static_cast<uint8_t>((lo & 0x0F) | ((m & 0x0F) << 4));
+          // Sub-block j's 32 levels as bytes, 8 per word (little-endian:
+          // value v in byte v % 8 of word v / 8); then byte i of quad q is
+          // value 4q + i | value 16 + 4q + i << 4: words 0 | 2 << 4 hold
+          // quads 0-1, words 1 | 3 << 4 quads 2-3. (A loop per value made
+          // loading a medium Q4_K_M model 1.8 s slower.)
+          uint64_t v[4];
+          std::memcpy(v, blk.qs + 32 * (j / 2), 32);
+          for (uint64_t& word : v) word = (word >> (4 * (j % 2))) & 0x0F0F0F0F0F0F0F0FULL;
+          const uint64_t quads[2] = {v[0] | (v[2] << 4), v[1] | (v[3] << 4)};
           for (int q = 0; q < 4; ++q) {
-            for (int i = 0; i < 4; ++i) {
-              o[kInterleavedQsOffset + 256 * j + 64 * q + 4 * r + i] = static_cast<uint8_t>(
-                  value_at(blk, j, 4 * q + i) | (value_at(blk, j, 16 + 4 * q + i) << 4));
-            }
+            std::memcpy(o + kInterleavedQsOffset + 256 * j + 64 * q + 4 * r,
+                        reinterpret_cast<const uint8_t*>(quads) + 4 * q, 4);
           }
         }
       }
@@ -85,8 +92,10 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
         std::memcpy(&blk.dmin, o + kInterleavedDminOffset + 2 * r, 2);
         uint8_t sc[8], m[8];
         for (int j = 0; j < 8; ++j) {
-          sc[j] = o[kInterleavedScalesOffset + 16 * j + r];
-          m[j] = o[kInterleavedMinsOffset + 32 * (j / 2) + 2 * r + j % 2];
+          const uint8_t s = o[kInterleavedScalesOffset + 16 * j + r];
+          const uint8_t lo = o[kInterleavedMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
+          sc[j] = s & 63;
+          m[j] = static_cast<uint8_t>(((s >> 6) << 4) | ((j / 2) % 2 == 0 ? lo & 0x0F : lo >> 4));
         }
         pack_scales_mins(sc, m, blk.scales);
         for (int j = 0; j < 8; ++j) {

@@ -1,6 +1,6 @@
 // The interleaved copy of a Q4_K matrix (WeightLayout::kQ4KInterleaved16)
 // that the AVX-512 VNNI matmul computes about 2x faster than the GGUF rows
-// (bench_quant_kernels GEMV in cache, one thread, Zen 4: 52 vs 24 GB/s).
+// (bench_quant_kernels, one thread, Zen 4: see docs/quantization.md).
 //
 // Why: in the rows layout each row's super-block is decoded on its own --
 // its 12 packed scale bytes unpacked, its sums scaled and folded -- about
@@ -13,16 +13,19 @@
 // cols / 256 super-block columns in order, each kInterleavedBlockBytes:
 //   uint16_t d[16]            f16, row r's d
 //   uint16_t dmin[16]         f16, row r's dmin
-//   uint8_t  sc[8][16]        sub-block j's 6-bit scale of row r
-//   uint8_t  m[4][16][2]      sub-block 2u + e's 6-bit min of row r at [u][r][e]
+//   uint8_t  sc[8][16]        sub-block j of row r: its 6-bit scale, and in
+//                             bits 6-7 bits 4-5 of its 6-bit min
+//   uint8_t  mlo[2][16][2]    [w][r][e]: bits 0-3 of the min of sub-block
+//                             4w + e (low nibble) and 4w + 2 + e (high)
 //   uint8_t  qs[8][4][16][4]  sub-block j, quad g, row r, byte i: low nibble
 //                             value 4g + i, high nibble value 16 + 4g + i
-// = 2368 bytes per 16 rows, 148 per row and super-block (the rows layout's
-// 144 plus the scales as bytes: 2.8 % more memory). Conversion both ways is
-// exact (6-bit scales and mins re-pack as GGUF packs them).
+// = 2304 bytes per 16 rows: 144 per row and super-block, as in the rows
+// layout (the 6-bit scales and mins take the same 12 bytes, rearranged), so
+// sizes and memory budgets are the same for both. Conversion both ways is
+// exact.
 //
-// Only a node's own compute copies are interleaved: sizes, transfers,
-// digests and the files stay in the rows layout. Pure functions; thread-safe.
+// Only a node's own compute copies are interleaved: transfers, digests and
+// the files stay in the rows layout. Pure functions; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -32,17 +35,18 @@
 namespace dancemoe::kernels {
 
 inline constexpr int64_t kInterleaveRows = 16;
-inline constexpr int64_t kInterleavedBlockBytes = 2368;
+inline constexpr int64_t kInterleavedBlockBytes = 2304;
 // Offsets within one interleaved super-block column of a group.
 inline constexpr int64_t kInterleavedDminOffset = 32;
 inline constexpr int64_t kInterleavedScalesOffset = 64;
 inline constexpr int64_t kInterleavedMinsOffset = 192;
-inline constexpr int64_t kInterleavedQsOffset = 320;
+inline constexpr int64_t kInterleavedQsOffset = 256;
 
 // True when a matrix of this format and shape can be interleaved: Q4_K,
 // rows a multiple of 16, cols of 256.
 bool can_interleave(WeightType type, int64_t rows, int64_t cols);
-// Bytes of the interleaved copy of a rows x cols Q4_K matrix.
+// Bytes of the interleaved copy of a rows x cols Q4_K matrix (the same as
+// the rows layout's).
 int64_t interleaved_bytes(int64_t rows, int64_t cols);
 // Bytes a view points at, in its layout.
 int64_t weight_view_bytes(const WeightView& w);

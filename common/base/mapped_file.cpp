@@ -124,6 +124,14 @@ void MappedFile::dont_need(uint64_t offset, uint64_t n) const {
   (void)::madvise(start, len, MADV_DONTNEED);
 }
 
+void MappedFile::dont_need_range(const uint8_t* p, uint64_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  (void)::madvise(reinterpret_cast<void*>(begin),
+                  static_cast<size_t>(reinterpret_cast<uintptr_t>(p) + n - begin), MADV_DONTNEED);
+}
+
 uint64_t MappedFile::huge_mapped_bytes() const {
   if (data_ == nullptr) return 0;
   std::ifstream smaps("/proc/self/smaps");

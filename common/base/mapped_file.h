@@ -36,6 +36,12 @@ class MappedFile {
   // failures are ignored (a hint).
   void will_need(uint64_t offset, uint64_t n) const;
   void dont_need(uint64_t offset, uint64_t n) const;
+  // The same for bytes [p, p + n) of any mapping, without its MappedFile:
+  // this process's page-table entries for them are dropped (the pages stay
+  // in the page cache and a later read maps them again), so bytes copied out
+  // of a mapping stop counting in its RSS. Whole pages: neighbours' bytes in
+  // the first and last page are mapped again on their next read.
+  static void dont_need_range(const uint8_t* p, uint64_t n);
 
   // Asks for the file's pages in 2 MiB page-cache folios, each mapped by one
   // page-table entry (open() places mappings of 2 MiB and more at 2 MiB-

@@ -4,6 +4,8 @@
 
 #include "common/base/align.h"
 #include "common/base/check.h"
+#include "common/base/mapped_file.h"
+#include "kernels/interleave.h"
 #include "kernels/quantize.h"
 
 namespace dancemoe {
@@ -21,6 +23,7 @@ struct DenseWeights::LoadPlan {
     kernels::WeightView* view;
     uint64_t offset;
     bool in_place;
+    bool interleaved;
   };
   struct Vector {
     const TensorLocation* loc;
@@ -32,10 +35,14 @@ struct DenseWeights::LoadPlan {
   uint64_t matrix_bytes = 0;
   uint64_t vector_bytes = 0;
 
-  // A matrix used where it is (a GGUF mapping) needs no room here.
-  void add_matrix(const TensorLocation& loc, kernels::WeightView* view) {
-    const bool in_place = loc.usable_in_place() && !copy_mapped;
-    matrices.push_back({&loc, view, in_place ? 0 : matrix_bytes, in_place});
+  // A matrix used where it is (a GGUF mapping) needs no room here; an
+  // interleaved one takes as many bytes as its rows.
+  void add_matrix(const TensorLocation& loc, kernels::WeightView* view, bool interleave,
+                  bool keep_mapped) {
+    const bool interleaved =
+        interleave && kernels::can_interleave(loc.type, loc.shape[0], loc.shape[1]);
+    const bool in_place = loc.usable_in_place() && (!copy_mapped || keep_mapped) && !interleaved;
+    matrices.push_back({&loc, view, in_place ? 0 : matrix_bytes, in_place, interleaved});
     if (!in_place) matrix_bytes += align_up(loc.n_bytes, kDenseAlign);
   }
   bool copy_mapped = false;
@@ -53,7 +60,8 @@ struct DenseWeights::LoadPlan {
   }
 };
 
-DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy_mapped) {
+DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy_mapped,
+                                               bool interleave_q4_k) {
   const ModelConfig& c = ckpt.config();
   LoadPlan plan;
   plan.copy_mapped = copy_mapped;
@@ -67,7 +75,14 @@ DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy
     if (is_vector_role(req.role)) {
       plan.add_vector(loc, vector_target(req.role, req.layer));
     } else {
-      plan.add_matrix(loc, matrix_target(req.role, req.layer));
+      // The embedding's rows and kv_b's are read one at a time.
+      const bool rows_read = req.role == TensorRole::kEmbed || req.role == TensorRole::kKvB;
+      // Of an embedding only the rows of the tokens seen are read, so it
+      // stays in its mapping even when the rest is copied -- unless it is
+      // also the LM head, streamed whole every token.
+      const bool keep_mapped = req.role == TensorRole::kEmbed && !c.tie_word_embeddings;
+      plan.add_matrix(loc, matrix_target(req.role, req.layer), interleave_q4_k && !rows_read,
+                      keep_mapped);
     }
   }
   return plan;
@@ -158,25 +173,36 @@ const float** DenseWeights::vector_target(TensorRole role, int64_t layer) {
 }
 
 Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgress& progress,
-                                        bool copy_mapped) {
+                                        bool copy_mapped, bool interleave_q4_k) {
   DenseWeights w;
-  const LoadPlan plan = w.plan_load(ckpt, copy_mapped);
+  const LoadPlan plan = w.plan_load(ckpt, copy_mapped, interleave_q4_k);
   DMOE_ASSIGN_OR_RETURN(w.matrices_, HostBuffer::allocate(plan.matrix_bytes));
   DMOE_ASSIGN_OR_RETURN(w.vectors_, HostBuffer::allocate(plan.vector_bytes));
   auto* matrix_base = static_cast<uint8_t*>(w.matrices_.data());
   auto* vector_base = static_cast<uint8_t*>(w.vectors_.data());
   const uint64_t total = plan.read_bytes();
   uint64_t done = 0;
+  std::vector<uint8_t> rows;  // an interleaved matrix's rows, read first
   for (const LoadPlan::Matrix& m : plan.matrices) {
     const uint8_t* data = m.loc->mapped;
     if (m.in_place) {
       w.mapped_bytes_ += m.loc->n_bytes;
     } else {
       uint8_t* dst = matrix_base + m.offset;
-      DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
+      if (m.interleaved) {
+        rows.resize(m.loc->n_bytes);
+        DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, rows.data()));
+        kernels::interleave_q4_k(rows.data(), m.loc->shape[0], m.loc->shape[1], dst);
+      } else {
+        DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
+      }
+      w.copied_from_mapping_.push_back(m.loc);
+      MappedFile::dont_need_range(m.loc->mapped, m.loc->n_bytes);
       data = dst;
     }
-    *m.view = kernels::WeightView{data, m.loc->type, m.loc->shape[0], m.loc->shape[1]};
+    *m.view = kernels::WeightView{
+        data, m.loc->type, m.loc->shape[0], m.loc->shape[1],
+        m.interleaved ? kernels::WeightLayout::kQ4KInterleaved16 : kernels::WeightLayout::kRows};
     done += m.loc->n_bytes;
     if (progress) progress(done, total);
   }
@@ -194,6 +220,12 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
   }
   if (ckpt.config().tie_word_embeddings) w.lm_head_ = w.embed_;
   return w;
+}
+
+void DenseWeights::drop_copied_pages() const {
+  for (const TensorLocation* t : copied_from_mapping_) {
+    MappedFile::dont_need_range(t->mapped, t->n_bytes);
+  }
 }
 
 }  // namespace dancemoe

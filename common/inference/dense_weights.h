@@ -57,8 +57,15 @@ class DenseWeights {
  public:
   // copy_mapped: copy even matrices usable in place in a GGUF mapping (into
   // anonymous, huge-page memory) -- see RuntimeOptions::copy_mapped_weights.
+  // interleave_q4_k: hold Q4_K matrices of whole groups of 16 rows
+  // interleaved for the CPU kernels (kernels/interleave.h;
+  // ExpertFormat::interleave_q4_k), except the embedding, whose rows are
+  // read one by one, and MLA's kv_b, read by rows too. A copied tensor's
+  // pages in a mapping are dropped from the process. The embedding stays in
+  // its mapping when copying unless it is also the LM head (only its rows of
+  // the tokens seen are read).
   static Result<DenseWeights> load(const Checkpoint& checkpoint, const LoadProgress& progress = {},
-                                   bool copy_mapped = false);
+                                   bool copy_mapped = false, bool interleave_q4_k = false);
 
   DenseWeights(DenseWeights&&) = default;
   DenseWeights& operator=(DenseWeights&&) = default;
@@ -68,6 +75,11 @@ class DenseWeights {
   const float* final_norm() const { return final_norm_; }
   const LayerWeights& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
 
+  // Drops from the process the pages of a GGUF mapping that copied matrices
+  // came from (load() did once; reading other tensors since may have mapped
+  // them again around its faults: 2 MiB folios, fault-around).
+  void drop_copied_pages() const;
+
   // Bytes of weights as held in memory: matrices in their format (copied or
   // mapped) + f32 vectors.
   uint64_t n_bytes() const { return matrices_.size() + vectors_.size() + mapped_bytes_; }
@@ -75,7 +87,7 @@ class DenseWeights {
  private:
   struct LoadPlan;  // dense_weights.cpp
   // Lists every dense tensor and where it goes; sets up layers_.
-  LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped);
+  LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped, bool interleave_q4_k);
   // Where the tensor of a (dense) role and layer goes.
   kernels::WeightView* matrix_target(TensorRole role, int64_t layer);
   const float** vector_target(TensorRole role, int64_t layer);
@@ -84,6 +96,7 @@ class DenseWeights {
   HostBuffer matrices_;
   HostBuffer vectors_;
   uint64_t mapped_bytes_ = 0;  // matrices used in place in a GGUF mapping
+  std::vector<const TensorLocation*> copied_from_mapping_;
   kernels::WeightView embed_;
   kernels::WeightView lm_head_;
   const float* final_norm_ = nullptr;

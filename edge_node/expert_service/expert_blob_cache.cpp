@@ -3,12 +3,15 @@
 #include <cstring>
 
 #include "common/base/sha256.h"
+#include "kernels/interleave.h"
 #include "kernels/quant_format.h"
 
 namespace dancemoe::node {
 namespace {
 
-size_t view_bytes(const kernels::WeightView& w) {
+// Bytes of a view in the rows layout (what transfers carry, whatever the
+// layout it is held in: kernels/interleave.h).
+size_t rows_bytes(const kernels::WeightView& w) {
   return static_cast<size_t>(w.rows * kernels::weight_row_bytes(w.type, w.cols));
 }
 
@@ -19,8 +22,9 @@ std::shared_ptr<const ExpertBlob> serialize_expert(const ExpertWeights& weights)
   blob->key = weights.key;
   blob->bytes.reserve(weights.n_bytes);
   for (const kernels::WeightView* w : {&weights.gate, &weights.up, &weights.down}) {
-    const auto* p = static_cast<const uint8_t*>(w->data);
-    blob->bytes.insert(blob->bytes.end(), p, p + view_bytes(*w));
+    const size_t at = blob->bytes.size();
+    blob->bytes.resize(at + rows_bytes(*w));
+    kernels::copy_as_rows(*w, blob->bytes.data() + at);
   }
   Sha256 hasher;
   hasher.update(blob->bytes);

@@ -1298,8 +1298,10 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
           hi[t] = _mm512_dpbusd_epi32(hi[t], v_hi, broadcast4(xj + 16));
         }
       }
-      const __m512i sc = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 16 * j)));
+      const __m512i sc = _mm512_and_si512(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 16 * j))),
+          _mm512_set1_epi32(63));
       for (int t = 0; t < T; ++t) {
         const __m512i sums = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
         tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(sums, sc));
@@ -1307,8 +1309,20 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
     }
 #pragma GCC unroll 4
     for (int u = 0; u < 4; ++u) {
-      const __m512i m16 = _mm512_cvtepu8_epi16(
-          load256(o + kInterleavedMinsOffset + 32 * u));  // [row][sub-block 2u, 2u + 1]
+      // Sub-blocks 2u, 2u + 1's mins as int16 [row][2u, 2u + 1]: bits 0-3
+      // from mlo, bits 4-5 from the top of their scale bytes.
+      const __m512i nibbles =
+          _mm512_cvtepu8_epi16(load256(o + kInterleavedMinsOffset + 32 * (u / 2)));
+      const __m512i low = u % 2 == 0 ? _mm512_and_si512(nibbles, _mm512_set1_epi16(0x0F))
+                                     : _mm512_srli_epi16(nibbles, 4);
+      const __m128i a =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 32 * u));
+      const __m128i c = _mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 32 * u + 16));
+      const __m512i tops =
+          _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(a, c), _mm_unpacklo_epi8(a, c)));
+      const __m512i m16 = _mm512_or_si512(
+          low, _mm512_and_si512(_mm512_srli_epi16(tops, 2), _mm512_set1_epi16(0x30)));
       for (int t = 0; t < T; ++t) {
         int32_t pair;  // the activation's sums over sub-blocks 2u, 2u + 1
         std::memcpy(&pair, xs[t] + 8 * b + 2 * u, 4);

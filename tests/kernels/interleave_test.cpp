@@ -94,9 +94,9 @@ TEST_CASE("interleave: sizes and the shapes that can be interleaved") {
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 512, 1000));
   CHECK_FALSE(can_interleave(WeightType::kQ6_K, 512, 1024));
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 0, 1024));
-  CHECK(interleaved_bytes(512, 1024) == 512 * 4 * 148);
+  CHECK(interleaved_bytes(512, 1024) == 512 * 4 * 144);
   CHECK(weight_view_bytes(WeightView{nullptr, WeightType::kQ4_K, 32, 512,
-                                     WeightLayout::kQ4KInterleaved16}) == 32 * 2 * 148);
+                                     WeightLayout::kQ4KInterleaved16}) == 32 * 2 * 144);
   CHECK(weight_view_bytes(WeightView{nullptr, WeightType::kQ4_K, 32, 512}) == 32 * 2 * 144);
 }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "common/base/align.h"
+#include "kernels/interleave.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 
@@ -51,6 +52,13 @@ class Uploader {
       : device_(device), total_(total), progress_(progress) {}
 
   Status matrix(const kernels::WeightView& w, void* dst) {
+    if (w.layout != kernels::WeightLayout::kRows) {
+      // A CPU compute copy (kernels/interleave.h): its rows first.
+      std::vector<uint8_t> rows(
+          static_cast<size_t>(w.rows * kernels::weight_row_bytes(w.type, w.cols)));
+      kernels::copy_as_rows(w, rows.data());
+      return matrix(kernels::WeightView{rows.data(), w.type, w.rows, w.cols}, dst);
+    }
     const uint64_t n = static_cast<uint64_t>(w.rows) * static_cast<uint64_t>(w.cols);
     const kernels::CpuKernels& k = kernels::cpu_kernels();
     if (w.type == kernels::WeightType::kBF16) return copy(dst, w.data, n * 2);

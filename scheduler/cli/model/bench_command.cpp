@@ -1,5 +1,5 @@
 // `dancemoe bench --model DIR [--devices LIST] [--threads N] [--prompt-tokens 128]
-// [--gen-tokens 64] --json`: single-node prefill and decode speed, the weight
+// [--gen-tokens 64] [--rows-layout] --json`: single-node prefill and decode speed, the weight
 // bytes read per decoded token, a measured memory bandwidth and the fraction
 // of the memory roofline (bandwidth / bytes per token) that decode reaches.
 // membw_gb_s is the burst figure (fastest 16 MiB read); the sustained one
@@ -23,6 +23,7 @@ struct Options {
   ModelBenchParams bench;
   std::string precision = "bf16";
   bool json = false;
+  bool rows_layout = false;
   DeviceFlags device;
 };
 
@@ -34,6 +35,7 @@ int run(const Options& o) {
   if (!devices.is_ok()) return report_failure("bench", devices.status());
   RuntimeOptions options;
   options.precision = *precision;
+  options.interleave_q4_k = !o.rows_layout;
   if (Status s = apply_device_flags(o.device, &options); !s.is_ok()) {
     return report_failure("bench", s);
   }
@@ -59,6 +61,8 @@ int run(const Options& o) {
   }
   const std::string format = (*model)->checkpoint().is_gguf() ? "gguf" : "safetensors";
   const std::string expert_type(kernels::weight_type_name((*model)->experts().held_type()));
+  const char* expert_layout =
+      (*model)->experts().format().interleave_q4_k ? "q4_K interleaved" : "rows";
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
@@ -73,6 +77,7 @@ int run(const Options& o) {
       {"model", o.model},
       {"format", format},
       {"expert_type", expert_type},
+      {"expert_layout", expert_layout},
       {"threads", n_threads},
       {"precision", precision_name(*precision)},
       {"cpu_level", kernels::cpu_level_name(kernels::cpu_kernels().level)},
@@ -110,6 +115,9 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object on one line");
+  cmd->add_flag("--rows-layout", o->rows_layout,
+                "keep Q4_K experts in their stored rows layout instead of interleaving them for "
+                "the CPU kernels (kernels/interleave.h): an A/B of that choice");
   add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }

@@ -5,7 +5,9 @@
 // same, so only summation order differs); a Q8_0 file stays close to them in
 // bf16 mode; its weights are used in place (no copy) unless asked; and
 // --expert-type holds a safetensors checkpoint's experts quantized, with the
-// sizes, transfers and installs in the held format.
+// sizes, transfers and installs in the held format; Q4_K matrices are held
+// interleaved for the CPU kernels (kernels/interleave.h) with the same
+// numbers, sizes and transfers.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 
 #include "common/assembly/model_runtime.h"
 #include "common/model/gguf/gguf_quantize.h"
+#include "kernels/interleave.h"
 #include "kernels/quant_format.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
@@ -212,6 +215,93 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   Result<std::unique_ptr<ModelRuntime>> bad = ModelRuntime::open(dir.path() / "hf", options);
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().message().find("--expert-type q4_K") != std::string::npos);
+}
+
+// An expert's three matrices in the rows layout, as transfers carry them.
+std::vector<uint8_t> rows_bytes(const ExpertWeights& w) {
+  std::vector<uint8_t> bytes;
+  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
+    const size_t at = bytes.size();
+    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
+    kernels::copy_as_rows(*v, bytes.data() + at);
+  }
+  return bytes;
+}
+
+TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, rows in transfers") {
+  // Forced on, whatever this CPU has: levels without the interleaved kernel
+  // compute such matrices too (16 rows at a time in the rows layout).
+  TempDir dir("gguf-q4k-store");
+  SyntheticModelSpec spec;
+  spec.preset = "small";  // 256-wide experts: whole Q4_K super-blocks
+  testing::write_model(spec, dir.path() / "hf");
+  const auto gguf =
+      quantize(dir.path() / "hf", dir.path() / "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
+  Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(gguf);
+  REQUIRE(ckpt.is_ok());
+  ExpertStore plain(**ckpt);
+  ExpertFormat format;
+  format.interleave_q4_k = true;
+  ExpertStore interleaved(**ckpt, {-1}, format);
+  const ExpertRef key{0, 3};
+  REQUIRE(plain.load(key).is_ok());
+  REQUIRE(interleaved.load(key).is_ok());
+  const auto a = plain.get(key), b = interleaved.get(key);
+  CHECK(a->storage.data() == nullptr);  // in place in the mapping
+  CHECK(b->storage.data() != nullptr);  // a copy, interleaved
+  CHECK(b->gate.type == kernels::WeightType::kQ4_K);
+  CHECK(b->gate.layout == kernels::WeightLayout::kQ4KInterleaved16);
+  CHECK(a->gate.layout == kernels::WeightLayout::kRows);
+  // Q4_K_M keeps some ffn_down in Q6_K: those stay rows.
+  for (const kernels::WeightView* v : {&b->up, &b->down}) {
+    CHECK((v->layout == kernels::WeightLayout::kQ4KInterleaved16) ==
+          (v->type == kernels::WeightType::kQ4_K));
+  }
+  // Same sizes; the transfer bytes are the file's.
+  CHECK(b->n_bytes == a->n_bytes);
+  CHECK(interleaved.expert_bytes(key) == plain.expert_bytes(key));
+  const std::vector<uint8_t> bytes = rows_bytes(*b);
+  CHECK(bytes == rows_bytes(*a));
+  CHECK(std::memcmp(a->gate.data, b->gate.data, 1024) != 0);  // not the same layout
+  // A peer's rows install as interleaved again, bit for bit.
+  REQUIRE(interleaved.evict(key));
+  REQUIRE(interleaved.install(key, bytes).is_ok());
+  const auto c = interleaved.get(key);
+  CHECK(c->gate.layout == kernels::WeightLayout::kQ4KInterleaved16);
+  CHECK(std::memcmp(c->gate.data, b->gate.data,
+                    static_cast<size_t>(kernels::weight_view_bytes(b->gate))) == 0);
+  CHECK(rows_bytes(*c) == bytes);
+}
+
+TEST_CASE("gguf runtime: Q4_K interleaved where the CPU has the kernel, the same logits") {
+  TempDir dir("gguf-q4k");
+  SyntheticModelSpec spec;
+  spec.preset = "small";
+  testing::write_model(spec, dir.path() / "hf");
+  const auto gguf =
+      quantize(dir.path() / "hf", dir.path() / "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
+  RuntimeOptions options;
+  options.precision = ComputePrecision::kBF16;
+  Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
+  REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
+  options.interleave_q4_k = false;
+  Result<std::unique_ptr<ModelRuntime>> off = ModelRuntime::open(gguf, options);
+  REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
+  const bool kernel = kernels::cpu_kernels().interleaved_q4_k;
+  INFO("this CPU's level has the interleaved kernel: ", kernel);
+  CHECK((*on)->experts().format().interleave_q4_k == kernel);
+  CHECK_FALSE((*off)->experts().format().interleave_q4_k);
+  const auto layout = [](const ModelRuntime& m) { return m.dense().layer(0).attention.q.layout; };
+  CHECK((layout(**on) == kernels::WeightLayout::kQ4KInterleaved16) == kernel);
+  CHECK(layout(**off) == kernels::WeightLayout::kRows);
+  // The embedding's rows are read one at a time: never interleaved.
+  CHECK((*on)->dense().embed().layout == kernels::WeightLayout::kRows);
+  // The same integer sums; only the f32 order differs.
+  const std::vector<int32_t> ids = prompt((*on)->config().vocab_size);
+  const std::vector<float> a = testing::all_logits(**off, ids);
+  const std::vector<float> b = testing::all_logits(**on, ids);
+  CHECK(testing::max_abs_diff(a, b) <= 1e-4f * max_abs(a));
+  CHECK((*on)->resident_weight_bytes() == (*off)->resident_weight_bytes());
 }
 
 }  // namespace
