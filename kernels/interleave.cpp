@@ -13,7 +13,7 @@ namespace {
 
 // Rows-layout blocks: chunk c of 32 qs bytes holds sub-block 2c in its low
 // nibbles and 2c + 1 in its high ones (value v of each in byte v).
-static_assert(std::endian::native == std::endian::little, "interleave_q4_k reads words");
+static_assert(std::endian::native == std::endian::little, "interleave_k reads words");
 
 // GGUF's packing of 8 six-bit scales and mins into 12 bytes (the inverse
 // of quant_blocks.h's k_scale_min).
@@ -25,38 +25,22 @@ void pack_scales_mins(const uint8_t sc[8], const uint8_t m[8], uint8_t out[12]) 
   }
 }
 
-}  // namespace
-
-bool can_interleave(WeightType type, int64_t rows, int64_t cols) {
-  return type == WeightType::kQ4_K && rows > 0 && rows % kInterleaveRows == 0 && cols > 0 &&
-         cols % kQKK == 0;
-}
-
-int64_t interleaved_bytes(int64_t rows, int64_t cols) {
-  return rows / kInterleaveRows * (cols / kQKK) * kInterleavedBlockBytes;
-}
-
-int64_t weight_view_bytes(const WeightView& w) {
-  if (w.layout == WeightLayout::kQ4KInterleaved16) return interleaved_bytes(w.rows, w.cols);
-  return w.rows * weight_row_bytes(w.type, w.cols);
-}
-
 void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
   const auto* blocks = static_cast<const BlockQ4_K*>(rows_layout);
   auto* dst = static_cast<uint8_t*>(out);
   const int64_t nb = cols / kQKK;
   for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* o = dst + (g * nb + b) * kInterleavedBlockBytes;
+      uint8_t* o = dst + (g * nb + b) * kQ4KGroupBytes;
       for (int r = 0; r < kInterleaveRows; ++r) {
         const BlockQ4_K& blk = blocks[(g * kInterleaveRows + r) * nb + b];
         std::memcpy(o + 2 * r, &blk.d, 2);
-        std::memcpy(o + kInterleavedDminOffset + 2 * r, &blk.dmin, 2);
+        std::memcpy(o + kQ4KDminOffset + 2 * r, &blk.dmin, 2);
         for (int j = 0; j < 8; ++j) {
           uint8_t sc, m;
           k_scale_min(blk.scales, j, &sc, &m);
-          o[kInterleavedScalesOffset + 16 * j + r] = static_cast<uint8_t>(sc | ((m >> 4) << 6));
-          uint8_t& lo = o[kInterleavedMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
+          o[kQ4KScalesOffset + 16 * j + r] = static_cast<uint8_t>(sc | ((m >> 4) << 6));
+          uint8_t& lo = o[kQ4KMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
           lo = (j / 2) % 2 == 0 ? static_cast<uint8_t>((lo & 0xF0) | (m & 0x0F))
                                 : static_cast<uint8_t>((lo & 0x0F) | ((m & 0x0F) << 4));
           // Sub-block j's 32 levels as bytes, 8 per word (little-endian:
@@ -69,7 +53,7 @@ void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* 
           for (uint64_t& word : v) word = (word >> (4 * (j % 2))) & 0x0F0F0F0F0F0F0F0FULL;
           const uint64_t quads[2] = {v[0] | (v[2] << 4), v[1] | (v[3] << 4)};
           for (int q = 0; q < 4; ++q) {
-            std::memcpy(o + kInterleavedQsOffset + 256 * j + 64 * q + 4 * r,
+            std::memcpy(o + kQ4KQsOffset + 256 * j + 64 * q + 4 * r,
                         reinterpret_cast<const uint8_t*>(quads) + 4 * q, 4);
           }
         }
@@ -85,15 +69,15 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
   const int64_t nb = cols / kQKK;
   for (int64_t g = row_begin / kInterleaveRows; g < (row_begin + n_rows) / kInterleaveRows; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* o = src + (g * nb + b) * kInterleavedBlockBytes;
+      const uint8_t* o = src + (g * nb + b) * kQ4KGroupBytes;
       for (int r = 0; r < kInterleaveRows; ++r) {
         BlockQ4_K& blk = blocks[(g * kInterleaveRows + r - row_begin) * nb + b];
         std::memcpy(&blk.d, o + 2 * r, 2);
-        std::memcpy(&blk.dmin, o + kInterleavedDminOffset + 2 * r, 2);
+        std::memcpy(&blk.dmin, o + kQ4KDminOffset + 2 * r, 2);
         uint8_t sc[8], m[8];
         for (int j = 0; j < 8; ++j) {
-          const uint8_t s = o[kInterleavedScalesOffset + 16 * j + r];
-          const uint8_t lo = o[kInterleavedMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
+          const uint8_t s = o[kQ4KScalesOffset + 16 * j + r];
+          const uint8_t lo = o[kQ4KMinsOffset + 32 * (j / 4) + 2 * r + j % 2];
           sc[j] = s & 63;
           m[j] = static_cast<uint8_t>(((s >> 6) << 4) | ((j / 2) % 2 == 0 ? lo & 0x0F : lo >> 4));
         }
@@ -101,7 +85,7 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
         for (int j = 0; j < 8; ++j) {
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = o[kInterleavedQsOffset + 256 * j + 64 * q + 4 * r + i];
+              const uint8_t byte = o[kQ4KQsOffset + 256 * j + 64 * q + 4 * r + i];
               for (int half = 0; half < 2; ++half) {
                 const int v = 16 * half + 4 * q + i;
                 const uint8_t level = half == 0 ? byte & 0x0F : byte >> 4;
@@ -117,9 +101,115 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
   }
 }
 
+// Q6_K level v (0..255, 6 bits) of a rows-layout block: v = 128h + 32s + l
+// takes bits 0-3 from ql[64h + l + 32 (s & 1)] (low nibble for s < 2, else
+// high) and bits 4-5 from bits 2s of qh[32h + l].
+uint8_t q6_k_level(const BlockQ6_K& b, int v) {
+  const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+  const uint8_t low_byte = b.ql[64 * h + l + 32 * (s & 1)];
+  const int low = s < 2 ? (low_byte & 0x0F) : (low_byte >> 4);
+  return static_cast<uint8_t>(low | (((b.qh[32 * h + l] >> (2 * s)) & 3) << 4));
+}
+
+void set_q6_k_level(BlockQ6_K& b, int v, uint8_t level) {
+  const int h = v / 128, s = (v % 128) / 32, l = v % 32;
+  uint8_t& low_byte = b.ql[64 * h + l + 32 * (s & 1)];
+  low_byte = s < 2 ? static_cast<uint8_t>((low_byte & 0xF0) | (level & 0x0F))
+                   : static_cast<uint8_t>((low_byte & 0x0F) | ((level & 0x0F) << 4));
+  uint8_t& high = b.qh[32 * h + l];
+  high = static_cast<uint8_t>((high & ~(3 << (2 * s))) | (((level >> 4) & 3) << (2 * s)));
+}
+
+void interleave_q6_k(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
+  const auto* blocks = static_cast<const BlockQ6_K*>(rows_layout);
+  auto* dst = static_cast<uint8_t*>(out);
+  const int64_t nb = cols / kQKK;
+  for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = dst + (g * nb + b) * kQ6KGroupBytes;
+      for (int r = 0; r < kInterleaveRows; ++r) {
+        const BlockQ6_K& blk = blocks[(g * kInterleaveRows + r) * nb + b];
+        std::memcpy(o + 2 * r, &blk.d, 2);
+        uint8_t levels[kQKK];
+        for (int v = 0; v < kQKK; ++v) levels[v] = q6_k_level(blk, v);
+        for (int s = 0; s < 16; ++s) {
+          std::memcpy(o + kQ6KScalesOffset + 32 * (s / 2) + 2 * r + s % 2, &blk.scales[s], 1);
+          const uint8_t* q = levels + 16 * s;
+          for (int i = 0; i < 4; ++i) {
+            for (int k = 0; k < 2; ++k) {
+              o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 64 * k + 4 * r + i] =
+                  static_cast<uint8_t>((q[4 * k + i] & 0x0F) | ((q[8 + 4 * k + i] & 0x0F) << 4));
+            }
+            uint8_t high = 0;
+            for (int quad = 0; quad < 4; ++quad) {
+              high = static_cast<uint8_t>(high | ((q[4 * quad + i] >> 4) << (2 * quad)));
+            }
+            o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 128 + 4 * r + i] = high;
+          }
+        }
+      }
+    }
+  }
+}
+
+void deinterleave_q6_k(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
+                       void* out) {
+  const auto* src = static_cast<const uint8_t*>(interleaved);
+  auto* blocks = static_cast<BlockQ6_K*>(out);
+  const int64_t nb = cols / kQKK;
+  for (int64_t g = row_begin / kInterleaveRows; g < (row_begin + n_rows) / kInterleaveRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* o = src + (g * nb + b) * kQ6KGroupBytes;
+      for (int r = 0; r < kInterleaveRows; ++r) {
+        BlockQ6_K& blk = blocks[(g * kInterleaveRows + r - row_begin) * nb + b];
+        std::memcpy(&blk.d, o + 2 * r, 2);
+        for (int s = 0; s < 16; ++s) {
+          std::memcpy(&blk.scales[s], o + kQ6KScalesOffset + 32 * (s / 2) + 2 * r + s % 2, 1);
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t high = o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 128 + 4 * r + i];
+            for (int k = 0; k < 2; ++k) {
+              const uint8_t byte = o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 64 * k + 4 * r + i];
+              const int lo_v = 4 * k + i, hi_v = 8 + 4 * k + i;
+              set_q6_k_level(
+                  blk, 16 * s + lo_v,
+                  static_cast<uint8_t>((byte & 0x0F) | (((high >> (2 * (lo_v / 4))) & 3) << 4)));
+              set_q6_k_level(
+                  blk, 16 * s + hi_v,
+                  static_cast<uint8_t>((byte >> 4) | (((high >> (2 * (hi_v / 4))) & 3) << 4)));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, int64_t cols,
+                       void* out) {
+  if (type == WeightType::kQ6_K) return interleave_q6_k(rows_layout, rows, cols, out);
+  interleave_q4_k(rows_layout, rows, cols, out);
+}
+
+void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, int64_t row_begin,
+                       int64_t n_rows, void* out) {
+  if (type == WeightType::kQ6_K) {
+    return deinterleave_q6_k(interleaved, cols, row_begin, n_rows, out);
+  }
+  deinterleave_q4_k(interleaved, cols, row_begin, n_rows, out);
+}
+
+bool can_interleave(WeightType type, int64_t rows, int64_t cols) {
+  return (type == WeightType::kQ4_K || type == WeightType::kQ6_K) && rows > 0 &&
+         rows % kInterleaveRows == 0 && cols > 0 && cols % kQKK == 0;
+}
+
+int64_t weight_view_bytes(const WeightView& w) { return w.rows * weight_row_bytes(w.type, w.cols); }
+
 void copy_as_rows(const WeightView& w, void* out) {
-  if (w.layout == WeightLayout::kQ4KInterleaved16) {
-    deinterleave_q4_k(w.data, w.cols, 0, w.rows, out);
+  if (w.layout == WeightLayout::kInterleaved16) {
+    deinterleave_rows(w.type, w.data, w.cols, 0, w.rows, out);
   } else {
     std::memcpy(out, w.data, static_cast<size_t>(weight_view_bytes(w)));
   }
@@ -129,14 +219,14 @@ void matmul_quant_deinterleaved(const MatmulArgs& args, const void* x_q,
                                 void (*rows_fn)(const MatmulArgs& args, const void* x_q)) {
   // 64 rows at a time: the rows kernels' chunks (16 rows) stay whole.
   constexpr int64_t kStep = 4 * kInterleaveRows;
-  const int64_t row_bytes = weight_row_bytes(WeightType::kQ4_K, args.w.cols);
+  const int64_t row_bytes = weight_row_bytes(args.w.type, args.w.cols);
   thread_local std::vector<uint8_t> rows;
   rows.resize(static_cast<size_t>(kStep * row_bytes));
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kStep) {
     const int64_t n = std::min(kStep, args.row_end - r0);
-    deinterleave_q4_k(args.w.data, args.w.cols, r0, n, rows.data());
+    deinterleave_rows(args.w.type, args.w.data, args.w.cols, r0, n, rows.data());
     MatmulArgs chunk = args;
-    chunk.w = WeightView{rows.data(), WeightType::kQ4_K, n, args.w.cols, WeightLayout::kRows};
+    chunk.w = WeightView{rows.data(), args.w.type, n, args.w.cols, WeightLayout::kRows};
     chunk.y = args.y + r0;
     chunk.row_begin = 0;
     chunk.row_end = n;

@@ -1,16 +1,18 @@
-// The interleaved copy of a Q4_K matrix (WeightLayout::kQ4KInterleaved16)
-// that the AVX-512 VNNI matmul computes about 2x faster than the GGUF rows
-// (bench_quant_kernels, one thread, Zen 4: see docs/quantization.md).
+// The interleaved copies of Q4_K and Q6_K matrices
+// (WeightLayout::kInterleaved16) that the AVX-512 VNNI matmul computes about
+// 2x faster than the GGUF rows (bench_quant_kernels, one thread, Zen 4: see
+// docs/quantization.md).
 //
 // Why: in the rows layout each row's super-block is decoded on its own --
-// its 12 packed scale bytes unpacked, its sums scaled and folded -- about
-// half the vector work of a decode GEMV. Here 16 rows' blocks of one column
-// of super-blocks lie together, their scales already unpacked to bytes, so
-// one 512-bit lane per row does that work for 16 rows at once, and each 4
-// bytes of the activation are broadcast to all 16 (no shuffles).
+// its packed scales unpacked, its sums scaled and folded -- about half the
+// vector work of a decode GEMV. Here 16 rows' blocks of one column of
+// super-blocks lie together with their scales as bytes, so one 512-bit lane
+// per row does that work for 16 rows at once, and each 4 bytes of the
+// activation are broadcast to all 16 (no shuffles, no horizontal sums).
 //
 // Layout: rows in groups of 16 (rows % 16 == 0); group g holds its
-// cols / 256 super-block columns in order, each kInterleavedBlockBytes:
+// cols / 256 super-block columns in order, each interleaved_block_bytes():
+// Q4_K (2304 bytes):
 //   uint16_t d[16]            f16, row r's d
 //   uint16_t dmin[16]         f16, row r's dmin
 //   uint8_t  sc[8][16]        sub-block j of row r: its 6-bit scale, and in
@@ -19,10 +21,18 @@
 //                             4w + e (low nibble) and 4w + 2 + e (high)
 //   uint8_t  qs[8][4][16][4]  sub-block j, quad g, row r, byte i: low nibble
 //                             value 4g + i, high nibble value 16 + 4g + i
-// = 2304 bytes per 16 rows: 144 per row and super-block, as in the rows
-// layout (the 6-bit scales and mins take the same 12 bytes, rearranged), so
-// sizes and memory budgets are the same for both. Conversion both ways is
-// exact.
+// Q6_K (3360 bytes; sub-blocks of 16 values):
+//   uint16_t d[16]            f16, row r's d
+//   int8_t   sc[8][16][2]     [p][r][e]: the scale of sub-block 2p + e
+//   then per sub-block s (192 bytes, so that one pass reads the block in
+//   order: as two streams, from DRAM it ran at half the speed):
+//   uint8_t  ql[2][16][4]     half k, row r, byte i: bits 0-3 of value
+//                             4k + i (low nibble) and 8 + 4k + i (high)
+//   uint8_t  qh[16][4]        row r, byte i: bits 2q, 2q + 1 are bits 4-5 of
+//                             value 4q + i
+// Both are 16 x the rows layout's block (144, 210 bytes): the same bytes
+// rearranged, so sizes and memory budgets are the same for both layouts.
+// Conversion both ways is exact.
 //
 // Only a node's own compute copies are interleaved: transfers, digests and
 // the files stay in the rows layout. Pure functions; thread-safe.
@@ -35,29 +45,31 @@
 namespace dancemoe::kernels {
 
 inline constexpr int64_t kInterleaveRows = 16;
-inline constexpr int64_t kInterleavedBlockBytes = 2304;
-// Offsets within one interleaved super-block column of a group.
-inline constexpr int64_t kInterleavedDminOffset = 32;
-inline constexpr int64_t kInterleavedScalesOffset = 64;
-inline constexpr int64_t kInterleavedMinsOffset = 192;
-inline constexpr int64_t kInterleavedQsOffset = 256;
+// Offsets within one interleaved Q4_K super-block column of a group.
+inline constexpr int64_t kQ4KGroupBytes = 2304;
+inline constexpr int64_t kQ4KDminOffset = 32;
+inline constexpr int64_t kQ4KScalesOffset = 64;
+inline constexpr int64_t kQ4KMinsOffset = 192;
+inline constexpr int64_t kQ4KQsOffset = 256;
+// ... and of a Q6_K one.
+inline constexpr int64_t kQ6KGroupBytes = 3360;
+inline constexpr int64_t kQ6KScalesOffset = 32;
+inline constexpr int64_t kQ6KLevelsOffset = 288;
+inline constexpr int64_t kQ6KSubBlockBytes = 192;  // ql, then qh at +128
 
-// True when a matrix of this format and shape can be interleaved: Q4_K,
-// rows a multiple of 16, cols of 256.
+// True when a matrix of this format and shape can be interleaved: Q4_K or
+// Q6_K, rows a multiple of 16, cols of 256.
 bool can_interleave(WeightType type, int64_t rows, int64_t cols);
-// Bytes of the interleaved copy of a rows x cols Q4_K matrix (the same as
-// the rows layout's).
-int64_t interleaved_bytes(int64_t rows, int64_t cols);
-// Bytes a view points at, in its layout.
+// Bytes a view points at, in its layout (the same for both).
 int64_t weight_view_bytes(const WeightView& w);
 
-// rows layout (rows x cols Q4_K, can_interleave) -> interleaved; out holds
-// interleaved_bytes(rows, cols).
-void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* out);
+// rows layout (rows x cols, can_interleave) -> interleaved, as many bytes.
+void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, int64_t cols,
+                       void* out);
 // Rows [row_begin, row_begin + n_rows) of an interleaved matrix (both
 // multiples of 16) -> the rows layout, n_rows * weight_row_bytes bytes.
-void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
-                       void* out);
+void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, int64_t row_begin,
+                       int64_t n_rows, void* out);
 // Writes the view's bytes in the rows layout (a copy for kRows).
 void copy_as_rows(const WeightView& w, void* out);
 

@@ -46,11 +46,11 @@ enum class WeightType : uint8_t {
 // (weight_row_bytes(type, cols) bytes) and cols is a multiple of the block.
 //
 // How the rows lie in memory (kernels/interleave.h): one after another as
-// above, or -- Q4_K only, a copy the CPU kernels compute faster -- in groups
+// above, or -- Q4_K and Q6_K, a copy the CPU kernels compute faster -- in groups
 // of 16 rows whose blocks of each column of super-blocks lie together.
 enum class WeightLayout : uint8_t {
   kRows = 0,
-  kQ4KInterleaved16 = 1,
+  kInterleaved16 = 1,
 };
 
 struct WeightView {
@@ -121,14 +121,14 @@ struct CpuKernels {
   // format (x_q: [n_tokens, quantized_x_row_bytes(w.type, w.cols)]). Integer
   // products within a block, f32 across blocks. Every level gives the same
   // integer block sums; only the f32 summation order differs.
-  // Takes either layout; for kQ4KInterleaved16, row_begin and row_end are
+  // Takes either layout; for kInterleaved16, row_begin and row_end are
   // multiples of 16.
   void (*matmul_quant)(const MatmulArgs& args, const void* x_q);
-  // matmul_quant computes kQ4KInterleaved16 matrices with a kernel of its
+  // matmul_quant computes kInterleaved16 matrices (Q4_K, Q6_K) with a kernel of its
   // own (AVX-512 VNNI), faster than the rows layout; other levels take them
   // through a rows-layout copy of 16 rows at a time (correct, slower), so
   // weights are interleaved only for a level where this is true.
-  bool interleaved_q4_k = false;
+  bool interleaved_k = false;
 
   // Quantizes activation rows for matmul_quant with weights of `type`:
   //   x: [n_tokens, cols] f32  ->  out: [n_tokens, quantized_x_row_bytes(type, cols)]

@@ -104,19 +104,20 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
     all_cpu = all_cpu && d.kind == backend::DeviceKind::kCpu;
   }
   ExpertFormat format{options.expert_type, options.copy_mapped_weights};
-  // Q4_K matrices interleaved for the integer kernels (kernels/interleave.h)
-  // where this CPU has that kernel: bench_quant_kernels GEMV from DRAM 1.5x,
-  // 4-token GEMM 2x (Zen 4). Not with a GPU (its copies are made from the
-  // rows) nor in f32 compute (which dequantizes rows, not the integer path).
-  format.interleave_q4_k = options.interleave_q4_k && all_cpu &&
-                           options.precision == ComputePrecision::kBF16 &&
-                           kernels::cpu_kernels().interleaved_q4_k;
-  // A GGUF file whose Q4_K experts are interleaved (copied) is copied whole,
+  // Q4_K / Q6_K matrices interleaved for the integer kernels
+  // (kernels/interleave.h) where this CPU has that kernel: bench_quant_kernels
+  // Q4_K GEMV from DRAM 1.5x, 4-token GEMM 2x, Q6_K GEMV 1.3x (Zen 4). Not with a GPU (its copies
+  // are made from the rows) nor in f32 compute (which dequantizes rows, not the integer path).
+  format.interleave_k = options.interleave_k && all_cpu &&
+                        options.precision == ComputePrecision::kBF16 &&
+                        kernels::cpu_kernels().interleaved_k;
+  // A GGUF file whose experts are interleaved (copied) is copied whole,
   // its pages dropped: the rest of its mapping would otherwise keep mapped
   // whole 2 MiB folios around what was copied (34 MB of the medium Q4_K_M
   // file, peak RSS 1.17x its size instead of 1.10x).
-  if (format.interleave_q4_k && checkpoint_->is_gguf() &&
-      checkpoint_->expert_type() == kernels::WeightType::kQ4_K) {
+  if (format.interleave_k && checkpoint_->is_gguf() &&
+      (checkpoint_->expert_type() == kernels::WeightType::kQ4_K ||
+       checkpoint_->expert_type() == kernels::WeightType::kQ6_K)) {
     format.copy_mapped = true;
   }
   store_ = std::make_unique<ExpertStore>(*checkpoint_, numa_nodes, format);
@@ -218,7 +219,7 @@ Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vect
   if (options.load_dense) {
     DMOE_ASSIGN_OR_RETURN(DenseWeights dense,
                           DenseWeights::load(*checkpoint_, dense_progress, copy_mapped,
-                                             store_->format().interleave_q4_k));
+                                             store_->format().interleave_k));
     dense_.emplace(std::move(dense));
   }
   DMOE_RETURN_IF_ERROR(store_->load_many(keys, devices, expert_progress));

@@ -75,10 +75,10 @@ struct RuntimeOptions : DeviceRequest {
   // as fast to stream where the page cache cannot be huge, at the price of a
   // load copy.
   bool copy_mapped_weights = false;
-  // Hold Q4_K experts interleaved for the CPU's integer kernels where it has
-  // that kernel (ExpertFormat::interleave_q4_k); false keeps the rows layout
+  // Hold Q4_K / Q6_K matrices interleaved for the CPU's integer kernels where it has
+  // that kernel (ExpertFormat::interleave_k); false keeps the rows layout
   // as stored (`dancemoe bench --rows-layout`, for A/B measurements).
-  bool interleave_q4_k = true;
+  bool interleave_k = true;
   // false: experts only (`dancemoe-node --role experts`) -- no dense
   // weights, forward, executor or Transformer (has_dense() is false; dense(),
   // executor() and transformer() must not be called); CPU devices only.

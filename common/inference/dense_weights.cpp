@@ -61,7 +61,7 @@ struct DenseWeights::LoadPlan {
 };
 
 DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy_mapped,
-                                               bool interleave_q4_k) {
+                                               bool interleave_k) {
   const ModelConfig& c = ckpt.config();
   LoadPlan plan;
   plan.copy_mapped = copy_mapped;
@@ -81,7 +81,7 @@ DenseWeights::LoadPlan DenseWeights::plan_load(const Checkpoint& ckpt, bool copy
       // stays in its mapping even when the rest is copied -- unless it is
       // also the LM head, streamed whole every token.
       const bool keep_mapped = req.role == TensorRole::kEmbed && !c.tie_word_embeddings;
-      plan.add_matrix(loc, matrix_target(req.role, req.layer), interleave_q4_k && !rows_read,
+      plan.add_matrix(loc, matrix_target(req.role, req.layer), interleave_k && !rows_read,
                       keep_mapped);
     }
   }
@@ -173,9 +173,9 @@ const float** DenseWeights::vector_target(TensorRole role, int64_t layer) {
 }
 
 Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgress& progress,
-                                        bool copy_mapped, bool interleave_q4_k) {
+                                        bool copy_mapped, bool interleave_k) {
   DenseWeights w;
-  const LoadPlan plan = w.plan_load(ckpt, copy_mapped, interleave_q4_k);
+  const LoadPlan plan = w.plan_load(ckpt, copy_mapped, interleave_k);
   DMOE_ASSIGN_OR_RETURN(w.matrices_, HostBuffer::allocate(plan.matrix_bytes));
   DMOE_ASSIGN_OR_RETURN(w.vectors_, HostBuffer::allocate(plan.vector_bytes));
   auto* matrix_base = static_cast<uint8_t*>(w.matrices_.data());
@@ -192,7 +192,7 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
       if (m.interleaved) {
         rows.resize(m.loc->n_bytes);
         DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, rows.data()));
-        kernels::interleave_q4_k(rows.data(), m.loc->shape[0], m.loc->shape[1], dst);
+        kernels::interleave_matrix(m.loc->type, rows.data(), m.loc->shape[0], m.loc->shape[1], dst);
       } else {
         DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
       }
@@ -202,7 +202,7 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
     }
     *m.view = kernels::WeightView{
         data, m.loc->type, m.loc->shape[0], m.loc->shape[1],
-        m.interleaved ? kernels::WeightLayout::kQ4KInterleaved16 : kernels::WeightLayout::kRows};
+        m.interleaved ? kernels::WeightLayout::kInterleaved16 : kernels::WeightLayout::kRows};
     done += m.loc->n_bytes;
     if (progress) progress(done, total);
   }

@@ -57,15 +57,15 @@ class DenseWeights {
  public:
   // copy_mapped: copy even matrices usable in place in a GGUF mapping (into
   // anonymous, huge-page memory) -- see RuntimeOptions::copy_mapped_weights.
-  // interleave_q4_k: hold Q4_K matrices of whole groups of 16 rows
+  // interleave_k: hold Q4_K / Q6_K matrices of whole groups of 16 rows
   // interleaved for the CPU kernels (kernels/interleave.h;
-  // ExpertFormat::interleave_q4_k), except the embedding, whose rows are
+  // ExpertFormat::interleave_k), except the embedding, whose rows are
   // read one by one, and MLA's kv_b, read by rows too. A copied tensor's
   // pages in a mapping are dropped from the process. The embedding stays in
   // its mapping when copying unless it is also the LM head (only its rows of
   // the tokens seen are read).
   static Result<DenseWeights> load(const Checkpoint& checkpoint, const LoadProgress& progress = {},
-                                   bool copy_mapped = false, bool interleave_q4_k = false);
+                                   bool copy_mapped = false, bool interleave_k = false);
 
   DenseWeights(DenseWeights&&) = default;
   DenseWeights& operator=(DenseWeights&&) = default;
@@ -87,7 +87,7 @@ class DenseWeights {
  private:
   struct LoadPlan;  // dense_weights.cpp
   // Lists every dense tensor and where it goes; sets up layers_.
-  LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped, bool interleave_q4_k);
+  LoadPlan plan_load(const Checkpoint& checkpoint, bool copy_mapped, bool interleave_k);
   // Where the tensor of a (dense) role and layer goes.
   kernels::WeightView* matrix_target(TensorRole role, int64_t layer);
   const float** vector_target(TensorRole role, int64_t layer);

@@ -64,7 +64,7 @@ kernels::WeightType ExpertStore::held_type(const TensorLocation& t) const {
 }
 
 bool ExpertStore::held_interleaved(const TensorLocation& t) const {
-  return format_.interleave_q4_k && kernels::can_interleave(held_type(t), t.shape[0], t.shape[1]);
+  return format_.interleave_k && kernels::can_interleave(held_type(t), t.shape[0], t.shape[1]);
 }
 
 bool ExpertStore::holds_as_stored(ExpertRef key) const {
@@ -149,7 +149,7 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   };
   auto view = [&](const TensorLocation& t, const uint8_t* data) {
     return kernels::WeightView{data, held_type(t), t.shape[0], t.shape[1],
-                               held_interleaved(t) ? kernels::WeightLayout::kQ4KInterleaved16
+                               held_interleaved(t) ? kernels::WeightLayout::kInterleaved16
                                                    : kernels::WeightLayout::kRows};
   };
   const TensorLocation* parts[3] = {&gate, &up, &down};
@@ -183,7 +183,7 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   }
   for (int i = 0; i < 3; ++i) {
     if (held_interleaved(*parts[i])) {
-      kernels::interleave_q4_k(rows_layout[i], parts[i]->shape[0], parts[i]->shape[1],
+      kernels::interleave_matrix(held_type(*parts[i]), rows_layout[i], parts[i]->shape[0], parts[i]->shape[1],
                                base + offsets[i]);
     }
   }

@@ -62,14 +62,14 @@ struct ExpertFormat {
   // Copy experts out of a GGUF mapping into the arenas (huge pages, NUMA
   // binding) instead of using them in place.
   bool copy_mapped = false;
-  // Hold Q4_K matrices of whole groups of 16 rows interleaved for the CPU
+  // Hold Q4_K / Q6_K matrices of whole groups of 16 rows interleaved for the CPU
   // kernels that compute them so (kernels/interleave.h; the runtime asks for
   // it where the CPU level has that kernel and every device is a CPU). Only
   // the copy in memory changes, not its size: transfers, install() and
   // digests keep the held format's rows layout. Such experts are copied out
   // of a GGUF mapping, whose pages are then dropped from the process (they
   // stay in the page cache).
-  bool interleave_q4_k = false;
+  bool interleave_k = false;
 };
 
 class ExpertStore {
@@ -157,7 +157,7 @@ class ExpertStore {
   void release_from_device(const std::shared_ptr<const ExpertWeights>& dropped);
   // The held format of one of an expert's matrices.
   kernels::WeightType held_type(const TensorLocation& t) const;
-  // The matrix is held interleaved (ExpertFormat::interleave_q4_k).
+  // The matrix is held interleaved (ExpertFormat::interleave_k).
   bool held_interleaved(const TensorLocation& t) const;
   // Writes t's stored bytes `stored` converted to its held format into dst.
   void convert_held(const TensorLocation& t, const uint8_t* stored, uint8_t* dst) const;

@@ -10,12 +10,12 @@ namespace dancemoe::kernels {
 
 void matmul_dequantized(const MatmulArgs& args, const float* x, DotFn dot) {
   const WeightView& w = args.w;
-  if (w.layout == WeightLayout::kQ4KInterleaved16) {
+  if (w.layout == WeightLayout::kInterleaved16) {
     // A group of 16 rows at a time in the rows layout (kernels/interleave.h).
     thread_local std::vector<uint8_t> group;
     group.resize(static_cast<size_t>(kInterleaveRows * weight_row_bytes(w.type, w.cols)));
     for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
-      deinterleave_q4_k(w.data, w.cols, r0, kInterleaveRows, group.data());
+      deinterleave_rows(w.type, w.data, w.cols, r0, kInterleaveRows, group.data());
       MatmulArgs chunk = args;
       chunk.w = WeightView{group.data(), w.type, kInterleaveRows, w.cols, WeightLayout::kRows};
       chunk.y = args.y + r0;

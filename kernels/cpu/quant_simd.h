@@ -1241,7 +1241,7 @@ inline void attach_sub_sums(const MatmulArgs& args, XRows* x) {
 }
 
 #if defined(DMOE_QUANT_SIMD_ZMM) && defined(__AVX512VNNI__)
-// ---- Q4_K interleaved by 16 rows (kernels/interleave.h), VNNI only: each
+// ---- Q4_K and Q6_K interleaved by 16 rows (kernels/interleave.h), VNNI only: each
 // int32 lane of a 512-bit vector is one of the group's 16 rows. Per
 // sub-block j, every 64-byte load of levels is 4 values x 16 rows in its low
 // nibbles (quad q) and its high nibbles (quad q + 4); vpdpbusd takes the
@@ -1280,7 +1280,7 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
     xs[t] = x.sub_sums(t0 + t);
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* o = group + b * kInterleavedBlockBytes;
+    const uint8_t* o = group + b * kQ4KGroupBytes;
     __m512i tot[T], mins[T];
     for (int t = 0; t < T; ++t) tot[t] = mins[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
@@ -1289,7 +1289,7 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
       for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const __m512i v = load512(o + kInterleavedQsOffset + 256 * j + 64 * q);
+        const __m512i v = load512(o + kQ4KQsOffset + 256 * j + 64 * q);
         const __m512i v_lo = _mm512_and_si512(v, m4);
         const __m512i v_hi = _mm512_andnot_si512(m4, v);
         for (int t = 0; t < T; ++t) {
@@ -1299,8 +1299,8 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
         }
       }
       const __m512i sc = _mm512_and_si512(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(
-              reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 16 * j))),
+          _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kQ4KScalesOffset + 16 * j))),
           _mm512_set1_epi32(63));
       for (int t = 0; t < T; ++t) {
         const __m512i sums = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
@@ -1311,14 +1311,13 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
     for (int u = 0; u < 4; ++u) {
       // Sub-blocks 2u, 2u + 1's mins as int16 [row][2u, 2u + 1]: bits 0-3
       // from mlo, bits 4-5 from the top of their scale bytes.
-      const __m512i nibbles =
-          _mm512_cvtepu8_epi16(load256(o + kInterleavedMinsOffset + 32 * (u / 2)));
+      const __m512i nibbles = _mm512_cvtepu8_epi16(load256(o + kQ4KMinsOffset + 32 * (u / 2)));
       const __m512i low = u % 2 == 0 ? _mm512_and_si512(nibbles, _mm512_set1_epi16(0x0F))
                                      : _mm512_srli_epi16(nibbles, 4);
       const __m128i a =
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 32 * u));
-      const __m128i c = _mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(o + kInterleavedScalesOffset + 32 * u + 16));
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kQ4KScalesOffset + 32 * u));
+      const __m128i c =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kQ4KScalesOffset + 32 * u + 16));
       const __m512i tops =
           _mm512_cvtepu8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(a, c), _mm_unpacklo_epi8(a, c)));
       const __m512i m16 = _mm512_or_si512(
@@ -1330,7 +1329,7 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
       }
     }
     const __m512 d = _mm512_cvtph_ps(load256(o));
-    const __m512 dmin = _mm512_cvtph_ps(load256(o + kInterleavedDminOffset));
+    const __m512 dmin = _mm512_cvtph_ps(load256(o + kQ4KDminOffset));
     for (int t = 0; t < T; ++t) {
       const __m512 dx = _mm512_set1_ps(xd[t][b]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, dx), acc[t]);
@@ -1340,21 +1339,103 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// Rows [row_begin, row_end) (multiples of 16): each group of 16 rows against
-// every block of up to kMaxTokens tokens while its weights are in L1.
+// ---- Q6_K interleaved by 16 rows: the same lanes-are-rows scheme over 16
+// sub-blocks of 16 values. Each sub-block is two 64-byte loads of low bits
+// (quads 0-1 in low nibbles, 2-3 in high ones) and one of high bits (two per
+// quad), joined by a shift, a mask and one vpternlogd per quad; the -32
+// offset is the activation's run sums times the scales (one vpdpwssd per
+// pair of sub-blocks, 32 x once per super-block), as in the rows kernels.
+template <class Isa, int T>
+void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+                            float* const y[T]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  // (a & b) | c for vpternlogd (a = 0xF0, b = 0xCC, c = 0xAA).
+  constexpr int kAndOr = 0xEA;
+  __m512 acc[T];
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int16_t* xs[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    const QuantizedXRow row = x[t0 + t];
+    xq[t] = row.q;
+    xd[t] = row.d;
+    xs[t] = row.sums;
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* o = group + b * kQ6KGroupBytes;
+    __m512i tot[T], offset[T];
+    for (int t = 0; t < T; ++t) tot[t] = offset[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int p = 0; p < 8; ++p) {
+      // Scales of sub-blocks 2p, 2p + 1 as int16 [row][e], and as int32 per row.
+      const __m512i sc16 = _mm512_cvtepi8_epi16(load256(o + kQ6KScalesOffset + 32 * p));
+      const __m512i sc[2] = {_mm512_srai_epi32(_mm512_slli_epi32(sc16, 16), 16),
+                             _mm512_srai_epi32(sc16, 16)};
+      for (int t = 0; t < T; ++t) {
+        int32_t pair;  // the activation's sums over sub-blocks 2p, 2p + 1
+        std::memcpy(&pair, xs[t] + 16 * b + 2 * p, 4);
+        offset[t] = Isa::madd_add512(offset[t], sc16, _mm512_set1_epi32(pair));
+      }
+#pragma GCC unroll 2
+      for (int e = 0; e < 2; ++e) {
+        const int s = 2 * p + e;
+        const uint8_t* levels = o + kQ6KLevelsOffset + kQ6KSubBlockBytes * s;
+        const __m512i a0 = load512(levels);
+        const __m512i a1 = load512(levels + 64);
+        const __m512i h = load512(levels + 128);
+        const __m512i v[4] = {
+            _mm512_ternarylogic_epi32(a0, m4, _mm512_and_si512(_mm512_slli_epi16(h, 4), m30),
+                                      kAndOr),
+            _mm512_ternarylogic_epi32(a1, m4, _mm512_and_si512(_mm512_slli_epi16(h, 2), m30),
+                                      kAndOr),
+            _mm512_ternarylogic_epi32(_mm512_srli_epi16(a0, 4), m4, _mm512_and_si512(h, m30),
+                                      kAndOr),
+            _mm512_ternarylogic_epi32(_mm512_srli_epi16(a1, 4), m4,
+                                      _mm512_and_si512(_mm512_srli_epi16(h, 2), m30), kAndOr)};
+        for (int t = 0; t < T; ++t) {
+          const int8_t* xsb = xq[t] + b * kQKK + 16 * s;
+          __m512i d01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[0], broadcast4(xsb));
+          __m512i d23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[2], broadcast4(xsb + 8));
+          d01 = _mm512_dpbusd_epi32(d01, v[1], broadcast4(xsb + 4));
+          d23 = _mm512_dpbusd_epi32(d23, v[3], broadcast4(xsb + 12));
+          tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(_mm512_add_epi32(d01, d23), sc[e]));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(o));
+    for (int t = 0; t < T; ++t) {
+      const __m512i sum = _mm512_sub_epi32(tot[t], _mm512_slli_epi32(offset[t], 5));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(xd[t][b])),
+                               acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
+// Rows [row_begin, row_end) (multiples of 16) of an interleaved Q4_K or
+// Q6_K matrix: each group of 16 rows against every block of up to
+// kMaxTokens tokens while its weights are in L1.
 template <class Isa>
-void matmul_q4_k_interleaved(const MatmulArgs& args, const void* x_q) {
+void matmul_interleaved(const MatmulArgs& args, const void* x_q) {
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
   XRows x(args.w.type, x_q, args.w.cols);
-  attach_sub_sums(args, &x);
+  const bool q6 = args.w.type == WeightType::kQ6_K;
+  if (!q6) attach_sub_sums(args, &x);
   const int64_t n_blocks = args.w.cols / kQKK;
+  const int64_t group_bytes = q6 ? kQ6KGroupBytes : kQ4KGroupBytes;
   const auto* base = static_cast<const uint8_t*>(args.w.data);
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
-    const uint8_t* group = base + r0 / kInterleaveRows * n_blocks * kInterleavedBlockBytes;
+    const uint8_t* group = base + r0 / kInterleaveRows * n_blocks * group_bytes;
     for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
       float* y[T];
       for (int t = 0; t < T; ++t) y[t] = args.y + (t0 + t) * args.y_stride + r0;
-      q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+      if (q6) {
+        q6_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+      } else {
+        q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+      }
     });
   }
 }

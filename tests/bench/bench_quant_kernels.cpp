@@ -77,15 +77,14 @@ struct FreeDeleter {
 
 // Copies of one quantized matrix filling about pool_bytes: anonymous memory
 // on huge pages, or (mmap_file) a file written with the copies and mapped;
-// Q4_K interleaved by 16 rows (kernels/interleave.h) when `layout` says so.
+// Q4_K / Q6_K interleaved by 16 rows (kernels/interleave.h) when `layout` says so.
 class Pool {
  public:
   Pool(const Shape& s, WeightType type, int64_t pool_bytes, const std::string& mmap_file = "",
        WeightLayout layout = WeightLayout::kRows)
       : shape_(s), type_(type), layout_(layout) {
-    const bool interleave = layout == WeightLayout::kQ4KInterleaved16;
-    const int64_t matrix =
-        interleave ? interleaved_bytes(s.rows, s.cols) : s.rows * weight_row_bytes(type, s.cols);
+    const bool interleave = layout == WeightLayout::kInterleaved16;
+    const int64_t matrix = s.rows * weight_row_bytes(type, s.cols);
     stride_ = (matrix + 255) / 256 * 256;
     n_copies_ = std::max<int64_t>(1, pool_bytes / stride_);
     const int64_t huge = int64_t{2} << 20;
@@ -101,7 +100,7 @@ class Pool {
     if (interleave) {
       std::vector<uint8_t> rows(static_cast<size_t>(s.rows * weight_row_bytes(type, s.cols)));
       quantize_rows(type, w.data(), s.rows, s.cols, rows.data());
-      interleave_q4_k(rows.data(), s.rows, s.cols, data_.get());
+      interleave_matrix(type, rows.data(), s.rows, s.cols, data_.get());
     } else {
       quantize_rows(type, w.data(), s.rows, s.cols, data_.get());
     }
@@ -261,16 +260,16 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
       });
       variants.push_back({"2 threads", [&two](int64_t i) { two.call(i); }});
       const size_t n_rows_variants = variants.size();
-      // Q4_K's interleaved copy at the levels with its kernel ("i16"), its
-      // GB/s of the bytes it reads (148 per row and super-block, not 144).
+      // Q4_K / Q6_K's interleaved copy at the levels with its kernel ("i16";
+      // the same bytes as the rows).
       std::unique_ptr<Pool> ipool;
       std::unique_ptr<TwoThreads> itwo;
-      if (type == WeightType::kQ4_K && best.interleaved_q4_k) {
+      if (can_interleave(type, s.rows, s.cols) && best.interleaved_k) {
         ipool = std::make_unique<Pool>(s, type, opts.pool_mib << 20, opts.mmap_file,
-                                       WeightLayout::kQ4KInterleaved16);
+                                       WeightLayout::kInterleaved16);
         const Pool* ip = ipool.get();
         for (const CpuKernels* k : levels(opts)) {
-          if (!k->interleaved_q4_k) continue;
+          if (!k->interleaved_k) continue;
           acts.push_back(std::make_unique<Act>(*k, type, s, 1));
           Act* a = acts.back().get();
           variants.push_back({level(*k) + " i16", [ip, k, a, &s](int64_t i) {
@@ -318,7 +317,7 @@ void run_gemm(const Options& opts) {
       for (WeightType type : kTypes) {
         if (!wanted(opts, type)) continue;
         const Pool pool(s, type, int64_t{64} << 20);
-        std::unique_ptr<Pool> ipool;  // Q4_K interleaved (kernels/interleave.h)
+        std::unique_ptr<Pool> ipool;  // Q4_K / Q6_K interleaved (kernels/interleave.h)
         std::vector<Variant> variants;
         std::vector<std::unique_ptr<Act>> acts;
         for (const CpuKernels* k : levels(opts)) {
@@ -332,10 +331,10 @@ void run_gemm(const Options& opts) {
             variants.push_back({level(*k) + " int8",
                                 [&pool, k, a](int64_t i) { matmul_int8(*k, pool.copy(i), a); }});
           }
-          if (type == WeightType::kQ4_K && k->interleaved_q4_k) {
+          if (can_interleave(type, s.rows, s.cols) && k->interleaved_k) {
             if (ipool == nullptr) {
               ipool = std::make_unique<Pool>(s, type, int64_t{64} << 20, "",
-                                             WeightLayout::kQ4KInterleaved16);
+                                             WeightLayout::kInterleaved16);
             }
             const Pool* ip = ipool.get();
             variants.push_back({level(*k) + " i16", [ip, k, a, &s](int64_t i) {

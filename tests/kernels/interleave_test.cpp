@@ -1,4 +1,4 @@
-// Q4_K interleaved by 16 rows (kernels/interleave.h):
+// Q4_K and Q6_K interleaved by 16 rows (kernels/interleave.h):
 // - interleave / deinterleave round trips are exact on any bytes;
 // - matmul_quant on the interleaved copy equals the rows layout's at every
 //   level (the VNNI kernel, and the deinterleaving path of the others) at
@@ -29,17 +29,19 @@ std::vector<float> random_floats(std::mt19937& rng, int64_t n) {
   return v;
 }
 
-std::vector<uint8_t> random_q4_k(std::mt19937& rng, int64_t rows, int64_t cols) {
+const WeightType kTypes[] = {WeightType::kQ4_K, WeightType::kQ6_K};
+
+std::vector<uint8_t> random_matrix(std::mt19937& rng, WeightType type, int64_t rows, int64_t cols) {
   const std::vector<float> wf = random_floats(rng, rows * cols);
-  std::vector<uint8_t> w(static_cast<size_t>(rows * weight_row_bytes(WeightType::kQ4_K, cols)));
-  quantize_rows(WeightType::kQ4_K, wf.data(), rows, cols, w.data());
+  std::vector<uint8_t> w(static_cast<size_t>(rows * weight_row_bytes(type, cols)));
+  quantize_rows(type, wf.data(), rows, cols, w.data());
   return w;
 }
 
-std::vector<uint8_t> interleaved(const std::vector<uint8_t>& rows_layout, int64_t rows,
-                                 int64_t cols) {
-  std::vector<uint8_t> out(static_cast<size_t>(interleaved_bytes(rows, cols)));
-  interleave_q4_k(rows_layout.data(), rows, cols, out.data());
+std::vector<uint8_t> interleaved(WeightType type, const std::vector<uint8_t>& rows_layout,
+                                 int64_t rows, int64_t cols) {
+  std::vector<uint8_t> out(rows_layout.size());
+  interleave_matrix(type, rows_layout.data(), rows, cols, out.data());
   return out;
 }
 
@@ -63,41 +65,47 @@ std::vector<const CpuKernels*> all_levels() {
 
 TEST_CASE("interleave: round trips are exact, on quantized rows and on any bytes") {
   std::mt19937 rng(3);
-  for (int64_t cols : {256, 768}) {
-    const int64_t rows = 48;
-    std::vector<uint8_t> w = random_q4_k(rng, rows, cols);
-    std::vector<uint8_t> back(w.size());
-    deinterleave_q4_k(interleaved(w, rows, cols).data(), cols, 0, rows, back.data());
-    CHECK(back == w);
-    // Every bit of a block is data (the 12 scale bytes pack 16 six-bit
-    // values exactly), so arbitrary bytes survive too.
-    for (uint8_t& b : w) b = static_cast<uint8_t>(rng());
-    deinterleave_q4_k(interleaved(w, rows, cols).data(), cols, 0, rows, back.data());
-    CHECK(back == w);
-    // A range of rows alone.
-    const std::vector<uint8_t> il = interleaved(w, rows, cols);
-    const int64_t row_bytes = weight_row_bytes(WeightType::kQ4_K, cols);
-    std::vector<uint8_t> part(static_cast<size_t>(16 * row_bytes));
-    deinterleave_q4_k(il.data(), cols, 16, 16, part.data());
-    CHECK(std::equal(part.begin(), part.end(), w.begin() + 16 * row_bytes));
-    std::vector<uint8_t> copied(w.size());
-    copy_as_rows(
-        WeightView{il.data(), WeightType::kQ4_K, rows, cols, WeightLayout::kQ4KInterleaved16},
-        copied.data());
-    CHECK(copied == w);
+  for (WeightType type : kTypes) {
+    for (int64_t cols : {256, 768}) {
+      INFO(weight_type_name(type), " cols ", cols);
+      const int64_t rows = 48;
+      std::vector<uint8_t> w = random_matrix(rng, type, rows, cols);
+      std::vector<uint8_t> back(w.size());
+      const std::vector<uint8_t> il0 = interleaved(type, w, rows, cols);
+      CHECK(il0 != w);
+      deinterleave_rows(type, il0.data(), cols, 0, rows, back.data());
+      CHECK(back == w);
+      // Every bit of a block is data (Q4_K's 12 scale bytes pack 16 six-bit
+      // values exactly), so arbitrary bytes survive too.
+      for (uint8_t& b : w) b = static_cast<uint8_t>(rng());
+      deinterleave_rows(type, interleaved(type, w, rows, cols).data(), cols, 0, rows, back.data());
+      CHECK(back == w);
+      // A range of rows alone.
+      const std::vector<uint8_t> il = interleaved(type, w, rows, cols);
+      const int64_t row_bytes = weight_row_bytes(type, cols);
+      std::vector<uint8_t> part(static_cast<size_t>(16 * row_bytes));
+      deinterleave_rows(type, il.data(), cols, 16, 16, part.data());
+      CHECK(std::equal(part.begin(), part.end(), w.begin() + 16 * row_bytes));
+      std::vector<uint8_t> copied(w.size());
+      copy_as_rows(WeightView{il.data(), type, rows, cols, WeightLayout::kInterleaved16},
+                   copied.data());
+      CHECK(copied == w);
+    }
   }
 }
 
-TEST_CASE("interleave: sizes and the shapes that can be interleaved") {
+TEST_CASE("interleave: the shapes that can be interleaved, and their sizes") {
   CHECK(can_interleave(WeightType::kQ4_K, 512, 1024));
+  CHECK(can_interleave(WeightType::kQ6_K, 32000, 1024));
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 40, 1024));  // rows not whole groups
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 512, 1000));
-  CHECK_FALSE(can_interleave(WeightType::kQ6_K, 512, 1024));
+  CHECK_FALSE(can_interleave(WeightType::kQ8_0, 512, 1024));
+  CHECK_FALSE(can_interleave(WeightType::kQ5_K, 512, 1024));
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 0, 1024));
-  CHECK(interleaved_bytes(512, 1024) == 512 * 4 * 144);
+  CHECK(kQ4KGroupBytes == 16 * weight_block_bytes(WeightType::kQ4_K));
+  CHECK(kQ6KGroupBytes == 16 * weight_block_bytes(WeightType::kQ6_K));
   CHECK(weight_view_bytes(WeightView{nullptr, WeightType::kQ4_K, 32, 512,
-                                     WeightLayout::kQ4KInterleaved16}) == 32 * 2 * 144);
-  CHECK(weight_view_bytes(WeightView{nullptr, WeightType::kQ4_K, 32, 512}) == 32 * 2 * 144);
+                                     WeightLayout::kInterleaved16}) == 32 * 2 * 144);
 }
 
 TEST_CASE("interleave: matmul_quant equals the rows layout at every level") {
@@ -106,45 +114,46 @@ TEST_CASE("interleave: matmul_quant equals the rows layout at every level") {
     int64_t rows, cols, row_begin, row_end;
   };
   const Shape shapes[] = {{64, 1024, 16, 64}, {32, 256, 0, 32}, {48, 512, 16, 32}};
-  for (const Shape& s : shapes) {
-    const std::vector<uint8_t> w = random_q4_k(rng, s.rows, s.cols);
-    const std::vector<uint8_t> il = interleaved(w, s.rows, s.cols);
-    for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 33}) {
-      const std::vector<float> x = random_floats(rng, n_tokens * s.cols);
-      std::vector<uint8_t> xq(
-          static_cast<size_t>(n_tokens * quantized_x_row_bytes(WeightType::kQ4_K, s.cols)));
-      cpu_kernels_for(CpuLevel::kScalar)
-          ->quantize_x(WeightType::kQ4_K, x.data(), n_tokens, s.cols, xq.data());
-      const int64_t y_stride = s.rows + 5;
-      const float kSentinel = 1234.5f;
-      auto run = [&](const CpuKernels& k, const void* data, WeightLayout layout) {
-        std::vector<float> y(static_cast<size_t>(n_tokens * y_stride), kSentinel);
-        MatmulArgs args{WeightView{data, WeightType::kQ4_K, s.rows, s.cols, layout},
-                        n_tokens,
-                        y.data(),
-                        y_stride,
-                        s.row_begin,
-                        s.row_end};
-        k.matmul_quant(args, xq.data());
-        return y;
-      };
-      const std::vector<float> want =
-          run(*cpu_kernels_for(CpuLevel::kScalar), w.data(), WeightLayout::kRows);
-      for (const CpuKernels* k : all_levels()) {
-        INFO(cpu_level_name(k->level), " rows ", s.rows, " cols ", s.cols, " tokens ", n_tokens,
-             " rows [", s.row_begin, ", ", s.row_end, ")");
-        const std::vector<float> got = run(*k, il.data(), WeightLayout::kQ4KInterleaved16);
-        bool untouched = true;
-        for (int64_t t = 0; t < n_tokens; ++t) {
-          for (int64_t r = 0; r < y_stride; ++r) {
-            if (r >= s.row_begin && r < s.row_end) continue;
-            untouched = untouched && got[static_cast<size_t>(t * y_stride + r)] == kSentinel;
+  for (WeightType type : kTypes) {
+    for (const Shape& s : shapes) {
+      const std::vector<uint8_t> w = random_matrix(rng, type, s.rows, s.cols);
+      const std::vector<uint8_t> il = interleaved(type, w, s.rows, s.cols);
+      for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 16, 33}) {
+        const std::vector<float> x = random_floats(rng, n_tokens * s.cols);
+        std::vector<uint8_t> xq(
+            static_cast<size_t>(n_tokens * quantized_x_row_bytes(type, s.cols)));
+        cpu_kernels_for(CpuLevel::kScalar)->quantize_x(type, x.data(), n_tokens, s.cols, xq.data());
+        const int64_t y_stride = s.rows + 5;
+        const float kSentinel = 1234.5f;
+        auto run = [&](const CpuKernels& k, const void* data, WeightLayout layout) {
+          std::vector<float> y(static_cast<size_t>(n_tokens * y_stride), kSentinel);
+          MatmulArgs args{WeightView{data, type, s.rows, s.cols, layout},
+                          n_tokens,
+                          y.data(),
+                          y_stride,
+                          s.row_begin,
+                          s.row_end};
+          k.matmul_quant(args, xq.data());
+          return y;
+        };
+        const std::vector<float> want =
+            run(*cpu_kernels_for(CpuLevel::kScalar), w.data(), WeightLayout::kRows);
+        for (const CpuKernels* k : all_levels()) {
+          INFO(cpu_level_name(k->level), " ", weight_type_name(type), " rows ", s.rows, " cols ",
+               s.cols, " tokens ", n_tokens, " rows [", s.row_begin, ", ", s.row_end, ")");
+          const std::vector<float> got = run(*k, il.data(), WeightLayout::kInterleaved16);
+          bool untouched = true;
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < y_stride; ++r) {
+              if (r >= s.row_begin && r < s.row_end) continue;
+              untouched = untouched && got[static_cast<size_t>(t * y_stride + r)] == kSentinel;
+            }
           }
+          CHECK(untouched);
+          CHECK(normalised_error(got, want) <= 1e-5);
+          // Not the same numbers by accident of a zero result.
+          CHECK(normalised_error(got, std::vector<float>(got.size(), 0.0f)) > 0.0);
         }
-        CHECK(untouched);
-        CHECK(normalised_error(got, want) <= 1e-5);
-        // Not the same numbers by accident of a zero result.
-        CHECK(normalised_error(got, std::vector<float>(got.size(), 0.0f)) > 0.0);
       }
     }
   }
@@ -153,22 +162,24 @@ TEST_CASE("interleave: matmul_quant equals the rows layout at every level") {
 TEST_CASE("interleave: matmul_f32 is bit-identical to the rows layout") {
   std::mt19937 rng(7);
   const int64_t rows = 32, cols = 512, n_tokens = 3;
-  const std::vector<uint8_t> w = random_q4_k(rng, rows, cols);
-  const std::vector<uint8_t> il = interleaved(w, rows, cols);
-  const std::vector<float> x = random_floats(rng, n_tokens * cols);
-  for (const CpuKernels* k : all_levels()) {
-    INFO(cpu_level_name(k->level));
-    std::vector<float> want(static_cast<size_t>(n_tokens * rows)), got(want.size());
-    k->matmul_f32(MatmulArgs{WeightView{w.data(), WeightType::kQ4_K, rows, cols}, n_tokens,
-                             want.data(), rows, 0, rows},
-                  x.data());
-    k->matmul_f32(MatmulArgs{WeightView{il.data(), WeightType::kQ4_K, rows, cols,
-                                        WeightLayout::kQ4KInterleaved16},
-                             n_tokens, got.data(), rows, 16, rows},
-                  x.data());
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      for (int64_t r = 16; r < rows; ++r) {
-        CHECK(got[static_cast<size_t>(t * rows + r)] == want[static_cast<size_t>(t * rows + r)]);
+  for (WeightType type : kTypes) {
+    const std::vector<uint8_t> w = random_matrix(rng, type, rows, cols);
+    const std::vector<uint8_t> il = interleaved(type, w, rows, cols);
+    const std::vector<float> x = random_floats(rng, n_tokens * cols);
+    for (const CpuKernels* k : all_levels()) {
+      INFO(cpu_level_name(k->level), " ", weight_type_name(type));
+      std::vector<float> want(static_cast<size_t>(n_tokens * rows)), got(want.size());
+      k->matmul_f32(
+          MatmulArgs{WeightView{w.data(), type, rows, cols}, n_tokens, want.data(), rows, 0, rows},
+          x.data());
+      k->matmul_f32(
+          MatmulArgs{WeightView{il.data(), type, rows, cols, WeightLayout::kInterleaved16},
+                     n_tokens, got.data(), rows, 16, rows},
+          x.data());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 16; r < rows; ++r) {
+          CHECK(got[static_cast<size_t>(t * rows + r)] == want[static_cast<size_t>(t * rows + r)]);
+        }
       }
     }
   }

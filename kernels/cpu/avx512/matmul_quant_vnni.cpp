@@ -2,7 +2,7 @@
 // cpu/quant_simd.h -- 256-bit for Q8_0 / Q4_0 with vpdpbusd as the int8 dot
 // product, 512-bit for the K formats with vpdpwssd applying each run's scale
 // (one instruction instead of vpmaddwd + vpaddd), and the kernel of
-// interleaved Q4_K matrices (kernels/interleave.h) with vpdpbusd. Built with
+// interleaved Q4_K / Q6_K matrices (kernels/interleave.h) with vpdpbusd. Built with
 // -mavx512vnni.
 #include <immintrin.h>
 
@@ -31,8 +31,8 @@ struct VnniDot {
 }  // namespace
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
-  if (args.w.layout == WeightLayout::kQ4KInterleaved16) {
-    return matmul_q4_k_interleaved<VnniDot>(args, x_q);
+  if (args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_interleaved<VnniDot>(args, x_q);
   }
   matmul_quant_impl<VnniDot>(args, x_q);
 }

@@ -33,7 +33,7 @@ CpuKernels make_avx512vnni_table() {
   CpuKernels k = make_avx512_table();
   k.level = CpuLevel::kAvx512Vnni;
   k.matmul_quant = avx512vnni::matmul_quant;
-  k.interleaved_q4_k = true;
+  k.interleaved_k = true;
   k.quantize_x = avx512vnni::quantize_x;
   k.dequantize = avx512vnni::dequantize;
   return k;

@@ -35,7 +35,7 @@ int run(const Options& o) {
   if (!devices.is_ok()) return report_failure("bench", devices.status());
   RuntimeOptions options;
   options.precision = *precision;
-  options.interleave_q4_k = !o.rows_layout;
+  options.interleave_k = !o.rows_layout;
   if (Status s = apply_device_flags(o.device, &options); !s.is_ok()) {
     return report_failure("bench", s);
   }
@@ -61,8 +61,7 @@ int run(const Options& o) {
   }
   const std::string format = (*model)->checkpoint().is_gguf() ? "gguf" : "safetensors";
   const std::string expert_type(kernels::weight_type_name((*model)->experts().held_type()));
-  const char* expert_layout =
-      (*model)->experts().format().interleave_q4_k ? "q4_K interleaved" : "rows";
+  const char* expert_layout = (*model)->experts().format().interleave_k ? "interleaved" : "rows";
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
@@ -115,9 +114,10 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object on one line");
-  cmd->add_flag("--rows-layout", o->rows_layout,
-                "keep Q4_K experts in their stored rows layout instead of interleaving them for "
-                "the CPU kernels (kernels/interleave.h): an A/B of that choice");
+  cmd->add_flag(
+      "--rows-layout", o->rows_layout,
+      "keep Q4_K / Q6_K matrices in their stored rows layout instead of interleaving them for "
+      "the CPU kernels (kernels/interleave.h): an A/B of that choice");
   add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }

@@ -29,12 +29,12 @@ TEST_CASE("expert blob: an interleaved expert is sent in the file's rows layout"
   REQUIRE(ckpt.is_ok());
   ExpertStore plain(**ckpt);
   ExpertFormat format;
-  format.interleave_q4_k = true;
+  format.interleave_k = true;
   ExpertStore interleaved(**ckpt, {-1}, format);
   const ExpertRef key{1, 5};
   REQUIRE(plain.load(key).is_ok());
   REQUIRE(interleaved.load(key).is_ok());
-  REQUIRE(interleaved.get(key)->gate.layout == kernels::WeightLayout::kQ4KInterleaved16);
+  REQUIRE(interleaved.get(key)->gate.layout == kernels::WeightLayout::kInterleaved16);
   const auto a = serialize_expert(*plain.get(key));
   const auto b = serialize_expert(*interleaved.get(key));
   CHECK(b->bytes.size() == interleaved.expert_bytes(key));

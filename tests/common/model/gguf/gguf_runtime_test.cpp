@@ -241,7 +241,7 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   REQUIRE(ckpt.is_ok());
   ExpertStore plain(**ckpt);
   ExpertFormat format;
-  format.interleave_q4_k = true;
+  format.interleave_k = true;
   ExpertStore interleaved(**ckpt, {-1}, format);
   const ExpertRef key{0, 3};
   REQUIRE(plain.load(key).is_ok());
@@ -250,12 +250,12 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   CHECK(a->storage.data() == nullptr);  // in place in the mapping
   CHECK(b->storage.data() != nullptr);  // a copy, interleaved
   CHECK(b->gate.type == kernels::WeightType::kQ4_K);
-  CHECK(b->gate.layout == kernels::WeightLayout::kQ4KInterleaved16);
+  CHECK(b->gate.layout == kernels::WeightLayout::kInterleaved16);
   CHECK(a->gate.layout == kernels::WeightLayout::kRows);
-  // Q4_K_M keeps some ffn_down in Q6_K: those stay rows.
+  // Q4_K_M keeps some ffn_down in Q6_K: interleaved too.
   for (const kernels::WeightView* v : {&b->up, &b->down}) {
-    CHECK((v->layout == kernels::WeightLayout::kQ4KInterleaved16) ==
-          (v->type == kernels::WeightType::kQ4_K));
+    CHECK(v->layout == kernels::WeightLayout::kInterleaved16);
+    CHECK((v->type == kernels::WeightType::kQ4_K || v->type == kernels::WeightType::kQ6_K));
   }
   // Same sizes; the transfer bytes are the file's.
   CHECK(b->n_bytes == a->n_bytes);
@@ -267,13 +267,13 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   REQUIRE(interleaved.evict(key));
   REQUIRE(interleaved.install(key, bytes).is_ok());
   const auto c = interleaved.get(key);
-  CHECK(c->gate.layout == kernels::WeightLayout::kQ4KInterleaved16);
+  CHECK(c->gate.layout == kernels::WeightLayout::kInterleaved16);
   CHECK(std::memcmp(c->gate.data, b->gate.data,
                     static_cast<size_t>(kernels::weight_view_bytes(b->gate))) == 0);
   CHECK(rows_bytes(*c) == bytes);
 }
 
-TEST_CASE("gguf runtime: Q4_K interleaved where the CPU has the kernel, the same logits") {
+TEST_CASE("gguf runtime: Q4_K / Q6_K interleaved where the CPU has the kernel, the same logits") {
   TempDir dir("gguf-q4k");
   SyntheticModelSpec spec;
   spec.preset = "small";
@@ -284,23 +284,33 @@ TEST_CASE("gguf runtime: Q4_K interleaved where the CPU has the kernel, the same
   options.precision = ComputePrecision::kBF16;
   Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
   REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
-  options.interleave_q4_k = false;
+  options.interleave_k = false;
   Result<std::unique_ptr<ModelRuntime>> off = ModelRuntime::open(gguf, options);
   REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
-  const bool kernel = kernels::cpu_kernels().interleaved_q4_k;
+  const bool kernel = kernels::cpu_kernels().interleaved_k;
   INFO("this CPU's level has the interleaved kernel: ", kernel);
-  CHECK((*on)->experts().format().interleave_q4_k == kernel);
-  CHECK_FALSE((*off)->experts().format().interleave_q4_k);
+  CHECK((*on)->experts().format().interleave_k == kernel);
+  CHECK_FALSE((*off)->experts().format().interleave_k);
   const auto layout = [](const ModelRuntime& m) { return m.dense().layer(0).attention.q.layout; };
-  CHECK((layout(**on) == kernels::WeightLayout::kQ4KInterleaved16) == kernel);
+  CHECK((layout(**on) == kernels::WeightLayout::kInterleaved16) == kernel);
   CHECK(layout(**off) == kernels::WeightLayout::kRows);
   // The embedding's rows are read one at a time: never interleaved.
   CHECK((*on)->dense().embed().layout == kernels::WeightLayout::kRows);
-  // The same integer sums; only the f32 order differs.
   const std::vector<int32_t> ids = prompt((*on)->config().vocab_size);
   const std::vector<float> a = testing::all_logits(**off, ids);
   const std::vector<float> b = testing::all_logits(**on, ids);
-  CHECK(testing::max_abs_diff(a, b) <= 1e-4f * max_abs(a));
+  // The same integer sums, only the f32 order differs: the first position
+  // agrees to float rounding. A later one may not: a token whose top-k
+  // experts nearly tie can route differently on a rounding difference (this
+  // seed has one at position 5), and later positions attend to it -- so the
+  // rest is held to an average, as the Q8_0 test above (a matrix read in
+  // the wrong layout gives noise of the logits' size).
+  const auto vocab = static_cast<size_t>((*on)->config().vocab_size);
+  CHECK(testing::max_abs_diff(std::span(a).first(vocab), std::span(b).first(vocab)) <=
+        1e-5f * max_abs(a));
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
+  CHECK(sum / static_cast<double>(a.size()) <= 1e-2 * max_abs(a));
   CHECK((*on)->resident_weight_bytes() == (*off)->resident_weight_bytes());
 }
 
