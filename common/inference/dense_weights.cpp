@@ -190,9 +190,15 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
     } else {
       uint8_t* dst = matrix_base + m.offset;
       if (m.interleaved) {
-        rows.resize(m.loc->n_bytes);
-        DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, rows.data()));
-        kernels::interleave_matrix(m.loc->type, rows.data(), m.loc->shape[0], m.loc->shape[1], dst);
+        // From the mapping where the rows lie as they are (no staging copy:
+        // the LM head alone is 27 MB of the medium Q4_K_M file).
+        const uint8_t* src = m.loc->mapped;
+        if (!m.loc->usable_in_place()) {
+          rows.resize(m.loc->n_bytes);
+          DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, rows.data()));
+          src = rows.data();
+        }
+        kernels::interleave_matrix(m.loc->type, src, m.loc->shape[0], m.loc->shape[1], dst);
       } else {
         DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
       }

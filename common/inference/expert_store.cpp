@@ -148,9 +148,9 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
     return static_cast<uint64_t>(t.shape[0] * kernels::weight_row_bytes(held_type(t), t.shape[1]));
   };
   auto view = [&](const TensorLocation& t, const uint8_t* data) {
-    return kernels::WeightView{data, held_type(t), t.shape[0], t.shape[1],
-                               held_interleaved(t) ? kernels::WeightLayout::kInterleaved16
-                                                   : kernels::WeightLayout::kRows};
+    return kernels::WeightView{
+        data, held_type(t), t.shape[0], t.shape[1],
+        held_interleaved(t) ? kernels::WeightLayout::kInterleaved16 : kernels::WeightLayout::kRows};
   };
   const TensorLocation* parts[3] = {&gate, &up, &down};
   uint64_t offsets[3] = {0, 0, 0};
@@ -183,8 +183,8 @@ Status ExpertStore::make_resident(ExpertRef key, int32_t device, Fill&& fill) {
   }
   for (int i = 0; i < 3; ++i) {
     if (held_interleaved(*parts[i])) {
-      kernels::interleave_matrix(held_type(*parts[i]), rows_layout[i], parts[i]->shape[0], parts[i]->shape[1],
-                               base + offsets[i]);
+      kernels::interleave_matrix(held_type(*parts[i]), rows_layout[i], parts[i]->shape[0],
+                                 parts[i]->shape[1], base + offsets[i]);
     }
   }
   expert->gate = view(gate, base);
