@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <string>
 #include <vector>
 
 #include "tests/support/paths.h"
@@ -23,6 +25,24 @@ std::vector<uint8_t> write_pattern(const std::filesystem::path& path, size_t n) 
 
 bool same(const MappedFile& map, const std::vector<uint8_t>& bytes) {
   return map.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), map.data());
+}
+
+// Resident bytes of the mapping that starts at `start` (/proc/self/smaps Rss).
+uint64_t mapping_rss(const void* start) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool ours = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 &&
+        line.find(' ') != std::string::npos && line.find('-') < line.find(' ')) {
+      ours = lo == reinterpret_cast<uintptr_t>(start);
+      continue;
+    }
+    uint64_t kb = 0;
+    if (ours && std::sscanf(line.c_str(), "Rss: %lu kB", &kb) == 1) return kb << 10;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -53,6 +73,25 @@ TEST_CASE(
   Result<MappedFile> again = MappedFile::open(dir.path() / "big.bin");
   REQUIRE(again.is_ok());
   CHECK(same(*again, bytes));
+}
+
+TEST_CASE("mapped file: bytes copied out leave the process's memory, and read back the same") {
+  testing::TempDir dir("mapped_file");
+  const size_t n = size_t{8} << 20;
+  const std::vector<uint8_t> bytes = write_pattern(dir.path() / "copied.bin", n);
+  Result<MappedFile> map = MappedFile::open(dir.path() / "copied.bin");
+  REQUIRE(map.is_ok());
+  CHECK(same(*map, bytes));  // every page read: mapped
+  const uint64_t before = mapping_rss(map->data());
+  CHECK(before >= n - (size_t{64} << 10));
+  // The middle 6 MiB, from an odd offset: whole pages within and around it go.
+  MappedFile::dont_need_range(map->data() + (size_t{1} << 20) + 100, size_t{6} << 20);
+  const uint64_t after = mapping_rss(map->data());
+  MESSAGE("mapping RSS " << before << " -> " << after << " bytes");
+  CHECK(after <= before - (size_t{6} << 20) + (size_t{8} << 10));
+  CHECK(same(*map, bytes));                     // mapped again from the page cache on reading
+  MappedFile::dont_need_range(nullptr, 100);    // nothing
+  MappedFile::dont_need_range(map->data(), 0);  // nothing
 }
 
 TEST_CASE("mapped file: small and empty files ask for nothing") {
