@@ -61,7 +61,15 @@ int run(const Options& o) {
   }
   const std::string format = (*model)->checkpoint().is_gguf() ? "gguf" : "safetensors";
   const std::string expert_type(kernels::weight_type_name((*model)->experts().held_type()));
-  const char* expert_layout = (*model)->experts().format().interleave_k ? "interleaved" : "rows";
+  // The layout the experts are computed in (kernels/interleave.h): that of
+  // a resident expert's gate matrix.
+  const char* expert_layout = "rows";
+  if (const std::vector<ExpertRef> keys = (*model)->experts().resident_keys(); !keys.empty()) {
+    if ((*model)->experts().get(keys.front())->gate.layout ==
+        kernels::WeightLayout::kInterleaved16) {
+      expert_layout = "interleaved";
+    }
+  }
   // Before the bandwidth probe allocates its own buffer.
   const uint64_t peak_rss = peak_resident_bytes();
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
