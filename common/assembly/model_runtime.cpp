@@ -323,6 +323,17 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
     description_ = forward->describe();
   }
   computer_ = std::make_unique<ExpertComputer>(std::move(engines));
+  if (store_->format().interleave_k) {
+    // Said in the node's log: why the file is copied at load (kernels/interleave.h).
+    bool any = false;
+    for (ExpertRef key : keys) {
+      if (auto w = store_->get(key)) {
+        any = w->gate.layout == kernels::WeightLayout::kInterleaved16;
+        break;
+      }
+    }
+    if (any) description_ += "; Q4_K / Q6_K weights interleaved by 16 rows";
+  }
   if (devices_.size() > 1 || !devices_.front().cpus.empty()) {
     description_ += "; experts on ";
     for (size_t d = 0; d < devices_.size(); ++d) {
