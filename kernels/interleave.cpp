@@ -184,16 +184,54 @@ void deinterleave_q6_k(const void* interleaved, int64_t cols, int64_t row_begin,
   }
 }
 
+// Q8_0: value 2k + e of row r's block goes to [k][r][e] of its column.
+void interleave_q8_0(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
+  const auto* blocks = static_cast<const BlockQ8_0*>(rows_layout);
+  auto* dst = static_cast<uint8_t*>(out);
+  const int64_t nb = cols / kQK;
+  for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* o = dst + (g * nb + b) * kQ8GroupBytes;
+      for (int r = 0; r < kInterleaveRows; ++r) {
+        const BlockQ8_0& blk = blocks[(g * kInterleaveRows + r) * nb + b];
+        std::memcpy(o + 2 * r, &blk.d, 2);
+        for (int k = 0; k < kQK / 2; ++k) std::memcpy(o + 32 + 32 * k + 2 * r, &blk.qs[2 * k], 2);
+      }
+    }
+  }
+}
+
+void deinterleave_q8_0(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
+                       void* out) {
+  const auto* src = static_cast<const uint8_t*>(interleaved);
+  auto* blocks = static_cast<BlockQ8_0*>(out);
+  const int64_t nb = cols / kQK;
+  for (int64_t g = row_begin / kInterleaveRows; g < (row_begin + n_rows) / kInterleaveRows; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* o = src + (g * nb + b) * kQ8GroupBytes;
+      for (int r = 0; r < kInterleaveRows; ++r) {
+        BlockQ8_0& blk = blocks[(g * kInterleaveRows + r - row_begin) * nb + b];
+        std::memcpy(&blk.d, o + 2 * r, 2);
+        for (int k = 0; k < kQK / 2; ++k) std::memcpy(&blk.qs[2 * k], o + 32 + 32 * k + 2 * r, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, int64_t cols,
                        void* out) {
+  if (type == WeightType::kQ8_0) return interleave_q8_0(rows_layout, rows, cols, out);
   if (type == WeightType::kQ6_K) return interleave_q6_k(rows_layout, rows, cols, out);
   interleave_q4_k(rows_layout, rows, cols, out);
 }
 
 void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, int64_t row_begin,
                        int64_t n_rows, void* out) {
+  if (type == WeightType::kQ8_0) {
+    return deinterleave_q8_0(interleaved, cols, row_begin, n_rows, out);
+  }
   if (type == WeightType::kQ6_K) {
     return deinterleave_q6_k(interleaved, cols, row_begin, n_rows, out);
   }
@@ -201,6 +239,9 @@ void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, i
 }
 
 bool can_interleave(WeightType type, int64_t rows, int64_t cols) {
+  if (type == WeightType::kQ8_0) {
+    return rows > 0 && rows % kInterleaveRows == 0 && cols > 0 && cols % kQK == 0;
+  }
   return (type == WeightType::kQ4_K || type == WeightType::kQ6_K) && rows > 0 &&
          rows % kInterleaveRows == 0 && cols > 0 && cols % kQKK == 0;
 }

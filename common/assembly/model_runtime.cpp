@@ -104,9 +104,9 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
     all_cpu = all_cpu && d.kind == backend::DeviceKind::kCpu;
   }
   ExpertFormat format{options.expert_type, options.copy_mapped_weights};
-  // Q4_K / Q6_K matrices interleaved for the integer kernels
+  // Q4_K / Q6_K / Q8_0 matrices interleaved for the integer kernels
   // (kernels/interleave.h) where this CPU has that kernel: bench_quant_kernels
-  // Q4_K GEMV from DRAM 1.5x, 4-token GEMM 2x, Q6_K GEMV 1.3x (Zen 4). Not with a GPU (its copies
+  // GEMV from DRAM 1.3-1.5x, 4-token GEMM 1.5-2x (Zen 4). Not with a GPU (its copies
   // are made from the rows) nor in f32 compute (which dequantizes rows, not the integer path).
   format.interleave_k = options.interleave_k && all_cpu &&
                         options.precision == ComputePrecision::kBF16 &&
@@ -117,7 +117,8 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
   // file, peak RSS 1.17x its size instead of 1.10x).
   if (format.interleave_k && checkpoint_->is_gguf() &&
       (checkpoint_->expert_type() == kernels::WeightType::kQ4_K ||
-       checkpoint_->expert_type() == kernels::WeightType::kQ6_K)) {
+       checkpoint_->expert_type() == kernels::WeightType::kQ6_K ||
+       checkpoint_->expert_type() == kernels::WeightType::kQ8_0)) {
     format.copy_mapped = true;
   }
   store_ = std::make_unique<ExpertStore>(*checkpoint_, numa_nodes, format);
@@ -332,7 +333,7 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
         break;
       }
     }
-    if (any) description_ += "; Q4_K / Q6_K weights interleaved by 16 rows";
+    if (any) description_ += "; quantized weights interleaved by 16 rows";
   }
   if (devices_.size() > 1 || !devices_.front().cpus.empty()) {
     description_ += "; experts on ";

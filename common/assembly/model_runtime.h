@@ -75,7 +75,7 @@ struct RuntimeOptions : DeviceRequest {
   // as fast to stream where the page cache cannot be huge, at the price of a
   // load copy.
   bool copy_mapped_weights = false;
-  // Hold Q4_K / Q6_K matrices interleaved for the CPU's integer kernels where it has
+  // Hold Q4_K / Q6_K / Q8_0 matrices interleaved for the CPU's integer kernels where it has
   // that kernel (ExpertFormat::interleave_k); false keeps the rows layout
   // as stored (`dancemoe bench --rows-layout`, for A/B measurements).
   bool interleave_k = true;

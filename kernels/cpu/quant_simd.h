@@ -1414,24 +1414,70 @@ void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
 }
 
-// Rows [row_begin, row_end) (multiples of 16) of an interleaved Q4_K or
-// Q6_K matrix: each group of 16 rows against every block of up to
+// ---- Q8_0 interleaved by 16 rows, against 16-bit activations
+// (quant_format.h): each 32-byte load widened (vpmovsxbw) is 2 values of 16
+// rows, one vpdpwssd with the activation's 2 values broadcast advances all
+// 16; a block's 16 sums meet their d and the group's scale in one
+// conversion and one multiply-add. (The rows kernel scales each group's
+// block sums once; here each block is scaled on its own, float rounding
+// apart the same.)
+template <class Isa, int T>
+void q8_0_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+                            float* const y[T]) {
+  __m512 acc[T];
+  const int16_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    const QuantizedXRow row = x[t0 + t];
+    xq[t] = row.q16;
+    xd[t] = row.d;
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* o = group + b * kQ8GroupBytes;
+    __m512i sums[T][2];
+    for (int t = 0; t < T; ++t) sums[t][0] = sums[t][1] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+    for (int k = 0; k < kQK / 2; ++k) {
+      const __m512i w = _mm512_cvtepi8_epi16(load256(o + 32 + 32 * k));
+      for (int t = 0; t < T; ++t) {
+        int32_t pair;  // the activation's values 2k, 2k + 1 of this block
+        std::memcpy(&pair, xq[t] + b * kQK + 2 * k, 4);
+        sums[t][k % 2] = Isa::madd_add512(sums[t][k % 2], w, _mm512_set1_epi32(pair));
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(load256(o));
+    for (int t = 0; t < T; ++t) {
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(xd[t][b * kQK / kQKK]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sums[t][0], sums[t][1])), scale,
+                               acc[t]);
+    }
+  }
+  for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
+}
+
+// Rows [row_begin, row_end) (multiples of 16) of an interleaved Q4_K, Q6_K
+// or Q8_0 matrix: each group of 16 rows against every block of up to
 // kMaxTokens tokens while its weights are in L1.
 template <class Isa>
 void matmul_interleaved(const MatmulArgs& args, const void* x_q) {
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
   XRows x(args.w.type, x_q, args.w.cols);
-  const bool q6 = args.w.type == WeightType::kQ6_K;
-  if (!q6) attach_sub_sums(args, &x);
-  const int64_t n_blocks = args.w.cols / kQKK;
-  const int64_t group_bytes = q6 ? kQ6KGroupBytes : kQ4KGroupBytes;
+  const WeightType type = args.w.type;
+  if (type == WeightType::kQ4_K) attach_sub_sums(args, &x);
+  const int64_t n_blocks = args.w.cols / (type == WeightType::kQ8_0 ? kQK : kQKK);
+  const int64_t group_bytes = type == WeightType::kQ8_0   ? kQ8GroupBytes
+                              : type == WeightType::kQ6_K ? kQ6KGroupBytes
+                                                          : kQ4KGroupBytes;
   const auto* base = static_cast<const uint8_t*>(args.w.data);
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
     const uint8_t* group = base + r0 / kInterleaveRows * n_blocks * group_bytes;
     for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
       float* y[T];
       for (int t = 0; t < T; ++t) y[t] = args.y + (t0 + t) * args.y_stride + r0;
-      if (q6) {
+      if (type == WeightType::kQ8_0) {
+        q8_0_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+      } else if (type == WeightType::kQ6_K) {
         q6_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
       } else {
         q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);

@@ -122,10 +122,10 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object on one line");
-  cmd->add_flag(
-      "--rows-layout", o->rows_layout,
-      "keep Q4_K / Q6_K matrices in their stored rows layout instead of interleaving them for "
-      "the CPU kernels (kernels/interleave.h): an A/B of that choice");
+  cmd->add_flag("--rows-layout", o->rows_layout,
+                "keep Q4_K / Q6_K / Q8_0 matrices in their stored rows layout instead of "
+                "interleaving them for "
+                "the CPU kernels (kernels/interleave.h): an A/B of that choice");
   add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }

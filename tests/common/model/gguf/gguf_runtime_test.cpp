@@ -46,6 +46,17 @@ std::vector<int32_t> prompt(int64_t vocab) {
   return ids;
 }
 
+// An expert's three matrices in the rows layout, as transfers carry them.
+std::vector<uint8_t> rows_bytes(const ExpertWeights& w) {
+  std::vector<uint8_t> bytes;
+  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
+    const size_t at = bytes.size();
+    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
+    kernels::copy_as_rows(*v, bytes.data() + at);
+  }
+  return bytes;
+}
+
 float max_abs(const std::vector<float>& v) {
   float m = 0.0f;
   for (float x : v) m = std::max(m, std::fabs(x));
@@ -132,25 +143,34 @@ TEST_CASE("gguf runtime: a Q8_0 file stays close to bf16 and is used in place") 
   for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
   CHECK(sum / static_cast<double>(a.size()) <= 0.01 * max_abs(a));
   CHECK(testing::max_abs_diff(a, b) > 0.0f);  // it is a different computation
-  // In place: the experts point into the file's mapping and own no slot.
-  const ExpertStore& store = q8->experts();
+  // In the rows layout (no interleaved copies for this CPU's kernels,
+  // kernels/interleave.h -- `dancemoe bench --rows-layout`), in place: the
+  // experts point into the file's mapping and own no slot.
+  RuntimeOptions rows;
+  rows.precision = ComputePrecision::kBF16;
+  rows.interleave_k = false;
+  Result<std::unique_ptr<ModelRuntime>> in_place = ModelRuntime::open(gguf, rows);
+  REQUIRE(in_place.is_ok());
+  const ExpertStore& store = (*in_place)->experts();
   const std::vector<ExpertRef> keys = store.resident_keys();
   REQUIRE_FALSE(keys.empty());
   const auto w = store.get(keys[0]);
   const TensorLocation& gate =
-      q8->checkpoint().tensor(TensorRole::kExpertGate, keys[0].layer, keys[0].expert);
+      (*in_place)->checkpoint().tensor(TensorRole::kExpertGate, keys[0].layer, keys[0].expert);
   CHECK(w->gate.data == gate.mapped);
   CHECK(w->gate.type == kernels::WeightType::kQ8_0);
   CHECK(w->storage.data() == nullptr);
-  CHECK(q8->dense().layer(0).attention.q.data == q8->checkpoint().tensor(TensorRole::kQ, 0).mapped);
+  CHECK((*in_place)->dense().layer(0).attention.q.data ==
+        (*in_place)->checkpoint().tensor(TensorRole::kQ, 0).mapped);
+  // The same integer sums as the interleaved copies, scaled in another order.
+  const std::vector<float> c = testing::all_logits(**in_place, ids);
+  CHECK(testing::max_abs_diff(c, b) <= 1e-3f * max_abs(a));
   // --copy-weights: the same numbers from copies.
-  RuntimeOptions copy;
-  copy.precision = ComputePrecision::kBF16;
-  copy.copy_mapped_weights = true;
-  Result<std::unique_ptr<ModelRuntime>> copied = ModelRuntime::open(gguf, copy);
+  rows.copy_mapped_weights = true;
+  Result<std::unique_ptr<ModelRuntime>> copied = ModelRuntime::open(gguf, rows);
   REQUIRE(copied.is_ok());
   CHECK((*copied)->experts().get(keys[0])->gate.data != gate.mapped);
-  CHECK(testing::all_logits(**copied, ids) == b);
+  CHECK(testing::all_logits(**copied, ids) == c);
 }
 
 TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and transfers") {
@@ -178,23 +198,18 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   const auto w = store.get(key);
   CHECK(w->gate.type == kernels::WeightType::kQ8_0);
   CHECK(w->n_bytes == want);
-  std::vector<uint8_t> bytes;
-  for (const kernels::WeightView* v : {&w->gate, &w->up, &w->down}) {
-    const auto* p = static_cast<const uint8_t*>(v->data);
-    bytes.insert(bytes.end(), p, p + v->rows * kernels::weight_row_bytes(v->type, v->cols));
-  }
+  // What a transfer carries (the rows layout, however the store holds it).
+  const std::vector<uint8_t> bytes = rows_bytes(*w);
   // The model has a manifest (of the bf16 bytes): converted bytes from a peer
   // cannot be checked against it and are refused; loads from the files are
   // checked before conversion.
-  const size_t gate_bytes =
-      static_cast<size_t>(w->gate.rows * kernels::weight_row_bytes(w->gate.type, w->gate.cols));
   REQUIRE(ckpt.manifest() != nullptr);
   REQUIRE(store.evict(key));
   const Status refused = store.install(key, bytes);
   CHECK(refused.code() == StatusCode::kFailedPrecondition);
   CHECK(refused.message().find("cannot be checked") != std::string::npos);
   REQUIRE(store.load(key).is_ok());
-  CHECK(std::memcmp(store.get(key)->gate.data, bytes.data(), gate_bytes) == 0);
+  CHECK(rows_bytes(*store.get(key)) == bytes);
 
   // Without a manifest, installing the held bytes (a peer's transfer) gives
   // the same expert.
@@ -204,7 +219,7 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   ExpertStore& plain_store = (*plain)->experts();
   REQUIRE(plain_store.evict(key));
   REQUIRE(plain_store.install(key, bytes).is_ok());
-  CHECK(std::memcmp(plain_store.get(key)->gate.data, bytes.data(), gate_bytes) == 0);
+  CHECK(rows_bytes(*plain_store.get(key)) == bytes);
   CHECK(plain_store
             .install({key.layer, (key.expert + 1) % static_cast<int32_t>(c.n_experts)},
                      std::vector<uint8_t>(bytes.size() + 1))
@@ -215,17 +230,6 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   Result<std::unique_ptr<ModelRuntime>> bad = ModelRuntime::open(dir.path() / "hf", options);
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().message().find("--expert-type q4_K") != std::string::npos);
-}
-
-// An expert's three matrices in the rows layout, as transfers carry them.
-std::vector<uint8_t> rows_bytes(const ExpertWeights& w) {
-  std::vector<uint8_t> bytes;
-  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
-    const size_t at = bytes.size();
-    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
-    kernels::copy_as_rows(*v, bytes.data() + at);
-  }
-  return bytes;
 }
 
 TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, rows in transfers") {
