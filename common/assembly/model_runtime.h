@@ -77,7 +77,7 @@ struct RuntimeOptions : DeviceRequest {
   bool copy_mapped_weights = false;
   // Hold Q4_K / Q6_K / Q8_0 matrices interleaved for the CPU's integer kernels where it has
   // that kernel (ExpertFormat::interleave_k); false keeps the rows layout
-  // as stored (`dancemoe bench --rows-layout`, for A/B measurements).
+  // as stored (`--rows-layout` on the node and the CLI commands).
   bool interleave_k = true;
   // false: experts only (`dancemoe-node --role experts`) -- no dense
   // weights, forward, executor or Transformer (has_dense() is false; dense(),

@@ -184,6 +184,7 @@ Status NodeAgent::build_runtime() {
   RuntimeOptions runtime;
   static_cast<DeviceRequest&>(runtime) = node_device_request(o);  // as --doctor plans them
   runtime.expert_type = o.expert_type;
+  runtime.interleave_k = o.interleave_weights;
   runtime.experts = std::vector<ExpertRef>{};
   runtime.reserve_gpu_expert_budget = true;  // the placement brings the experts later
   runtime.load_dense = full;

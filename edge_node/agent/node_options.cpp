@@ -32,6 +32,7 @@ struct RawNodeFlags {
   std::string prefix_cache = "256M";
   std::string role = "full";
   bool no_overlap = false;
+  bool rows_layout = false;
   bool no_weight_gathering = false;
   CLI::Option* report_interval_option = nullptr;
 };
@@ -206,6 +207,10 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--kv-memory", raw->kv_memory,
                  "KV cache budget of the running sequences, e.g. 2G (default: 4 full contexts); "
                  "admission waits while it is full");
+  app.add_flag("--rows-layout", raw->rows_layout,
+               "keep Q4_K / Q6_K / Q8_0 weights in the file's rows, used in place, instead of "
+               "copies interleaved for this CPU's faster kernels (AVX-512 VNNI): a faster start "
+               "and a smaller RSS, a slower decode");
   app.add_option("--kv-type", raw->kv_type,
                  "what the KV cache stores: f32, or bf16 (half the memory per position, so twice "
                  "the sequences in --kv-memory; keys and values rounded to bf16)")
@@ -360,6 +365,7 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     o->throttle.max_bytes_per_s = static_cast<double>(rate);
   }
   o->overlap = !raw.no_overlap;
+  o->interleave_weights = !raw.rows_layout;
   o->weight_gathering = !raw.no_weight_gathering;
   if (o->devices.n_threads < 0 || o->service_threads < 0 || o->service_workers < 1) {
     return invalid_argument("--threads/--service-threads must be >= 0 and --service-workers >= 1");

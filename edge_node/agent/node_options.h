@@ -67,6 +67,9 @@ struct NodeOptions {
   ComputePrecision precision = ComputePrecision::kBF16;
   KvElement kv_element = KvElement::kF32;          // --kv-type
   std::optional<kernels::WeightType> expert_type;  // --expert-type; nullopt: as stored
+  // Quantized weights interleaved for this CPU's kernels where it has them
+  // (kernels/interleave.h); false: --rows-layout, the file's rows used in place.
+  bool interleave_weights = true;
   DType wire_dtype = DType::kBF16;
   std::chrono::milliseconds call_timeout{1000};
   int call_attempts = 2;

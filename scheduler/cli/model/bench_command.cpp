@@ -1,9 +1,9 @@
 // `dancemoe bench --model DIR [--devices LIST] [--threads N] [--prompt-tokens 128]
-// [--gen-tokens 64] [--rows-layout] --json`: single-node prefill and decode speed, the weight
-// bytes read per decoded token, a measured memory bandwidth and the fraction
-// of the memory roofline (bandwidth / bytes per token) that decode reaches.
-// membw_gb_s is the burst figure (fastest 16 MiB read); the sustained one
-// (median whole pass over 1 GiB) is printed beside it with its own fraction.
+// [--gen-tokens 64] [device flags, e.g. --rows-layout] --json`: single-node prefill and decode
+// speed, the weight bytes read per decoded token, a measured memory bandwidth and the fraction of
+// the memory roofline (bandwidth / bytes per token) that decode reaches. membw_gb_s is the burst
+// figure (fastest 16 MiB read); the sustained one (median whole pass over 1 GiB) is printed beside
+// it with its own fraction.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -23,7 +23,6 @@ struct Options {
   ModelBenchParams bench;
   std::string precision = "bf16";
   bool json = false;
-  bool rows_layout = false;
   DeviceFlags device;
 };
 
@@ -35,7 +34,6 @@ int run(const Options& o) {
   if (!devices.is_ok()) return report_failure("bench", devices.status());
   RuntimeOptions options;
   options.precision = *precision;
-  options.interleave_k = !o.rows_layout;
   if (Status s = apply_device_flags(o.device, &options); !s.is_ok()) {
     return report_failure("bench", s);
   }
@@ -122,10 +120,6 @@ void setup(CLI::App& root, int* exit_code) {
   cmd->add_option("--repeats", o->bench.repeats, "best of this many runs")->capture_default_str();
   cmd->add_option("--precision", o->precision, "bf16 or f32 activations")->capture_default_str();
   cmd->add_flag("--json", o->json, "one JSON object on one line");
-  cmd->add_flag("--rows-layout", o->rows_layout,
-                "keep Q4_K / Q6_K / Q8_0 matrices in their stored rows layout instead of "
-                "interleaving them for "
-                "the CPU kernels (kernels/interleave.h): an A/B of that choice");
   add_device_flags(cmd, &o->device);
   cmd->callback([o, exit_code] { *exit_code = run(*o); });
 }

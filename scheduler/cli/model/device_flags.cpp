@@ -24,6 +24,9 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
                   "q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored)");
   cmd->add_flag("--copy-weights", flags->copy_weights,
                 "copy a GGUF file's weights into memory instead of computing on its mapping");
+  cmd->add_flag("--rows-layout", flags->rows_layout,
+                "keep Q4_K / Q6_K / Q8_0 weights in the file's rows instead of copies interleaved "
+                "for this CPU's faster kernels (kernels/interleave.h): e.g. an A/B of that choice");
   cmd->add_option("--kv-type", flags->kv_type,
                   "what the KV cache stores on the CPU: f32, or bf16 (half the memory, keys and "
                   "values rounded to bf16)")
@@ -33,6 +36,7 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
 Status apply_device_flags(const DeviceFlags& flags, RuntimeOptions* options) {
   DMOE_ASSIGN_OR_RETURN(options->devices, device_options(flags));
   options->copy_mapped_weights = flags.copy_weights;
+  options->interleave_k = !flags.rows_layout;
   if (!flags.expert_type.empty()) {
     kernels::WeightType type;
     if (!kernels::parse_weight_type(flags.expert_type, &type)) {

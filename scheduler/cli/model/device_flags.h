@@ -26,6 +26,7 @@ struct DeviceFlags {
   int64_t max_batch_tokens = 512;
   std::string expert_type;      // --expert-type: "" keeps the stored format
   bool copy_weights = false;    // --copy-weights: a GGUF's weights copied, not used in place
+  bool rows_layout = false;     // --rows-layout: no copies interleaved for the CPU kernels
   std::string kv_type = "f32";  // --kv-type: what CPU KV caches store
 };
 

@@ -60,6 +60,7 @@ TEST_CASE("node flags: a standalone node with every option converted") {
                                  "100M",
                                  "--kv-type",
                                  "bf16",
+                                 "--rows-layout",
                                  "--insecure"});
   REQUIRE(o.is_ok());
   CHECK(o->wire_dtype == DType::kF32);
@@ -72,6 +73,7 @@ TEST_CASE("node flags: a standalone node with every option converted") {
   CHECK_FALSE(o->overlap);
   CHECK(o->throttle.max_bytes_per_s == 100.0 * (1 << 20));
   CHECK(o->kv_element == KvElement::kBF16);
+  CHECK_FALSE(o->interleave_weights);
   Result<NodeOptions> defaults =
       parse({"--model", "m", "--node-id", "a", "--scheduler", "tcp://s:5550", "--insecure"});
   REQUIRE(defaults.is_ok());
@@ -79,6 +81,7 @@ TEST_CASE("node flags: a standalone node with every option converted") {
   CHECK(defaults->wire_dtype == DType::kBF16);
   CHECK(defaults->overlap);
   CHECK(defaults->kv_element == KvElement::kF32);
+  CHECK(defaults->interleave_weights);
 }
 
 TEST_CASE("node flags: exactly one of --scheduler and --placement -- bad values named") {

@@ -87,5 +87,13 @@ TEST_CASE("device flags: --kv-type and --expert-type reach the runtime options, 
   CHECK(expert.message().find("--expert-type 'q3_K'") != std::string::npos);
 }
 
+TEST_CASE("device flags: --rows-layout keeps the file's rows (no interleaved copies)") {
+  RuntimeOptions options;
+  REQUIRE(apply_device_flags(parse({}), &options).is_ok());
+  CHECK(options.interleave_k);
+  REQUIRE(apply_device_flags(parse({"--rows-layout"}), &options).is_ok());
+  CHECK_FALSE(options.interleave_k);
+}
+
 }  // namespace
 }  // namespace dancemoe::cli
