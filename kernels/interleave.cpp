@@ -101,16 +101,9 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
   }
 }
 
-// Q6_K level v (0..255, 6 bits) of a rows-layout block: v = 128h + 32s + l
-// takes bits 0-3 from ql[64h + l + 32 (s & 1)] (low nibble for s < 2, else
-// high) and bits 4-5 from bits 2s of qh[32h + l].
-uint8_t q6_k_level(const BlockQ6_K& b, int v) {
-  const int h = v / 128, s = (v % 128) / 32, l = v % 32;
-  const uint8_t low_byte = b.ql[64 * h + l + 32 * (s & 1)];
-  const int low = s < 2 ? (low_byte & 0x0F) : (low_byte >> 4);
-  return static_cast<uint8_t>(low | (((b.qh[32 * h + l] >> (2 * s)) & 3) << 4));
-}
-
+// Sets Q6_K level v (0..255, 6 bits) of a rows-layout block: v = 128h + 32s
+// + l keeps bits 0-3 in ql[64h + l + 32 (s & 1)] (low nibble for s < 2, else
+// high) and bits 4-5 in bits 2s of qh[32h + l].
 void set_q6_k_level(BlockQ6_K& b, int v, uint8_t level) {
   const int h = v / 128, s = (v % 128) / 32, l = v % 32;
   uint8_t& low_byte = b.ql[64 * h + l + 32 * (s & 1)];
@@ -130,22 +123,39 @@ void interleave_q6_k(const void* rows_layout, int64_t rows, int64_t cols, void* 
       for (int r = 0; r < kInterleaveRows; ++r) {
         const BlockQ6_K& blk = blocks[(g * kInterleaveRows + r) * nb + b];
         std::memcpy(o + 2 * r, &blk.d, 2);
+        // The 256 levels as bytes, 8 per word (v = 128h + 32s + l: ql's low
+        // or high nibbles, qh's bit pair s), then each sub-block's 16 into
+        // ql / qh bytes -- word arithmetic, not a loop per value (which made
+        // loading the medium Q4_K_M file ~0.4 s slower).
+        constexpr uint64_t kLow4 = 0x0F0F0F0F0F0F0F0FULL, kLow2 = 0x0303030303030303ULL;
         uint8_t levels[kQKK];
-        for (int v = 0; v < kQKK; ++v) levels[v] = q6_k_level(blk, v);
+        for (int h = 0; h < 2; ++h) {
+          for (int part = 0; part < 4; ++part) {
+            uint64_t lo[4], hi[4];
+            std::memcpy(lo, blk.ql + 64 * h + 32 * (part & 1), 32);
+            std::memcpy(hi, blk.qh + 32 * h, 32);
+            for (int w = 0; w < 4; ++w) {
+              lo[w] =
+                  ((lo[w] >> (part < 2 ? 0 : 4)) & kLow4) | (((hi[w] >> (2 * part)) & kLow2) << 4);
+            }
+            std::memcpy(levels + 128 * h + 32 * part, lo, 32);
+          }
+        }
         for (int s = 0; s < 16; ++s) {
           std::memcpy(o + kQ6KScalesOffset + 32 * (s / 2) + 2 * r + s % 2, &blk.scales[s], 1);
-          const uint8_t* q = levels + 16 * s;
-          for (int i = 0; i < 4; ++i) {
-            for (int k = 0; k < 2; ++k) {
-              o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 64 * k + 4 * r + i] =
-                  static_cast<uint8_t>((q[4 * k + i] & 0x0F) | ((q[8 + 4 * k + i] & 0x0F) << 4));
-            }
-            uint8_t high = 0;
-            for (int quad = 0; quad < 4; ++quad) {
-              high = static_cast<uint8_t>(high | ((q[4 * quad + i] >> 4) << (2 * quad)));
-            }
-            o[kQ6KLevelsOffset + kQ6KSubBlockBytes * s + 128 + 4 * r + i] = high;
-          }
+          uint64_t first, second;  // values 0-7 and 8-15 of sub-block s
+          std::memcpy(&first, levels + 16 * s, 8);
+          std::memcpy(&second, levels + 16 * s + 8, 8);
+          // Byte i of half k: value 4k + i low, 8 + 4k + i high.
+          const uint64_t ql = (first & kLow4) | ((second & kLow4) << 4);
+          // Byte i: bit pair q is value 4q + i's bits 4-5.
+          const uint64_t ha = (first >> 4) & kLow2, hb = (second >> 4) & kLow2;
+          const auto qh = static_cast<uint32_t>((ha & 0xFFFFFFFFU) | ((ha >> 32) << 2) |
+                                                ((hb & 0xFFFFFFFFU) << 4) | ((hb >> 32) << 6));
+          uint8_t* sub = o + kQ6KLevelsOffset + kQ6KSubBlockBytes * s;
+          std::memcpy(sub + 4 * r, &ql, 4);
+          std::memcpy(sub + 64 + 4 * r, reinterpret_cast<const uint8_t*>(&ql) + 4, 4);
+          std::memcpy(sub + 128 + 4 * r, &qh, 4);
         }
       }
     }
