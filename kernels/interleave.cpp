@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/quant_blocks.h"
@@ -25,15 +26,22 @@ void pack_scales_mins(const uint8_t sc[8], const uint8_t m[8], uint8_t out[12]) 
   }
 }
 
-void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
-  const auto* blocks = static_cast<const BlockQ4_K*>(rows_layout);
+// Q4_K and Q5_K (kFifthBit; its blocks are Q4_K's with qh[32] before qs).
+template <class Block>
+constexpr bool kFifth = std::is_same_v<Block, BlockQ5_K>;
+
+template <class Block>
+void interleave_k(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
+  const auto* blocks = static_cast<const Block*>(rows_layout);
   auto* dst = static_cast<uint8_t*>(out);
   const int64_t nb = cols / kQKK;
+  const int64_t group_bytes = kFifth<Block> ? kQ5KGroupBytes : kQ4KGroupBytes;
+  const int64_t qs_stride = kFifth<Block> ? kQ5KSubBlockBytes : 256;
   for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* o = dst + (g * nb + b) * kQ4KGroupBytes;
+      uint8_t* o = dst + (g * nb + b) * group_bytes;
       for (int r = 0; r < kInterleaveRows; ++r) {
-        const BlockQ4_K& blk = blocks[(g * kInterleaveRows + r) * nb + b];
+        const Block& blk = blocks[(g * kInterleaveRows + r) * nb + b];
         std::memcpy(o + 2 * r, &blk.d, 2);
         std::memcpy(o + kQ4KDminOffset + 2 * r, &blk.dmin, 2);
         for (int j = 0; j < 8; ++j) {
@@ -53,8 +61,18 @@ void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* 
           for (uint64_t& word : v) word = (word >> (4 * (j % 2))) & 0x0F0F0F0F0F0F0F0FULL;
           const uint64_t quads[2] = {v[0] | (v[2] << 4), v[1] | (v[3] << 4)};
           for (int q = 0; q < 4; ++q) {
-            std::memcpy(o + kQ4KQsOffset + 256 * j + 64 * q + 4 * r,
+            std::memcpy(o + kQ4KQsOffset + qs_stride * j + 64 * q + 4 * r,
                         reinterpret_cast<const uint8_t*>(quads) + 4 * q, 4);
+          }
+          if constexpr (kFifth<Block>) {
+            // Byte i: bit g is the fifth bit of value 4g + i (bit j of qh[4g + i]).
+            for (int i = 0; i < 4; ++i) {
+              uint8_t bits = 0;
+              for (int q = 0; q < 8; ++q) {
+                bits = static_cast<uint8_t>(bits | (((blk.qh[4 * q + i] >> j) & 1) << q));
+              }
+              o[kQ4KQsOffset + qs_stride * j + 256 + 4 * r + i] = bits;
+            }
           }
         }
       }
@@ -62,16 +80,19 @@ void interleave_q4_k(const void* rows_layout, int64_t rows, int64_t cols, void* 
   }
 }
 
-void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
-                       void* out) {
+template <class Block>
+void deinterleave_k(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
+                    void* out) {
   const auto* src = static_cast<const uint8_t*>(interleaved);
-  auto* blocks = static_cast<BlockQ4_K*>(out);
+  auto* blocks = static_cast<Block*>(out);
   const int64_t nb = cols / kQKK;
+  const int64_t group_bytes = kFifth<Block> ? kQ5KGroupBytes : kQ4KGroupBytes;
+  const int64_t qs_stride = kFifth<Block> ? kQ5KSubBlockBytes : 256;
   for (int64_t g = row_begin / kInterleaveRows; g < (row_begin + n_rows) / kInterleaveRows; ++g) {
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* o = src + (g * nb + b) * kQ4KGroupBytes;
+      const uint8_t* o = src + (g * nb + b) * group_bytes;
       for (int r = 0; r < kInterleaveRows; ++r) {
-        BlockQ4_K& blk = blocks[(g * kInterleaveRows + r - row_begin) * nb + b];
+        Block& blk = blocks[(g * kInterleaveRows + r - row_begin) * nb + b];
         std::memcpy(&blk.d, o + 2 * r, 2);
         std::memcpy(&blk.dmin, o + kQ4KDminOffset + 2 * r, 2);
         uint8_t sc[8], m[8];
@@ -85,13 +106,25 @@ void deinterleave_q4_k(const void* interleaved, int64_t cols, int64_t row_begin,
         for (int j = 0; j < 8; ++j) {
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = o[kQ4KQsOffset + 256 * j + 64 * q + 4 * r + i];
+              const uint8_t byte = o[kQ4KQsOffset + qs_stride * j + 64 * q + 4 * r + i];
               for (int half = 0; half < 2; ++half) {
                 const int v = 16 * half + 4 * q + i;
                 const uint8_t level = half == 0 ? byte & 0x0F : byte >> 4;
                 uint8_t& dst = blk.qs[32 * (j / 2) + v];
                 dst = (j % 2 == 0) ? static_cast<uint8_t>((dst & 0xF0) | level)
                                    : static_cast<uint8_t>((dst & 0x0F) | (level << 4));
+              }
+            }
+          }
+        }
+        if constexpr (kFifth<Block>) {
+          std::memset(blk.qh, 0, sizeof(blk.qh));
+          for (int j = 0; j < 8; ++j) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t bits = o[kQ4KQsOffset + qs_stride * j + 256 + 4 * r + i];
+              for (int q = 0; q < 8; ++q) {
+                blk.qh[4 * q + i] =
+                    static_cast<uint8_t>(blk.qh[4 * q + i] | (((bits >> q) & 1) << j));
               }
             }
           }
@@ -234,7 +267,8 @@ void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, i
                        void* out) {
   if (type == WeightType::kQ8_0) return interleave_q8_0(rows_layout, rows, cols, out);
   if (type == WeightType::kQ6_K) return interleave_q6_k(rows_layout, rows, cols, out);
-  interleave_q4_k(rows_layout, rows, cols, out);
+  if (type == WeightType::kQ5_K) return interleave_k<BlockQ5_K>(rows_layout, rows, cols, out);
+  interleave_k<BlockQ4_K>(rows_layout, rows, cols, out);
 }
 
 void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, int64_t row_begin,
@@ -245,15 +279,18 @@ void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, i
   if (type == WeightType::kQ6_K) {
     return deinterleave_q6_k(interleaved, cols, row_begin, n_rows, out);
   }
-  deinterleave_q4_k(interleaved, cols, row_begin, n_rows, out);
+  if (type == WeightType::kQ5_K) {
+    return deinterleave_k<BlockQ5_K>(interleaved, cols, row_begin, n_rows, out);
+  }
+  deinterleave_k<BlockQ4_K>(interleaved, cols, row_begin, n_rows, out);
 }
 
 bool can_interleave(WeightType type, int64_t rows, int64_t cols) {
   if (type == WeightType::kQ8_0) {
     return rows > 0 && rows % kInterleaveRows == 0 && cols > 0 && cols % kQK == 0;
   }
-  return (type == WeightType::kQ4_K || type == WeightType::kQ6_K) && rows > 0 &&
-         rows % kInterleaveRows == 0 && cols > 0 && cols % kQKK == 0;
+  return (type == WeightType::kQ4_K || type == WeightType::kQ5_K || type == WeightType::kQ6_K) &&
+         rows > 0 && rows % kInterleaveRows == 0 && cols > 0 && cols % kQKK == 0;
 }
 
 int64_t weight_view_bytes(const WeightView& w) { return w.rows * weight_row_bytes(w.type, w.cols); }

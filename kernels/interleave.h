@@ -1,4 +1,4 @@
-// The interleaved copies of Q4_K, Q6_K and Q8_0 matrices
+// The interleaved copies of Q4_K, Q5_K, Q6_K and Q8_0 matrices
 // (WeightLayout::kInterleaved16) that the AVX-512 VNNI matmul computes about
 // 2x faster than the GGUF rows (bench_quant_kernels, one thread, Zen 4: see
 // docs/quantization.md).
@@ -30,11 +30,16 @@
 //                             4k + i (low nibble) and 8 + 4k + i (high)
 //   uint8_t  qh[16][4]        row r, byte i: bits 2q, 2q + 1 are bits 4-5 of
 //                             value 4q + i
+// Q5_K (2816 bytes): Q4_K's, but each sub-block's qs (256 bytes) followed
+// by its fifth bits (so that one pass reads the group in order: as two
+// streams, from DRAM it ran at half the speed):
+//   uint8_t  qh[16][4]        row r, byte i: bit g is the fifth bit of
+//                             value 4g + i
 // Q8_0 (544 bytes per column of 32-value blocks):
 //   uint16_t d[16]            f16, row r's d
 //   int8_t   qs[16][16][2]    [k][r][e]: value 2k + e of row r (so that a
 //                             widened 32-byte load is 16 rows x 2 values)
-// Each is 16 x the rows layout's block (144, 210, 34 bytes): the same bytes
+// Each is 16 x the rows layout's block (144, 176, 210, 34 bytes): the same bytes
 // rearranged, so sizes and memory budgets are the same for both layouts.
 // Conversion both ways is exact.
 //
@@ -55,6 +60,10 @@ inline constexpr int64_t kQ4KDminOffset = 32;
 inline constexpr int64_t kQ4KScalesOffset = 64;
 inline constexpr int64_t kQ4KMinsOffset = 192;
 inline constexpr int64_t kQ4KQsOffset = 256;
+// ... of a Q5_K one: Q4_K's up to kQ4KQsOffset, then per sub-block its qs
+// and its fifth bits ...
+inline constexpr int64_t kQ5KGroupBytes = 2816;
+inline constexpr int64_t kQ5KSubBlockBytes = 320;  // qs, then the fifth bits at +256
 // ... of a Q8_0 one (a column of 32-value blocks) ...
 inline constexpr int64_t kQ8GroupBytes = 544;
 // ... and of a Q6_K one.
@@ -63,8 +72,8 @@ inline constexpr int64_t kQ6KScalesOffset = 32;
 inline constexpr int64_t kQ6KLevelsOffset = 288;
 inline constexpr int64_t kQ6KSubBlockBytes = 192;  // ql, then qh at +128
 
-// True when a matrix of this format and shape can be interleaved: Q4_K or
-// Q6_K with cols a multiple of 256, Q8_0 of 32; rows a multiple of 16.
+// True when a matrix of this format and shape can be interleaved: Q4_K,
+// Q5_K or Q6_K with cols a multiple of 256, Q8_0 of 32; rows a multiple of 16.
 bool can_interleave(WeightType type, int64_t rows, int64_t cols);
 // Bytes a view points at, in its layout (the same for both).
 int64_t weight_view_bytes(const WeightView& w);

@@ -46,7 +46,7 @@ enum class WeightType : uint8_t {
 // (weight_row_bytes(type, cols) bytes) and cols is a multiple of the block.
 //
 // How the rows lie in memory (kernels/interleave.h): one after another as
-// above, or -- Q4_K, Q6_K, Q8_0: a copy the CPU kernels compute faster -- in groups
+// above, or -- Q4_K, Q5_K, Q6_K, Q8_0: a copy the CPU kernels compute faster -- in groups
 // of 16 rows whose blocks of each column of super-blocks lie together.
 enum class WeightLayout : uint8_t {
   kRows = 0,
@@ -124,7 +124,7 @@ struct CpuKernels {
   // Takes either layout; for kInterleaved16, row_begin and row_end are
   // multiples of 16.
   void (*matmul_quant)(const MatmulArgs& args, const void* x_q);
-  // matmul_quant computes kInterleaved16 matrices (Q4_K, Q6_K, Q8_0) with a kernel of its
+  // matmul_quant computes kInterleaved16 matrices (Q4_K, Q5_K, Q6_K, Q8_0) with a kernel of its
   // own (AVX-512 VNNI), faster than the rows layout; other levels take them
   // through a rows-layout copy of 16 rows at a time (correct, slower), so
   // weights are interleaved only for a level where this is true.

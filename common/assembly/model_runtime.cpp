@@ -7,6 +7,7 @@
 #include "common/backend/cpu/cpu_expert_engine.h"
 #include "common/backend/cpu/cpu_forward.h"
 #include "common/base/byte_size.h"
+#include "kernels/interleave.h"
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 
@@ -104,7 +105,7 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
     all_cpu = all_cpu && d.kind == backend::DeviceKind::kCpu;
   }
   ExpertFormat format{options.expert_type, options.copy_mapped_weights};
-  // Q4_K / Q6_K / Q8_0 matrices interleaved for the integer kernels
+  // Q4_K / Q5_K / Q6_K / Q8_0 matrices interleaved for the integer kernels
   // (kernels/interleave.h) where this CPU has that kernel: bench_quant_kernels
   // GEMV from DRAM 1.3-1.5x, 4-token GEMM 1.5-2x (Zen 4). Not with a GPU (its copies
   // are made from the rows) nor in f32 compute (which dequantizes rows, not the integer path).
@@ -116,9 +117,8 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
   // whole 2 MiB folios around what was copied (34 MB of the medium Q4_K_M
   // file, peak RSS 1.17x its size instead of 1.10x).
   if (format.interleave_k && checkpoint_->is_gguf() &&
-      (checkpoint_->expert_type() == kernels::WeightType::kQ4_K ||
-       checkpoint_->expert_type() == kernels::WeightType::kQ6_K ||
-       checkpoint_->expert_type() == kernels::WeightType::kQ8_0)) {
+      kernels::can_interleave(checkpoint_->expert_type(), kernels::kInterleaveRows,
+                              kernels::weight_block_values(kernels::WeightType::kQ4_K))) {
     format.copy_mapped = true;
   }
   store_ = std::make_unique<ExpertStore>(*checkpoint_, numa_nodes, format);

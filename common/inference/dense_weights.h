@@ -57,7 +57,7 @@ class DenseWeights {
  public:
   // copy_mapped: copy even matrices usable in place in a GGUF mapping (into
   // anonymous, huge-page memory) -- see RuntimeOptions::copy_mapped_weights.
-  // interleave_k: hold Q4_K / Q6_K / Q8_0 matrices of whole groups of 16 rows
+  // interleave_k: hold Q4_K / Q5_K / Q6_K / Q8_0 matrices of whole groups of 16 rows
   // interleaved for the CPU kernels (kernels/interleave.h;
   // ExpertFormat::interleave_k), except the embedding, whose rows are
   // read one by one, and MLA's kv_b, read by rows too. A copied tensor's

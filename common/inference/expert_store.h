@@ -62,7 +62,7 @@ struct ExpertFormat {
   // Copy experts out of a GGUF mapping into the arenas (huge pages, NUMA
   // binding) instead of using them in place.
   bool copy_mapped = false;
-  // Hold Q4_K / Q6_K / Q8_0 matrices of whole groups of 16 rows interleaved for the CPU
+  // Hold Q4_K / Q5_K / Q6_K / Q8_0 matrices of whole groups of 16 rows interleaved for the CPU
   // kernels that compute them so (kernels/interleave.h; the runtime asks for
   // it where the CPU level has that kernel and every device is a CPU). Only
   // the copy in memory changes, not its size: transfers, install() and

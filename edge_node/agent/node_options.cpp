@@ -207,10 +207,11 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--kv-memory", raw->kv_memory,
                  "KV cache budget of the running sequences, e.g. 2G (default: 4 full contexts); "
                  "admission waits while it is full");
-  app.add_flag("--rows-layout", raw->rows_layout,
-               "keep Q4_K / Q6_K / Q8_0 weights in the file's rows, used in place, instead of "
-               "copies interleaved for this CPU's faster kernels (AVX-512 VNNI): a faster start "
-               "and a smaller RSS, a slower decode");
+  app.add_flag(
+      "--rows-layout", raw->rows_layout,
+      "keep Q4_K / Q5_K / Q6_K / Q8_0 weights in the file's rows, used in place, instead of "
+      "copies interleaved for this CPU's faster kernels (AVX-512 VNNI): a faster start "
+      "and a smaller RSS, a slower decode");
   app.add_option("--kv-type", raw->kv_type,
                  "what the KV cache stores: f32, or bf16 (half the memory per position, so twice "
                  "the sequences in --kv-memory; keys and values rounded to bf16)")

@@ -1241,7 +1241,7 @@ inline void attach_sub_sums(const MatmulArgs& args, XRows* x) {
 }
 
 #if defined(DMOE_QUANT_SIMD_ZMM) && defined(__AVX512VNNI__)
-// ---- Q4_K and Q6_K interleaved by 16 rows (kernels/interleave.h), VNNI only: each
+// ---- Q4_K, Q5_K and Q6_K interleaved by 16 rows (kernels/interleave.h), VNNI only: each
 // int32 lane of a 512-bit vector is one of the group's 16 rows. Per
 // sub-block j, every 64-byte load of levels is 4 values x 16 rows in its low
 // nibbles (quad q) and its high nibbles (quad q + 4); vpdpbusd takes the
@@ -1264,10 +1264,15 @@ inline __m512i broadcast4(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-template <class Isa, int T>
+// Q5_K (kFifthBit): each level's fifth bit joins its nibble (a shift, a
+// mask and one vpternlogd per 64 bytes and half); the high nibbles then go
+// in as levels (up to 31: 16x would not fit a byte).
+template <class Isa, int T, bool kFifthBit = false>
 void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
                             float* const y[T]) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i bit4 = _mm512_set1_epi8(0x10);
+  constexpr int kAndOr = 0xEA;  // (a & b) | c for vpternlogd
   __m512 acc[T];
   const int8_t* xq[T];
   const float* xd[T];
@@ -1280,18 +1285,31 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
     xs[t] = x.sub_sums(t0 + t);
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* o = group + b * kQ4KGroupBytes;
+    const uint8_t* o = group + b * (kFifthBit ? kQ5KGroupBytes : kQ4KGroupBytes);
     __m512i tot[T], mins[T];
     for (int t = 0; t < T; ++t) tot[t] = mins[t] = _mm512_setzero_si512();
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       __m512i lo[T], hi[T];
       for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm512_setzero_si512();
+      __m512i fifth = _mm512_setzero_si512();
+      constexpr int64_t kQsStride = kFifthBit ? kQ5KSubBlockBytes : 256;
+      if constexpr (kFifthBit) fifth = load512(o + kQ4KQsOffset + kQsStride * j + 256);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const __m512i v = load512(o + kQ4KQsOffset + 256 * j + 64 * q);
-        const __m512i v_lo = _mm512_and_si512(v, m4);
-        const __m512i v_hi = _mm512_andnot_si512(m4, v);
+        const __m512i v = load512(o + kQ4KQsOffset + kQsStride * j + 64 * q);
+        __m512i v_lo, v_hi;
+        if constexpr (kFifthBit) {
+          // Bit q of `fifth` to bit 4 for quad q, bit 4 + q for quad 4 + q.
+          v_lo = _mm512_ternarylogic_epi32(
+              v, m4, _mm512_and_si512(_mm512_slli_epi16(fifth, 4 - q), bit4), kAndOr);
+          v_hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 4), m4,
+                                           _mm512_and_si512(_mm512_srli_epi16(fifth, q), bit4),
+                                           kAndOr);
+        } else {
+          v_lo = _mm512_and_si512(v, m4);
+          v_hi = _mm512_andnot_si512(m4, v);
+        }
         for (int t = 0; t < T; ++t) {
           const int8_t* xj = xq[t] + b * kQKK + kSubBlockX[j] + 4 * q;
           lo[t] = _mm512_dpbusd_epi32(lo[t], v_lo, broadcast4(xj));
@@ -1303,7 +1321,8 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
               _mm_loadu_si128(reinterpret_cast<const __m128i*>(o + kQ4KScalesOffset + 16 * j))),
           _mm512_set1_epi32(63));
       for (int t = 0; t < T; ++t) {
-        const __m512i sums = _mm512_add_epi32(lo[t], _mm512_srai_epi32(hi[t], 4));
+        const __m512i sums =
+            _mm512_add_epi32(lo[t], kFifthBit ? hi[t] : _mm512_srai_epi32(hi[t], 4));
         tot[t] = _mm512_add_epi32(tot[t], _mm512_mullo_epi32(sums, sc));
       }
     }
@@ -1464,10 +1483,11 @@ void matmul_interleaved(const MatmulArgs& args, const void* x_q) {
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
   XRows x(args.w.type, x_q, args.w.cols);
   const WeightType type = args.w.type;
-  if (type == WeightType::kQ4_K) attach_sub_sums(args, &x);
+  if (type == WeightType::kQ4_K || type == WeightType::kQ5_K) attach_sub_sums(args, &x);
   const int64_t n_blocks = args.w.cols / (type == WeightType::kQ8_0 ? kQK : kQKK);
   const int64_t group_bytes = type == WeightType::kQ8_0   ? kQ8GroupBytes
                               : type == WeightType::kQ6_K ? kQ6KGroupBytes
+                              : type == WeightType::kQ5_K ? kQ5KGroupBytes
                                                           : kQ4KGroupBytes;
   const auto* base = static_cast<const uint8_t*>(args.w.data);
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
@@ -1479,6 +1499,8 @@ void matmul_interleaved(const MatmulArgs& args, const void* x_q) {
         q8_0_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
       } else if (type == WeightType::kQ6_K) {
         q6_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+      } else if (type == WeightType::kQ5_K) {
+        q4_k_interleaved_group<Isa, T, true>(group, n_blocks, x, t0, y);
       } else {
         q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
       }

@@ -77,7 +77,7 @@ struct FreeDeleter {
 
 // Copies of one quantized matrix filling about pool_bytes: anonymous memory
 // on huge pages, or (mmap_file) a file written with the copies and mapped;
-// Q4_K / Q6_K / Q8_0 interleaved by 16 rows (kernels/interleave.h) when `layout` says so.
+// Q4_K / Q5_K / Q6_K / Q8_0 interleaved by 16 rows (kernels/interleave.h) when `layout` says so.
 class Pool {
  public:
   Pool(const Shape& s, WeightType type, int64_t pool_bytes, const std::string& mmap_file = "",
@@ -260,7 +260,7 @@ void run_gemv(const Options& opts, double bw1, double bw2) {
       });
       variants.push_back({"2 threads", [&two](int64_t i) { two.call(i); }});
       const size_t n_rows_variants = variants.size();
-      // Q4_K / Q6_K / Q8_0 interleaved copy at the levels with its kernel ("i16";
+      // Q4_K / Q5_K / Q6_K / Q8_0 interleaved copy at the levels with its kernel ("i16";
       // the same bytes as the rows).
       std::unique_ptr<Pool> ipool;
       std::unique_ptr<TwoThreads> itwo;
@@ -317,7 +317,8 @@ void run_gemm(const Options& opts) {
       for (WeightType type : kTypes) {
         if (!wanted(opts, type)) continue;
         const Pool pool(s, type, int64_t{64} << 20);
-        std::unique_ptr<Pool> ipool;  // Q4_K / Q6_K / Q8_0 interleaved (kernels/interleave.h)
+        std::unique_ptr<Pool>
+            ipool;  // Q4_K / Q5_K / Q6_K / Q8_0 interleaved (kernels/interleave.h)
         std::vector<Variant> variants;
         std::vector<std::unique_ptr<Act>> acts;
         for (const CpuKernels* k : levels(opts)) {

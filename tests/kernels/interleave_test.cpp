@@ -1,4 +1,4 @@
-// Q4_K, Q6_K and Q8_0 interleaved by 16 rows (kernels/interleave.h):
+// Q4_K, Q5_K, Q6_K and Q8_0 interleaved by 16 rows (kernels/interleave.h):
 // - interleave / deinterleave round trips are exact on any bytes;
 // - matmul_quant on the interleaved copy equals the rows layout's at every
 //   level (the VNNI kernel, and the deinterleaving path of the others) at
@@ -29,7 +29,8 @@ std::vector<float> random_floats(std::mt19937& rng, int64_t n) {
   return v;
 }
 
-const WeightType kTypes[] = {WeightType::kQ4_K, WeightType::kQ6_K, WeightType::kQ8_0};
+const WeightType kTypes[] = {WeightType::kQ4_K, WeightType::kQ5_K, WeightType::kQ6_K,
+                             WeightType::kQ8_0};
 
 std::vector<uint8_t> random_matrix(std::mt19937& rng, WeightType type, int64_t rows, int64_t cols) {
   const std::vector<float> wf = random_floats(rng, rows * cols);
@@ -101,10 +102,11 @@ TEST_CASE("interleave: the shapes that can be interleaved, and their sizes") {
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 512, 1000));
   CHECK(can_interleave(WeightType::kQ8_0, 512, 1056));  // Q8_0: whole 32-value blocks
   CHECK_FALSE(can_interleave(WeightType::kQ4_0, 512, 1024));
-  CHECK_FALSE(can_interleave(WeightType::kQ5_K, 512, 1024));
+  CHECK(can_interleave(WeightType::kQ5_K, 512, 1024));
   CHECK_FALSE(can_interleave(WeightType::kQ4_K, 0, 1024));
   CHECK(kQ4KGroupBytes == 16 * weight_block_bytes(WeightType::kQ4_K));
   CHECK(kQ6KGroupBytes == 16 * weight_block_bytes(WeightType::kQ6_K));
+  CHECK(kQ5KGroupBytes == 16 * weight_block_bytes(WeightType::kQ5_K));
   CHECK(kQ8GroupBytes == 16 * weight_block_bytes(WeightType::kQ8_0));
   CHECK(weight_view_bytes(WeightView{nullptr, WeightType::kQ4_K, 32, 512,
                                      WeightLayout::kInterleaved16}) == 32 * 2 * 144);

@@ -2,7 +2,7 @@
 // cpu/quant_simd.h -- 256-bit for Q8_0 / Q4_0 with vpdpbusd as the int8 dot
 // product, 512-bit for the K formats with vpdpwssd applying each run's scale
 // (one instruction instead of vpmaddwd + vpaddd), and the kernel of
-// interleaved Q4_K / Q6_K / Q8_0 matrices (kernels/interleave.h) with vpdpbusd
+// interleaved Q4_K / Q5_K / Q6_K / Q8_0 matrices (kernels/interleave.h) with vpdpbusd
 // (Q8_0: vpdpwssd). Built with
 // -mavx512vnni.
 #include <immintrin.h>

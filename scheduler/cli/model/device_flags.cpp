@@ -24,9 +24,10 @@ void add_device_flags(CLI::App* cmd, DeviceFlags* flags) {
                   "q5_K, q6_K, mxfp4, bf16, f16 or f32 (default: as stored)");
   cmd->add_flag("--copy-weights", flags->copy_weights,
                 "copy a GGUF file's weights into memory instead of computing on its mapping");
-  cmd->add_flag("--rows-layout", flags->rows_layout,
-                "keep Q4_K / Q6_K / Q8_0 weights in the file's rows instead of copies interleaved "
-                "for this CPU's faster kernels (kernels/interleave.h): e.g. an A/B of that choice");
+  cmd->add_flag(
+      "--rows-layout", flags->rows_layout,
+      "keep Q4_K / Q5_K / Q6_K / Q8_0 weights in the file's rows instead of copies interleaved "
+      "for this CPU's faster kernels (kernels/interleave.h): e.g. an A/B of that choice");
   cmd->add_option("--kv-type", flags->kv_type,
                   "what the KV cache stores on the CPU: f32, or bf16 (half the memory, keys and "
                   "values rounded to bf16)")
