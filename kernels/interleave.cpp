@@ -26,7 +26,7 @@ void pack_scales_mins(const uint8_t sc[8], const uint8_t m[8], uint8_t out[12]) 
   }
 }
 
-// Q4_K and Q5_K (kFifthBit; its blocks are Q4_K's with qh[32] before qs).
+// Q4_K and Q5_K (kFifth: its blocks are Q4_K's with qh[32] before qs).
 template <class Block>
 constexpr bool kFifth = std::is_same_v<Block, BlockQ5_K>;
 
