@@ -1268,22 +1268,13 @@ inline __m512i broadcast4(const int8_t* p) {
 // mask and one vpternlogd per 64 bytes and half); the high nibbles then go
 // in as levels (up to 31: 16x would not fit a byte).
 template <class Isa, int T, bool kFifthBit = false>
-void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const Tokens<T>& tok,
                             float* const y[T]) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i bit4 = _mm512_set1_epi8(0x10);
   constexpr int kAndOr = 0xEA;  // (a & b) | c for vpternlogd
   __m512 acc[T];
-  const int8_t* xq[T];
-  const float* xd[T];
-  const int16_t* xs[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const QuantizedXRow row = x[t0 + t];
-    xq[t] = row.q;
-    xd[t] = row.d;
-    xs[t] = x.sub_sums(t0 + t);
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* o = group + b * (kFifthBit ? kQ5KGroupBytes : kQ4KGroupBytes);
     __m512i tot[T], mins[T];
@@ -1311,7 +1302,7 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
           v_hi = _mm512_andnot_si512(m4, v);
         }
         for (int t = 0; t < T; ++t) {
-          const int8_t* xj = xq[t] + b * kQKK + kSubBlockX[j] + 4 * q;
+          const int8_t* xj = tok.x[t].q + b * kQKK + kSubBlockX[j] + 4 * q;
           lo[t] = _mm512_dpbusd_epi32(lo[t], v_lo, broadcast4(xj));
           hi[t] = _mm512_dpbusd_epi32(hi[t], v_hi, broadcast4(xj + 16));
         }
@@ -1343,14 +1334,14 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
           low, _mm512_and_si512(_mm512_srli_epi16(tops, 2), _mm512_set1_epi16(0x30)));
       for (int t = 0; t < T; ++t) {
         int32_t pair;  // the activation's sums over sub-blocks 2u, 2u + 1
-        std::memcpy(&pair, xs[t] + 8 * b + 2 * u, 4);
+        std::memcpy(&pair, tok.sub[t] + 8 * b + 2 * u, 4);
         mins[t] = Isa::madd_add512(mins[t], m16, _mm512_set1_epi32(pair));
       }
     }
     const __m512 d = _mm512_cvtph_ps(load256(o));
     const __m512 dmin = _mm512_cvtph_ps(load256(o + kQ4KDminOffset));
     for (int t = 0; t < T; ++t) {
-      const __m512 dx = _mm512_set1_ps(xd[t][b]);
+      const __m512 dx = _mm512_set1_ps(tok.x[t].d[b]);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(tot[t]), _mm512_mul_ps(d, dx), acc[t]);
       acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mins[t]), _mm512_mul_ps(dmin, dx), acc[t]);
     }
@@ -1365,23 +1356,14 @@ void q4_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
 // offset is the activation's run sums times the scales (one vpdpwssd per
 // pair of sub-blocks, 32 x once per super-block), as in the rows kernels.
 template <class Isa, int T>
-void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const Tokens<T>& tok,
                             float* const y[T]) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   // (a & b) | c for vpternlogd (a = 0xF0, b = 0xCC, c = 0xAA).
   constexpr int kAndOr = 0xEA;
   __m512 acc[T];
-  const int8_t* xq[T];
-  const float* xd[T];
-  const int16_t* xs[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const QuantizedXRow row = x[t0 + t];
-    xq[t] = row.q;
-    xd[t] = row.d;
-    xs[t] = row.sums;
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* o = group + b * kQ6KGroupBytes;
     __m512i tot[T], offset[T];
@@ -1394,7 +1376,7 @@ void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
                              _mm512_srai_epi32(sc16, 16)};
       for (int t = 0; t < T; ++t) {
         int32_t pair;  // the activation's sums over sub-blocks 2p, 2p + 1
-        std::memcpy(&pair, xs[t] + 16 * b + 2 * p, 4);
+        std::memcpy(&pair, tok.x[t].sums + 16 * b + 2 * p, 4);
         offset[t] = Isa::madd_add512(offset[t], sc16, _mm512_set1_epi32(pair));
       }
 #pragma GCC unroll 2
@@ -1414,7 +1396,7 @@ void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
             _mm512_ternarylogic_epi32(_mm512_srli_epi16(a1, 4), m4,
                                       _mm512_and_si512(_mm512_srli_epi16(h, 2), m30), kAndOr)};
         for (int t = 0; t < T; ++t) {
-          const int8_t* xsb = xq[t] + b * kQKK + 16 * s;
+          const int8_t* xsb = tok.x[t].q + b * kQKK + 16 * s;
           __m512i d01 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[0], broadcast4(xsb));
           __m512i d23 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v[2], broadcast4(xsb + 8));
           d01 = _mm512_dpbusd_epi32(d01, v[1], broadcast4(xsb + 4));
@@ -1426,8 +1408,8 @@ void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
     const __m512 d = _mm512_cvtph_ps(load256(o));
     for (int t = 0; t < T; ++t) {
       const __m512i sum = _mm512_sub_epi32(tot[t], _mm512_slli_epi32(offset[t], 5));
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(xd[t][b])),
-                               acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                               _mm512_mul_ps(d, _mm512_set1_ps(tok.x[t].d[b])), acc[t]);
     }
   }
   for (int t = 0; t < T; ++t) _mm512_storeu_ps(y[t], acc[t]);
@@ -1441,17 +1423,10 @@ void q6_k_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
 // block sums once; here each block is scaled on its own, float rounding
 // apart the same.)
 template <class Isa, int T>
-void q8_0_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows& x, int64_t t0,
+void q8_0_interleaved_group(const uint8_t* group, int64_t n_blocks, const Tokens<T>& tok,
                             float* const y[T]) {
   __m512 acc[T];
-  const int16_t* xq[T];
-  const float* xd[T];
-  for (int t = 0; t < T; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    const QuantizedXRow row = x[t0 + t];
-    xq[t] = row.q16;
-    xd[t] = row.d;
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* o = group + b * kQ8GroupBytes;
     __m512i sums[T][2];
@@ -1461,13 +1436,13 @@ void q8_0_interleaved_group(const uint8_t* group, int64_t n_blocks, const XRows&
       const __m512i w = _mm512_cvtepi8_epi16(load256(o + 32 + 32 * k));
       for (int t = 0; t < T; ++t) {
         int32_t pair;  // the activation's values 2k, 2k + 1 of this block
-        std::memcpy(&pair, xq[t] + b * kQK + 2 * k, 4);
+        std::memcpy(&pair, tok.x[t].q16 + b * kQK + 2 * k, 4);
         sums[t][k % 2] = Isa::madd_add512(sums[t][k % 2], w, _mm512_set1_epi32(pair));
       }
     }
     const __m512 d = _mm512_cvtph_ps(load256(o));
     for (int t = 0; t < T; ++t) {
-      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(xd[t][b * kQK / kQKK]));
+      const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(tok.x[t].d[b * kQK / kQKK]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(sums[t][0], sums[t][1])), scale,
                                acc[t]);
     }
@@ -1495,14 +1470,15 @@ void matmul_interleaved(const MatmulArgs& args, const void* x_q) {
     for_token_blocks(args.n_tokens, [&]<int T>(int64_t t0) {
       float* y[T];
       for (int t = 0; t < T; ++t) y[t] = args.y + (t0 + t) * args.y_stride + r0;
+      const Tokens<T> tok = x.tokens<T>(t0);
       if (type == WeightType::kQ8_0) {
-        q8_0_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+        q8_0_interleaved_group<Isa, T>(group, n_blocks, tok, y);
       } else if (type == WeightType::kQ6_K) {
-        q6_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+        q6_k_interleaved_group<Isa, T>(group, n_blocks, tok, y);
       } else if (type == WeightType::kQ5_K) {
-        q4_k_interleaved_group<Isa, T, true>(group, n_blocks, x, t0, y);
+        q4_k_interleaved_group<Isa, T, true>(group, n_blocks, tok, y);
       } else {
-        q4_k_interleaved_group<Isa, T>(group, n_blocks, x, t0, y);
+        q4_k_interleaved_group<Isa, T>(group, n_blocks, tok, y);
       }
     });
   }
