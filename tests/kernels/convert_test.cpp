@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/numeric.h"
 #include "kernels/kernels.h"
+#include "tests/support/cpu_levels.h"
 
 namespace dancemoe::kernels {
 namespace {
@@ -25,15 +26,6 @@ uint32_t to_bits(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);
   return bits;
-}
-
-std::vector<const CpuKernels*> all_levels() {
-  std::vector<const CpuKernels*> levels;
-  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
-                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
-    if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
-  }
-  return levels;
 }
 
 TEST_CASE("conversions: f32 -> bf16 rounds to nearest even and keeps NaN a NaN") {
@@ -63,7 +55,7 @@ TEST_CASE("conversions: f32 -> bf16 rounds to nearest even and keeps NaN a NaN")
   const CpuKernels* reference = cpu_kernels_for(CpuLevel::kScalar);
   std::vector<float> in;
   for (const Case& c : cases) in.push_back(from_bits(c.f32));
-  for (const CpuKernels* k : all_levels()) {
+  for (const CpuKernels* k : testing::all_cpu_kernels()) {
     // Offsets 0..16 put each value in the vector body and in the tail.
     for (int64_t offset : {0, 5, 16}) {
       std::vector<float> padded(static_cast<size_t>(offset), 1.0f);
@@ -90,7 +82,7 @@ TEST_CASE("conversions: f16 -> f32 handles subnormals, infinities and NaN") {
       {0x8001, -5.9604645e-8f}, {0x7c00, HUGE_VALF},     {0xfc00, -HUGE_VALF},
       {0x3555, 0.33325195f},
   };
-  for (const CpuKernels* k : all_levels()) {
+  for (const CpuKernels* k : testing::all_cpu_kernels()) {
     INFO(cpu_level_name(k->level));
     std::vector<uint16_t> in;
     for (const Case& c : cases) in.push_back(c.f16);
@@ -117,7 +109,7 @@ TEST_CASE("conversions: every bf16 and f16 bit pattern matches the reference") {
   std::vector<float> want_bf16(all.size()), want_f16(all.size());
   reference->bf16_to_f32(all.data(), static_cast<int64_t>(all.size()), want_bf16.data());
   reference->f16_to_f32(all.data(), static_cast<int64_t>(all.size()), want_f16.data());
-  for (const CpuKernels* k : all_levels()) {
+  for (const CpuKernels* k : testing::all_cpu_kernels()) {
     std::vector<float> got(all.size());
     k->bf16_to_f32(all.data(), static_cast<int64_t>(all.size()), got.data());
     size_t bf16_mismatches = 0;
@@ -151,7 +143,7 @@ TEST_CASE("conversions: f32 -> bf16 matches the reference on a sweep of bit patt
   std::vector<uint16_t> want(in.size());
   cpu_kernels_for(CpuLevel::kScalar)
       ->f32_to_bf16(in.data(), static_cast<int64_t>(in.size()), want.data());
-  for (const CpuKernels* k : all_levels()) {
+  for (const CpuKernels* k : testing::all_cpu_kernels()) {
     std::vector<uint16_t> got(in.size());
     k->f32_to_bf16(in.data(), static_cast<int64_t>(in.size()), got.data());
     INFO(cpu_level_name(k->level));

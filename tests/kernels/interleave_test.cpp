@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
+#include "tests/support/cpu_levels.h"
 
 namespace dancemoe::kernels {
 namespace {
@@ -53,15 +54,6 @@ double normalised_error(const std::vector<float>& got, const std::vector<float>&
     max_ref = std::max(max_ref, static_cast<double>(std::fabs(want[i])));
   }
   return max_ref == 0.0 ? max_diff : max_diff / max_ref;
-}
-
-std::vector<const CpuKernels*> all_levels() {
-  std::vector<const CpuKernels*> levels;
-  for (CpuLevel level : {CpuLevel::kScalar, CpuLevel::kAvx2, CpuLevel::kAvx512,
-                         CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
-    if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
-  }
-  return levels;
 }
 
 TEST_CASE("interleave: round trips are exact, on quantized rows and on any bytes") {
@@ -145,7 +137,7 @@ TEST_CASE("interleave: matmul_quant equals the rows layout at every level") {
         };
         const std::vector<float> want =
             run(*cpu_kernels_for(CpuLevel::kScalar), w.data(), WeightLayout::kRows);
-        for (const CpuKernels* k : all_levels()) {
+        for (const CpuKernels* k : testing::all_cpu_kernels()) {
           INFO(cpu_level_name(k->level), " ", weight_type_name(type), " rows ", s.rows, " cols ",
                s.cols, " tokens ", n_tokens, " rows [", s.row_begin, ", ", s.row_end, ")");
           const std::vector<float> got = run(*k, il.data(), WeightLayout::kInterleaved16);
@@ -173,7 +165,7 @@ TEST_CASE("interleave: matmul_f32 is bit-identical to the rows layout") {
     const std::vector<uint8_t> w = random_matrix(rng, type, rows, cols);
     const std::vector<uint8_t> il = interleaved(type, w, rows, cols);
     const std::vector<float> x = random_floats(rng, n_tokens * cols);
-    for (const CpuKernels* k : all_levels()) {
+    for (const CpuKernels* k : testing::all_cpu_kernels()) {
       INFO(cpu_level_name(k->level), " ", weight_type_name(type));
       std::vector<float> want(static_cast<size_t>(n_tokens * rows)), got(want.size());
       k->matmul_f32(

@@ -20,20 +20,12 @@
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
+#include "tests/support/cpu_levels.h"
 
 namespace dancemoe::kernels {
 namespace {
 
 constexpr WeightType kType = WeightType::kMXFP4;
-
-std::vector<const CpuKernels*> simd_levels() {
-  std::vector<const CpuKernels*> levels;
-  for (CpuLevel level :
-       {CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
-    if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
-  }
-  return levels;
-}
 
 const CpuKernels& reference() { return *cpu_kernels_for(CpuLevel::kScalar); }
 
@@ -201,7 +193,7 @@ TEST_CASE("mxfp4 parity: matmul_quant at every level against the scalar referenc
         return y;
       };
       const std::vector<float> want = run(reference());
-      for (const CpuKernels* k : simd_levels()) {
+      for (const CpuKernels* k : testing::simd_cpu_kernels()) {
         INFO(cpu_level_name(k->level), " rows ", s.rows, " cols ", cols, " tokens ", s.n_tokens);
         const std::vector<float> got = run(*k);
         bool untouched = true;
@@ -232,7 +224,7 @@ TEST_CASE("mxfp4 parity: matmul_f32, dequantize and matmul_quantized at every le
   quantize_rows(kType, wf.data(), rows, cols, w.data());
   std::vector<float> deq(static_cast<size_t>(rows * cols));
   dequantize_values(kType, w.data(), rows * cols, deq.data());
-  for (const CpuKernels* k : simd_levels()) {
+  for (const CpuKernels* k : testing::simd_cpu_kernels()) {
     INFO(cpu_level_name(k->level));
     std::vector<float> got(deq.size(), 99.0f);
     k->dequantize(kType, w.data(), rows * cols, got.data());
@@ -300,7 +292,7 @@ TEST_CASE("kernel parity: clamped SwiGLU at every level, around the limit") {
       CHECK(want[static_cast<size_t>(i)] == doctest::Approx(v).epsilon(1e-5));
     }
     CHECK(want[0] == doctest::Approx((1.0 - limit) * limit / (1.0 + std::exp(-alpha * limit))));
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(cpu_level_name(k->level), " n ", n);
       std::vector<float> got(static_cast<size_t>(n), 99.0f);
       k->swiglu_clamped(gate.data(), up.data(), n, alpha, limit, got.data());

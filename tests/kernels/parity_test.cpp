@@ -17,18 +17,10 @@
 
 #include "kernels/cpu/numeric.h"
 #include "kernels/kernels.h"
+#include "tests/support/cpu_levels.h"
 
 namespace dancemoe::kernels {
 namespace {
-
-std::vector<const CpuKernels*> simd_levels() {
-  std::vector<const CpuKernels*> levels;
-  for (CpuLevel level :
-       {CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
-    if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
-  }
-  return levels;
-}
 
 const CpuKernels& reference() { return *cpu_kernels_for(CpuLevel::kScalar); }
 
@@ -96,7 +88,7 @@ void check_matmul(const char* op, const MatmulCase& c, double tolerance, Run&& r
   const float kSentinel = 1234.5f;
   std::vector<float> want(static_cast<size_t>(c.n_tokens * y_stride), kSentinel);
   run(reference(), want.data(), y_stride);
-  for (const CpuKernels* k : simd_levels()) {
+  for (const CpuKernels* k : testing::simd_cpu_kernels()) {
     std::vector<float> got(want.size(), kSentinel);
     run(*k, got.data(), y_stride);
     INFO(op, " at ", level_name(*k), ": rows ", c.rows, " cols ", c.cols, " tokens ", c.n_tokens,
@@ -115,9 +107,9 @@ void check_matmul(const char* op, const MatmulCase& c, double tolerance, Run&& r
 
 TEST_CASE("kernel parity: the levels under test are reported") {
   std::string names;
-  for (const CpuKernels* k : simd_levels()) names += level_name(*k) + " ";
+  for (const CpuKernels* k : testing::simd_cpu_kernels()) names += level_name(*k) + " ";
   MESSAGE("SIMD levels checked against scalar: ", names.empty() ? "none" : names);
-  for (const CpuKernels* k : simd_levels()) CHECK(k->level <= detect_cpu_level());
+  for (const CpuKernels* k : testing::simd_cpu_kernels()) CHECK(k->level <= detect_cpu_level());
 }
 
 TEST_CASE("kernel parity: matmul_f32 with f32, f16 and bf16 weights") {
@@ -175,7 +167,7 @@ TEST_CASE("kernel parity: rmsnorm, rope, dot and axpy") {
     const float want_dot = reference().dot(x.data(), y0.data(), n);
     std::vector<float> want_axpy = y0;
     reference().axpy(0.75f, x.data(), want_axpy.data(), n);
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(level_name(*k), " n ", n);
       std::vector<float> got(static_cast<size_t>(n));
       k->rmsnorm(x.data(), weight.data(), n, 1e-6f, got.data());
@@ -203,7 +195,7 @@ TEST_CASE("kernel parity: rmsnorm, rope, dot and axpy") {
     }
     std::vector<float> want = x;
     reference().rope(want.data(), n_heads, head_dim, cos.data(), sin.data());
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(level_name(*k), " head_dim ", head_dim);
       std::vector<float> got = x;
       k->rope(got.data(), n_heads, head_dim, cos.data(), sin.data());
@@ -222,7 +214,7 @@ TEST_CASE("kernel parity: softmax and swiglu (vectorised exp)") {
     const std::vector<float> up = random_floats(rng, n, -2.0f, 2.0f);
     std::vector<float> want_swiglu(static_cast<size_t>(n));
     reference().swiglu(gate.data(), up.data(), n, want_swiglu.data());
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(level_name(*k), " n ", n);
       std::vector<float> got = logits;
       k->softmax(got.data(), n);
@@ -251,7 +243,7 @@ TEST_CASE("kernel parity: softmax keeps extreme logits finite and exact at the e
                                87.5f, -87.0f,  1.0f};
   std::vector<float> want = logits;
   reference().softmax(want.data(), static_cast<int64_t>(want.size()));
-  for (const CpuKernels* k : simd_levels()) {
+  for (const CpuKernels* k : testing::simd_cpu_kernels()) {
     INFO(level_name(*k));
     std::vector<float> got = logits;
     k->softmax(got.data(), static_cast<int64_t>(got.size()));
@@ -295,7 +287,7 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
     };
     std::vector<float> want(static_cast<size_t>(c.n_heads * c.head_dim), 0.0f);
     run(reference(), &want);
-    for (const CpuKernels* kernels : simd_levels()) {
+    for (const CpuKernels* kernels : testing::simd_cpu_kernels()) {
       INFO(level_name(*kernels), " heads ", c.n_heads, "/", c.n_kv_heads, " head_dim ", c.head_dim,
            " n_ctx ", c.n_ctx);
       std::vector<float> got(want.size(), 0.0f);
@@ -350,7 +342,7 @@ TEST_CASE("kernel parity: attention over a bf16 cache equals f32 attention on it
     };
     std::vector<float> want(static_cast<size_t>(c.n_heads * c.head_dim), 0.0f);
     run(reference(), false, &want);
-    std::vector<const CpuKernels*> levels = simd_levels();
+    std::vector<const CpuKernels*> levels = testing::simd_cpu_kernels();
     levels.insert(levels.begin(), &reference());
     for (const CpuKernels* kernels : levels) {
       INFO(level_name(*kernels), " heads ", c.n_heads, "/", c.n_kv_heads, " head_dim ", c.head_dim,
@@ -418,7 +410,7 @@ TEST_CASE("kernel parity: attention sinks join the softmax without a value") {
         CHECK(want[i] == doctest::Approx(plain[i] * keep).epsilon(1e-4).scale(1e-6));
       }
     }
-    for (const CpuKernels* kernels : simd_levels()) {
+    for (const CpuKernels* kernels : testing::simd_cpu_kernels()) {
       INFO(level_name(*kernels), " n_ctx ", n_ctx);
       std::vector<float> got(want.size(), 0.0f);
       run(*kernels, sinks.data(), &got);
@@ -438,7 +430,7 @@ TEST_CASE("kernel parity: conversions are bit-exact at every size") {
     reference().bf16_to_f32(bf16.data(), n, want_bf16.data());
     reference().f16_to_f32(f16.data(), n, want_f16.data());
     reference().f32_to_bf16(f.data(), n, want_round.data());
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(level_name(*k), " n ", n);
       std::vector<float> got(static_cast<size_t>(n));
       k->bf16_to_f32(bf16.data(), n, got.data());

@@ -21,21 +21,13 @@
 #include "kernels/kernels.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
+#include "tests/support/cpu_levels.h"
 
 namespace dancemoe::kernels {
 namespace {
 
 const WeightType kBlockTypes[] = {WeightType::kQ8_0, WeightType::kQ4_0, WeightType::kQ4_K,
                                   WeightType::kQ5_K, WeightType::kQ6_K};
-
-std::vector<const CpuKernels*> simd_levels() {
-  std::vector<const CpuKernels*> levels;
-  for (CpuLevel level :
-       {CpuLevel::kAvx2, CpuLevel::kAvx512, CpuLevel::kAvx512Vnni, CpuLevel::kAvx512Bf16}) {
-    if (const CpuKernels* table = cpu_kernels_for(level)) levels.push_back(table);
-  }
-  return levels;
-}
 
 const CpuKernels& reference() { return *cpu_kernels_for(CpuLevel::kScalar); }
 
@@ -271,7 +263,7 @@ TEST_CASE("quant parity: quantize_x is bit-identical at every level") {
       const int64_t row = quantized_x_row_bytes(type, cols);
       std::vector<uint8_t> want(static_cast<size_t>(n_tokens * row), 0xAB);
       reference().quantize_x(type, x.data(), n_tokens, cols, want.data());
-      for (const CpuKernels* k : simd_levels()) {
+      for (const CpuKernels* k : testing::simd_cpu_kernels()) {
         INFO(cpu_level_name(k->level), " ", name_of(type), " cols ", cols);
         std::vector<uint8_t> got(want.size(), 0xCD);
         k->quantize_x(type, x.data(), n_tokens, cols, got.data());
@@ -320,7 +312,7 @@ TEST_CASE("quant parity: matmul_quant at every level against the scalar referenc
           return y;
         };
         const std::vector<float> want = run(reference());
-        for (const CpuKernels* k : simd_levels()) {
+        for (const CpuKernels* k : testing::simd_cpu_kernels()) {
           INFO(cpu_level_name(k->level), " ", name_of(type), " rows ", s.rows, " cols ", cols,
                " tokens ", s.n_tokens, " rows [", s.row_begin, ", ", s.row_end, ")");
           const std::vector<float> got = run(*k);
@@ -373,7 +365,7 @@ TEST_CASE("quant parity: Q4_K / Q5_K from 16 tokens equal 4-token calls (bit for
     const int64_t x_row = quantized_x_row_bytes(type, cols);
     std::vector<uint8_t> xq(static_cast<size_t>(n_tokens * x_row));
     reference().quantize_x(type, x.data(), n_tokens, cols, xq.data());
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(cpu_level_name(k->level), " ", name_of(type));
       std::vector<float> whole(static_cast<size_t>(n_tokens * rows), 0.0f);
       std::vector<float> blocks(whole.size(), 1.0f);
@@ -428,7 +420,7 @@ TEST_CASE("quant parity: matmul_f32 with block-format weights at every level") {
               1e-4 * (1 + std::fabs(dot)));
       }
     }
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(cpu_level_name(k->level), " ", name_of(type));
       CHECK(normalised_error(run(*k), want) <= 2e-5);
     }
@@ -448,7 +440,7 @@ TEST_CASE("quant parity: dequantize is bit-identical to the reference at every l
     const std::vector<uint8_t> data = random_blocks(rng, type, n / weight_block_values(type));
     std::vector<float> want(static_cast<size_t>(n));
     dequantize_values(type, data.data(), n, want.data());
-    for (const CpuKernels* k : simd_levels()) {
+    for (const CpuKernels* k : testing::simd_cpu_kernels()) {
       INFO(cpu_level_name(k->level), " ", name_of(type));
       std::vector<float> got(static_cast<size_t>(n), 99.0f);
       k->dequantize(type, data.data(), n, got.data());
