@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/model/gguf/gguf_quantize.h"
+
 namespace dancemoe::testing {
 
 SyntheticModelSpec tiny_spec(uint64_t seed) {
@@ -19,6 +21,19 @@ void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& di
   Status status = write_synthetic_model(spec, dir);
   INFO(status.to_string());
   REQUIRE(status.is_ok());
+}
+
+std::filesystem::path write_gguf_model(const SyntheticModelSpec& spec,
+                                       const std::filesystem::path& dir, const std::string& name,
+                                       gguf::Mixture mixture) {
+  write_model(spec, dir / "hf");
+  Result<std::unique_ptr<Checkpoint>> hf = Checkpoint::open(dir / "hf");
+  REQUIRE(hf.is_ok());
+  gguf::QuantizeOptions options;
+  options.mixture = mixture;
+  const Result<gguf::QuantizeSummary> written = gguf::quantize_to_gguf(**hf, dir / name, options);
+  REQUIRE_MESSAGE(written.is_ok(), written.status().to_string());
+  return dir / name;
 }
 
 std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/assembly/model_runtime.h"
+#include "common/model/gguf/gguf_recipe.h"
 #include "common/model/synthetic/synthetic_model.h"
 
 namespace dancemoe::testing {
@@ -18,6 +19,12 @@ SyntheticModelSpec tiny_spec(uint64_t seed);
 
 // Writes the synthetic model described by `spec` into `dir` (REQUIREs success).
 void write_model(const SyntheticModelSpec& spec, const std::filesystem::path& dir);
+
+// Writes the synthetic model into `dir` / "hf", quantizes it to a GGUF file
+// of this mixture at `dir` / name and returns that path (REQUIREs success).
+std::filesystem::path write_gguf_model(const SyntheticModelSpec& spec,
+                                       const std::filesystem::path& dir, const std::string& name,
+                                       gguf::Mixture mixture);
 
 // Opens a model for tests, REQUIRE-ing success.
 std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,

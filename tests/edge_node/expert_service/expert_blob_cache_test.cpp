@@ -6,7 +6,6 @@
 
 #include <doctest/doctest.h>
 
-#include "common/model/gguf/gguf_quantize.h"
 #include "kernels/interleave.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
@@ -18,13 +17,8 @@ TEST_CASE("expert blob: an interleaved expert is sent in the file's rows layout"
   testing::TempDir dir("blob-q4k");
   SyntheticModelSpec spec;
   spec.preset = "small";  // 256-wide experts: whole Q4_K super-blocks
-  testing::write_model(spec, dir.path() / "hf");
-  Result<std::unique_ptr<Checkpoint>> hf = Checkpoint::open(dir.path() / "hf");
-  REQUIRE(hf.is_ok());
-  gguf::QuantizeOptions q;
-  q.mixture = gguf::Mixture::kQ4_K_M;
-  const auto file = dir.path() / "small-q4_k_m.gguf";
-  REQUIRE(gguf::quantize_to_gguf(**hf, file, q).is_ok());
+  const auto file =
+      testing::write_gguf_model(spec, dir.path(), "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
   Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(file);
   REQUIRE(ckpt.is_ok());
   ExpertStore plain(**ckpt);

@@ -238,9 +238,8 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   TempDir dir("gguf-q4k-store");
   SyntheticModelSpec spec;
   spec.preset = "small";  // 256-wide experts: whole Q4_K super-blocks
-  testing::write_model(spec, dir.path() / "hf");
   const auto gguf =
-      quantize(dir.path() / "hf", dir.path() / "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
+      testing::write_gguf_model(spec, dir.path(), "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
   Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(gguf);
   REQUIRE(ckpt.is_ok());
   ExpertStore plain(**ckpt);
@@ -281,9 +280,8 @@ TEST_CASE("gguf runtime: Q4_K / Q6_K interleaved where the CPU has the kernel, t
   TempDir dir("gguf-q4k");
   SyntheticModelSpec spec;
   spec.preset = "small";
-  testing::write_model(spec, dir.path() / "hf");
   const auto gguf =
-      quantize(dir.path() / "hf", dir.path() / "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
+      testing::write_gguf_model(spec, dir.path(), "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
   RuntimeOptions options;
   options.precision = ComputePrecision::kBF16;
   Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
