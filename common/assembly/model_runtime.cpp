@@ -223,11 +223,7 @@ Status ModelRuntime::load_weights(const RuntimeOptions& options, const std::vect
                                              store_->format().interleave_k));
     dense_.emplace(std::move(dense));
   }
-  DMOE_RETURN_IF_ERROR(store_->load_many(keys, devices, expert_progress));
-  // Reading the experts mapped the copied dense tensors' pages again
-  // around each fault (fault-around, 2 MiB folios).
-  if (dense_) dense_->drop_copied_pages();
-  return Status::ok();
+  return store_->load_many(keys, devices, expert_progress);
 }
 
 // Step 5: pools, engines, forward, executor, transformer.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -124,12 +125,15 @@ void MappedFile::dont_need(uint64_t offset, uint64_t n) const {
   (void)::madvise(start, len, MADV_DONTNEED);
 }
 
-void MappedFile::dont_need_range(const uint8_t* p, uint64_t n) {
-  if (p == nullptr || n == 0) return;
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
-  (void)::madvise(reinterpret_cast<void*>(begin),
-                  static_cast<size_t>(reinterpret_cast<uintptr_t>(p) + n - begin), MADV_DONTNEED);
+void MappedFile::drop_pages_around(uint64_t offset, uint64_t n) const {
+  if (data_ == nullptr || n == 0 || offset + n > size_) return;
+  constexpr uint64_t kWindow = uint64_t{2} << 20;
+  const uint64_t begin = offset / kWindow * kWindow;
+  const uint64_t end = std::min<uint64_t>((offset + n + kWindow - 1) / kWindow * kWindow, size_);
+  // data_ is page-aligned and so is begin; the kernel rounds the length up
+  // to whole pages, all inside the mapping.
+  (void)::madvise(const_cast<uint8_t*>(data_) + begin, static_cast<size_t>(end - begin),
+                  MADV_DONTNEED);
 }
 
 uint64_t MappedFile::huge_mapped_bytes() const {

@@ -36,12 +36,16 @@ class MappedFile {
   // failures are ignored (a hint).
   void will_need(uint64_t offset, uint64_t n) const;
   void dont_need(uint64_t offset, uint64_t n) const;
-  // The same for bytes [p, p + n) of any mapping, without its MappedFile:
-  // this process's page-table entries for them are dropped (the pages stay
-  // in the page cache and a later read maps them again), so bytes copied out
-  // of a mapping stop counting in its RSS. Whole pages: neighbours' bytes in
-  // the first and last page are mapped again on their next read.
-  static void dont_need_range(const uint8_t* p, uint64_t n);
+  // Drops this process's page-table entries for [offset, offset + n) and
+  // for the rest of the 2 MiB-aligned windows around it, within the file
+  // (the pages stay in the page cache; a later read maps them again): for
+  // bytes copied out of the mapping, so that they stop counting in its RSS.
+  // The windows because reading a tensor maps its neighbours' pages too
+  // (fault-around, large folios): dropping exactly each copied tensor's
+  // bytes left ~60 MB of already-copied neighbours mapped by the end of
+  // loading the medium Q4_K_M file, the load's RSS peak. A neighbour still
+  // to be read faults its pages back in.
+  void drop_pages_around(uint64_t offset, uint64_t n) const;
 
   // Asks for the file's pages in 2 MiB page-cache folios, each mapped by one
   // page-table entry (open() places mappings of 2 MiB and more at 2 MiB-

@@ -4,7 +4,6 @@
 
 #include "common/base/align.h"
 #include "common/base/check.h"
-#include "common/base/mapped_file.h"
 #include "kernels/interleave.h"
 #include "kernels/quantize.h"
 
@@ -202,8 +201,7 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
       } else {
         DMOE_RETURN_IF_ERROR(ckpt.read_tensor(*m.loc, dst));
       }
-      w.copied_from_mapping_.push_back(m.loc);
-      MappedFile::dont_need_range(m.loc->mapped, m.loc->n_bytes);
+      ckpt.drop_mapped_pages(*m.loc);
       data = dst;
     }
     *m.view = kernels::WeightView{
@@ -226,12 +224,6 @@ Result<DenseWeights> DenseWeights::load(const Checkpoint& ckpt, const LoadProgre
   }
   if (ckpt.config().tie_word_embeddings) w.lm_head_ = w.embed_;
   return w;
-}
-
-void DenseWeights::drop_copied_pages() const {
-  for (const TensorLocation* t : copied_from_mapping_) {
-    MappedFile::dont_need_range(t->mapped, t->n_bytes);
-  }
 }
 
 }  // namespace dancemoe

@@ -75,11 +75,6 @@ class DenseWeights {
   const float* final_norm() const { return final_norm_; }
   const LayerWeights& layer(int64_t l) const { return layers_[static_cast<size_t>(l)]; }
 
-  // Drops from the process the pages of a GGUF mapping that copied matrices
-  // came from (load() did once; reading other tensors since may have mapped
-  // them again around its faults: 2 MiB folios, fault-around).
-  void drop_copied_pages() const;
-
   // Bytes of weights as held in memory: matrices in their format (copied or
   // mapped) + f32 vectors.
   uint64_t n_bytes() const { return matrices_.size() + vectors_.size() + mapped_bytes_; }
@@ -96,7 +91,6 @@ class DenseWeights {
   HostBuffer matrices_;
   HostBuffer vectors_;
   uint64_t mapped_bytes_ = 0;  // matrices used in place in a GGUF mapping
-  std::vector<const TensorLocation*> copied_from_mapping_;
   kernels::WeightView embed_;
   kernels::WeightView lm_head_;
   const float* final_norm_ = nullptr;

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "common/base/align.h"
-#include "common/base/mapped_file.h"
 #include "kernels/interleave.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
@@ -317,7 +316,7 @@ Status ExpertStore::load(ExpertRef key, int32_t device) {
       DMOE_RETURN_IF_ERROR(checkpoint_.read_tensor(t, dst));
       // Copied out of a mapping (a GGUF file): its pages need not stay in
       // this process as well.
-      MappedFile::dont_need_range(t.mapped, t.n_bytes);
+      checkpoint_.drop_mapped_pages(t);
       return Status::ok();
     });
     if (!loaded.is_ok() && checkpoint_.is_split() &&
@@ -398,19 +397,6 @@ Status ExpertStore::load_many(const std::vector<ExpertRef>& keys,
     DMOE_RETURN_IF_ERROR(load(keys[i], devices[i]));
     done += expert_bytes(keys[i]);
     if (progress) progress(done, total);
-  }
-  // Experts copied out of a mapping dropped its pages one by one (load()),
-  // but reading the next one maps its neighbours' pages again around each
-  // fault (fault-around, 2 MiB folios): dropped once more now that the
-  // loads are over -- 34 MB of the medium Q4_K_M file otherwise stayed.
-  for (const ExpertRef& key : keys) {
-    const std::shared_ptr<const ExpertWeights> w = get(key);
-    if (w == nullptr || w->storage.data() == nullptr) continue;
-    for (TensorRole role :
-         {TensorRole::kExpertGate, TensorRole::kExpertUp, TensorRole::kExpertDown}) {
-      const TensorLocation& t = checkpoint_.tensor(role, key.layer, key.expert);
-      MappedFile::dont_need_range(t.mapped, t.n_bytes);
-    }
   }
   return Status::ok();
 }

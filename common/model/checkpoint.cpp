@@ -298,6 +298,11 @@ bool Checkpoint::has(TensorRole role, int64_t layer, int64_t expert) const {
   return find(config_.tensor_name(role, layer, expert)) != nullptr;
 }
 
+void Checkpoint::drop_mapped_pages(const TensorLocation& t) const {
+  if (gguf_ == nullptr || t.mapped == nullptr) return;
+  gguf_->mapping(t.file_index).drop_pages_around(t.file_offset, t.n_bytes);
+}
+
 Status Checkpoint::read_tensor(const TensorLocation& t, void* dst) const {
   if (t.in_expert_file.layer >= 0) {
     const ExpertRef key = t.in_expert_file;

@@ -120,6 +120,10 @@ class Checkpoint {
   // A split checkpoint's missing expert file is not_found naming the file;
   // a header-only copy's dense tensor is failed_precondition.
   Status read_tensor(const TensorLocation& tensor, void* dst) const;
+  // A tensor copied out of a GGUF mapping is not read there again: its
+  // pages (and their neighbourhood, MappedFile::drop_pages_around) leave
+  // this process's RSS. Nothing for a tensor that is not mapped.
+  void drop_mapped_pages(const TensorLocation& tensor) const;
 
   // A split checkpoint (split/split_index.h).
   bool is_split() const { return split_ != nullptr; }

@@ -84,14 +84,22 @@ TEST_CASE("mapped file: bytes copied out leave the process's memory, and read ba
   CHECK(same(*map, bytes));  // every page read: mapped
   const uint64_t before = mapping_rss(map->data());
   CHECK(before >= n - (size_t{64} << 10));
-  // The middle 6 MiB, from an odd offset: whole pages within and around it go.
-  MappedFile::dont_need_range(map->data() + (size_t{1} << 20) + 100, size_t{6} << 20);
+  // 100 bytes from an odd offset in the third MiB: the whole 2-4 MiB window goes, the rest stays.
+  map->drop_pages_around((size_t{2} << 20) + 4097, 100);
+  const uint64_t after_window = mapping_rss(map->data());
+  MESSAGE("mapping RSS " << before << " -> " << after_window << " bytes");
+  CHECK(after_window <= before - (size_t{2} << 20));
+  CHECK(after_window >= before - (size_t{2} << 20) - (size_t{64} << 10));
+  // Across a window boundary: both windows around it; and the last window, to the end of the file.
+  map->drop_pages_around((size_t{5} << 20) + 100, size_t{1} << 20);
+  map->drop_pages_around(n - 10, 10);
   const uint64_t after = mapping_rss(map->data());
-  MESSAGE("mapping RSS " << before << " -> " << after << " bytes");
-  CHECK(after <= before - (size_t{6} << 20) + (size_t{8} << 10));
-  CHECK(same(*map, bytes));                     // mapped again from the page cache on reading
-  MappedFile::dont_need_range(nullptr, 100);    // nothing
-  MappedFile::dont_need_range(map->data(), 0);  // nothing
+  CHECK(after <= before - (size_t{6} << 20));
+  CHECK(same(*map, bytes));  // mapped again from the page cache on reading
+  const uint64_t reread = mapping_rss(map->data());
+  map->drop_pages_around(n - 10, 11);  // past the end: nothing
+  map->drop_pages_around(0, 0);        // nothing
+  CHECK(mapping_rss(map->data()) == reread);
 }
 
 TEST_CASE("mapped file: small and empty files ask for nothing") {
