@@ -261,10 +261,38 @@ void deinterleave_q8_0(const void* interleaved, int64_t cols, int64_t row_begin,
   }
 }
 
+// BF16: a pair of columns of 16 rows is one 64-byte unit, [r][e].
+void interleave_bf16(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
+  const auto* src = static_cast<const uint32_t*>(rows_layout);  // pairs of row r
+  auto* dst = static_cast<uint32_t*>(out);
+  const int64_t pairs = cols / 2;
+  for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
+    for (int r = 0; r < kInterleaveRows; ++r) {
+      const uint32_t* row = src + (g * kInterleaveRows + r) * pairs;
+      uint32_t* o = dst + g * kInterleaveRows * pairs + r;
+      for (int64_t p = 0; p < pairs; ++p) o[p * kInterleaveRows] = row[p];
+    }
+  }
+}
+
+void deinterleave_bf16(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
+                       void* out) {
+  const auto* src = static_cast<const uint32_t*>(interleaved);
+  auto* dst = static_cast<uint32_t*>(out);
+  const int64_t pairs = cols / 2;
+  for (int64_t r = row_begin; r < row_begin + n_rows; ++r) {
+    const uint32_t* in =
+        src + (r / kInterleaveRows) * kInterleaveRows * pairs + r % kInterleaveRows;
+    uint32_t* row = dst + (r - row_begin) * pairs;
+    for (int64_t p = 0; p < pairs; ++p) row[p] = in[p * kInterleaveRows];
+  }
+}
+
 }  // namespace
 
 void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, int64_t cols,
                        void* out) {
+  if (type == WeightType::kBF16) return interleave_bf16(rows_layout, rows, cols, out);
   if (type == WeightType::kQ8_0) return interleave_q8_0(rows_layout, rows, cols, out);
   if (type == WeightType::kQ6_K) return interleave_q6_k(rows_layout, rows, cols, out);
   if (type == WeightType::kQ5_K) return interleave_k<BlockQ5_K>(rows_layout, rows, cols, out);
@@ -273,6 +301,8 @@ void interleave_matrix(WeightType type, const void* rows_layout, int64_t rows, i
 
 void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, int64_t row_begin,
                        int64_t n_rows, void* out) {
+  if (type == WeightType::kBF16)
+    return deinterleave_bf16(interleaved, cols, row_begin, n_rows, out);
   if (type == WeightType::kQ8_0) {
     return deinterleave_q8_0(interleaved, cols, row_begin, n_rows, out);
   }
@@ -286,6 +316,9 @@ void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, i
 }
 
 bool can_interleave(WeightType type, int64_t rows, int64_t cols) {
+  if (type == WeightType::kBF16) {
+    return rows > 0 && rows % kInterleaveRows == 0 && cols > 0 && cols % 2 == 0;
+  }
   if (type == WeightType::kQ8_0) {
     return rows > 0 && rows % kInterleaveRows == 0 && cols > 0 && cols % kQK == 0;
   }
@@ -303,8 +336,9 @@ void copy_as_rows(const WeightView& w, void* out) {
   }
 }
 
-void matmul_quant_deinterleaved(const MatmulArgs& args, const void* x_q,
-                                void (*rows_fn)(const MatmulArgs& args, const void* x_q)) {
+template <typename X>
+void matmul_deinterleaved(const MatmulArgs& args, const X* x,
+                          void (*rows_fn)(const MatmulArgs& args, const X* x)) {
   // 64 rows at a time: the rows kernels' chunks (16 rows) stay whole.
   constexpr int64_t kStep = 4 * kInterleaveRows;
   const int64_t row_bytes = weight_row_bytes(args.w.type, args.w.cols);
@@ -318,8 +352,15 @@ void matmul_quant_deinterleaved(const MatmulArgs& args, const void* x_q,
     chunk.y = args.y + r0;
     chunk.row_begin = 0;
     chunk.row_end = n;
-    rows_fn(chunk, x_q);
+    rows_fn(chunk, x);
   }
 }
+
+template void matmul_deinterleaved<void>(const MatmulArgs&, const void*,
+                                         void (*)(const MatmulArgs&, const void*));
+template void matmul_deinterleaved<float>(const MatmulArgs&, const float*,
+                                          void (*)(const MatmulArgs&, const float*));
+template void matmul_deinterleaved<uint16_t>(const MatmulArgs&, const uint16_t*,
+                                             void (*)(const MatmulArgs&, const uint16_t*));
 
 }  // namespace dancemoe::kernels

@@ -1,7 +1,8 @@
 // The interleaved copies of Q4_K, Q5_K, Q6_K and Q8_0 matrices
 // (WeightLayout::kInterleaved16) that the AVX-512 VNNI matmul computes about
 // 2x faster than the GGUF rows (bench_quant_kernels, one thread, Zen 4: see
-// docs/quantization.md).
+// docs/quantization.md), and of bf16 expert matrices for the AVX-512 BF16
+// matmul (docs/kernels.md: 1.4-2.2x at 4-8 tokens on the small shapes).
 //
 // Why: in the rows layout each row's super-block is decoded on its own --
 // its packed scales unpacked, its sums scaled and folded -- about half the
@@ -39,7 +40,12 @@
 //   uint16_t d[16]            f16, row r's d
 //   int8_t   qs[16][16][2]    [k][r][e]: value 2k + e of row r (so that a
 //                             widened 32-byte load is 16 rows x 2 values)
-// Each is 16 x the rows layout's block (144, 176, 210, 34 bytes): the same bytes
+// BF16 (64 bytes per pair of columns):
+//   uint16_t w[16][2]         [r][e]: value 2p + e of row r (one 512-bit
+//                             load is what vdpbf16ps multiplies by an
+//                             activation pair broadcast to 16 rows)
+// Each is 16 x the rows layout's block (144, 176, 210, 34 bytes; 4 for a
+// bf16 pair): the same bytes
 // rearranged, so sizes and memory budgets are the same for both layouts.
 // Conversion both ways is exact.
 //
@@ -73,7 +79,8 @@ inline constexpr int64_t kQ6KLevelsOffset = 288;
 inline constexpr int64_t kQ6KSubBlockBytes = 192;  // ql, then qh at +128
 
 // True when a matrix of this format and shape can be interleaved: Q4_K,
-// Q5_K or Q6_K with cols a multiple of 256, Q8_0 of 32; rows a multiple of 16.
+// Q5_K or Q6_K with cols a multiple of 256, Q8_0 of 32, BF16 of 2; rows a
+// multiple of 16.
 bool can_interleave(WeightType type, int64_t rows, int64_t cols);
 // Bytes a view points at, in its layout (the same for both).
 int64_t weight_view_bytes(const WeightView& w);
@@ -88,10 +95,12 @@ void deinterleave_rows(WeightType type, const void* interleaved, int64_t cols, i
 // Writes the view's bytes in the rows layout (a copy for kRows).
 void copy_as_rows(const WeightView& w, void* out);
 
-// matmul_quant for a level without an interleaved kernel: deinterleaves a
-// few groups of rows at a time into a per-thread buffer and runs `rows_fn`
-// (that level's rows-layout matmul_quant) on each. x_q as for matmul_quant.
-void matmul_quant_deinterleaved(const MatmulArgs& args, const void* x_q,
-                                void (*rows_fn)(const MatmulArgs& args, const void* x_q));
+// A matmul entry point for a level without an interleaved kernel for w's
+// format (matmul_quant, matmul_bf16, matmul_f32): deinterleaves a few groups
+// of rows at a time into a per-thread buffer and runs `rows_fn` (that
+// level's rows-layout entry point) on each. x as rows_fn takes it.
+template <typename X>
+void matmul_deinterleaved(const MatmulArgs& args, const X* x,
+                          void (*rows_fn)(const MatmulArgs& args, const X* x));
 
 }  // namespace dancemoe::kernels

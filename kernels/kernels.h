@@ -46,8 +46,9 @@ enum class WeightType : uint8_t {
 // (weight_row_bytes(type, cols) bytes) and cols is a multiple of the block.
 //
 // How the rows lie in memory (kernels/interleave.h): one after another as
-// above, or -- Q4_K, Q5_K, Q6_K, Q8_0: a copy the CPU kernels compute faster -- in groups
-// of 16 rows whose blocks of each column of super-blocks lie together.
+// above, or -- Q4_K, Q5_K, Q6_K, Q8_0, BF16: a copy the CPU kernels compute
+// faster -- in groups of 16 rows whose blocks of each column of super-blocks
+// (pairs of columns for BF16) lie together.
 enum class WeightLayout : uint8_t {
   kRows = 0,
   kInterleaved16 = 1,
@@ -141,8 +142,13 @@ struct CpuKernels {
 
   // y = x W^T with activations already rounded to bf16 (f32_to_bf16), for
   // w.type == kBF16 only. Uses the bf16 dot-product instructions where the
-  // CPU has them; f32 accumulation.
+  // CPU has them; f32 accumulation. Takes either layout (kInterleaved16:
+  // row_begin and row_end multiples of 16).
   void (*matmul_bf16)(const MatmulArgs& args, const uint16_t* x_bf16);
+  // matmul_bf16 computes kInterleaved16 bf16 matrices with a kernel of its
+  // own (AVX-512 BF16); other levels take them through a rows copy, so bf16
+  // weights are interleaved only for a level where this is true.
+  bool interleaved_bf16 = false;
 
   // out = x / sqrt(mean(x^2) + eps) * weight, for one row of n.
   void (*rmsnorm)(const float* x, const float* weight, int64_t n, float eps, float* out);

@@ -109,14 +109,20 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
   // (kernels/interleave.h) where this CPU has that kernel: bench_quant_kernels
   // GEMV from DRAM 1.3-1.5x, 4-token GEMM 1.5-2x (Zen 4). Not with a GPU (its copies
   // are made from the rows) nor in f32 compute (which dequantizes rows, not the integer path).
-  format.interleave_k = options.interleave_k && all_cpu &&
-                        options.precision == ComputePrecision::kBF16 &&
-                        kernels::cpu_kernels().interleaved_k;
+  const bool may_interleave =
+      options.interleave_k && all_cpu && options.precision == ComputePrecision::kBF16;
+  format.interleave_k = may_interleave && kernels::cpu_kernels().interleaved_k;
+  // bf16 experts too, for the AVX-512 BF16 kernel: 16 rows per lane vector,
+  // no horizontal sums -- experts of 4-8 tokens (a batched decode step) from
+  // DRAM 1.6-2.2x on the small preset's shapes (docs/kernels.md). Dense
+  // bf16 matrices stay in rows: at 1024 columns and 8-16 tokens (a batched
+  // step's attention projections) the interleaved kernel is 0.8x.
+  format.interleave_bf16 = may_interleave && kernels::cpu_kernels().interleaved_bf16;
   // A GGUF file whose experts are interleaved (copied) is copied whole,
   // its pages dropped: the rest of its mapping would otherwise keep mapped
   // whole 2 MiB folios around what was copied (34 MB of the medium Q4_K_M
   // file, peak RSS 1.17x its size instead of 1.10x).
-  if (format.interleave_k && checkpoint_->is_gguf() &&
+  if (format.interleaves(checkpoint_->expert_type()) && checkpoint_->is_gguf() &&
       kernels::can_interleave(checkpoint_->expert_type(), kernels::kInterleaveRows,
                               kernels::weight_block_values(kernels::WeightType::kQ4_K))) {
     format.copy_mapped = true;
@@ -320,7 +326,7 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
     description_ = forward->describe();
   }
   computer_ = std::make_unique<ExpertComputer>(std::move(engines));
-  if (store_->format().interleave_k) {
+  if (store_->format().interleave_k || store_->format().interleave_bf16) {
     // Said in the node's log: why the file is copied at load (kernels/interleave.h).
     bool any = false;
     for (ExpertRef key : keys) {
@@ -329,7 +335,7 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
         break;
       }
     }
-    if (any) description_ += "; quantized weights interleaved by 16 rows";
+    if (any) description_ += "; weights interleaved by 16 rows";
   }
   if (devices_.size() > 1 || !devices_.front().cpus.empty()) {
     description_ += "; experts on ";

@@ -75,9 +75,10 @@ struct RuntimeOptions : DeviceRequest {
   // as fast to stream where the page cache cannot be huge, at the price of a
   // load copy.
   bool copy_mapped_weights = false;
-  // Hold Q4_K / Q5_K / Q6_K / Q8_0 matrices interleaved for the CPU's integer kernels where it has
-  // that kernel (ExpertFormat::interleave_k); false keeps the rows layout
-  // as stored (`--rows-layout` on the node and the CLI commands).
+  // Hold Q4_K / Q5_K / Q6_K / Q8_0 matrices, and bf16 experts, interleaved
+  // for the CPU kernels that compute them so, where the CPU has them
+  // (ExpertFormat::interleave_k, interleave_bf16); false keeps the rows
+  // layout as stored (`--rows-layout` on the node and the CLI commands).
   bool interleave_k = true;
   // false: experts only (`dancemoe-node --role experts`) -- no dense
   // weights, forward, executor or Transformer (has_dense() is false; dense(),

@@ -5,6 +5,7 @@
 #include "common/base/align.h"
 #include "common/base/check.h"
 #include "kernels/interleave.h"
+#include "kernels/quant_format.h"
 #include "kernels/quantize.h"
 
 namespace dancemoe {
@@ -38,8 +39,9 @@ struct DenseWeights::LoadPlan {
   // interleaved one takes as many bytes as its rows.
   void add_matrix(const TensorLocation& loc, kernels::WeightView* view, bool interleave,
                   bool keep_mapped) {
-    const bool interleaved =
-        interleave && kernels::can_interleave(loc.type, loc.shape[0], loc.shape[1]);
+    // Block formats only: bf16 dense matrices stay in rows (model_runtime.cpp).
+    const bool interleaved = interleave && kernels::is_block_format(loc.type) &&
+                             kernels::can_interleave(loc.type, loc.shape[0], loc.shape[1]);
     const bool in_place = loc.usable_in_place() && (!copy_mapped || keep_mapped) && !interleaved;
     matrices.push_back({&loc, view, in_place ? 0 : matrix_bytes, in_place, interleaved});
     if (!in_place) matrix_bytes += align_up(loc.n_bytes, kDenseAlign);

@@ -63,7 +63,8 @@ kernels::WeightType ExpertStore::held_type(const TensorLocation& t) const {
 }
 
 bool ExpertStore::held_interleaved(const TensorLocation& t) const {
-  return format_.interleave_k && kernels::can_interleave(held_type(t), t.shape[0], t.shape[1]);
+  return format_.interleaves(held_type(t)) &&
+         kernels::can_interleave(held_type(t), t.shape[0], t.shape[1]);
 }
 
 bool ExpertStore::holds_as_stored(ExpertRef key) const {

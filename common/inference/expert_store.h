@@ -70,6 +70,14 @@ struct ExpertFormat {
   // of a GGUF mapping, whose pages are then dropped from the process (they
   // stay in the page cache).
   bool interleave_k = false;
+  // The same for bf16 matrices (rows a multiple of 16), for the AVX-512 BF16
+  // matmul (kernels::CpuKernels::interleaved_bf16).
+  bool interleave_bf16 = false;
+
+  // Whether matrices held in `type` are interleaved (where their shape can be).
+  bool interleaves(kernels::WeightType type) const {
+    return type == kernels::WeightType::kBF16 ? interleave_bf16 : interleave_k;
+  }
 };
 
 class ExpertStore {

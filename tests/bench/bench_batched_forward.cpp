@@ -10,7 +10,10 @@
 // is compute).
 //
 //   build/release/tests/bench_batched_forward [--model DIR] [--threads 2]
-//       [--rounds 3] [--steps 8] [--prompt 40] [--widths 1,4,8,16]
+//       [--rounds 3] [--steps 8] [--prompt 40] [--widths 1,4,8,16] [--rows-layout]
+//
+// --rows-layout keeps the weights in their rows (RuntimeOptions::interleave_k
+// false): the A/B of the interleaved expert kernels (kernels/interleave.h).
 //
 // Without --model, the medium preset is generated (once) under the build tree.
 #include <algorithm>
@@ -89,8 +92,15 @@ int main(int argc, char** argv) {
   int threads = 2, rounds = 3, steps = 8, prompt = 40;
   std::string widths_text = "1,4,8,16";
   std::vector<int> widths;
+  bool rows_layout = false;
   try {
-    for (int i = 1; i + 1 < argc; i += 2) {
+    for (int i = 1; i < argc; i += 2) {
+      if (!std::strcmp(argv[i], "--rows-layout")) {
+        rows_layout = true;
+        --i;  // a flag without a value
+        continue;
+      }
+      if (i + 1 >= argc) break;
       if (!std::strcmp(argv[i], "--model")) model_dir = argv[i + 1];
       if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
       if (!std::strcmp(argv[i], "--rounds")) rounds = std::stoi(argv[i + 1]);
@@ -112,6 +122,7 @@ int main(int argc, char** argv) {
   if (!bench::ensure_preset("medium", model_dir)) return 1;
   RuntimeOptions options;
   options.devices.n_threads = threads;
+  options.interleave_k = !rows_layout;
   auto model = ModelRuntime::open(model_dir, options);
   if (!model.is_ok()) {
     std::fprintf(stderr, "%s\n", model.status().to_string().c_str());

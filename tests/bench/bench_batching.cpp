@@ -15,6 +15,7 @@
 //   build/release/tests/bench_batching [--preset small] [--rounds 3] [--lone 8]
 //       [--concurrent 20] [--clients 16] [--max-tokens 32] [--turns 5]
 //       [--history 900] [--threads 0] [--prefix-cache SIZE (part 1's node)]
+//       [--layout rows (the nodes' --rows-layout: the A/B of kernels/interleave.h)]
 //
 // --lone and --concurrent are seconds per round. Exit code 0 only with no
 // error.
@@ -213,6 +214,7 @@ int main(int argc, char** argv) {
   int history_words = 900;
   int threads = 0;
   std::string part1_prefix_cache;  // the node's default unless given
+  bool rows_layout = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset = argv[i + 1];
@@ -225,6 +227,7 @@ int main(int argc, char** argv) {
     if (flag == "--history") history_words = std::stoi(argv[i + 1]);
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--prefix-cache") part1_prefix_cache = argv[i + 1];
+    if (flag == "--layout") rows_layout = std::string(argv[i + 1]) == "rows";
   }
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
   fs::create_directories(work);
@@ -236,6 +239,7 @@ int main(int argc, char** argv) {
   {
     Node node;
     std::vector<std::string> flags = {"--max-batch", std::to_string(n_clients)};
+    if (rows_layout) flags.push_back("--rows-layout");
     if (!part1_prefix_cache.empty()) {
       flags.insert(flags.end(), {"--prefix-cache", part1_prefix_cache});
     }

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx2/matmul_tile.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::avx2 {
 namespace {
@@ -44,6 +45,10 @@ void widen(const uint16_t* in, size_t n, float* out) {
 }  // namespace
 
 void matmul_bf16(const MatmulArgs& args, const uint16_t* x_bf16) {
+  // An interleaved copy (kernels/interleave.h) has no kernel of its own here.
+  if (args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_deinterleaved<uint16_t>(args, x_bf16, matmul_bf16);
+  }
   if (args.n_tokens <= 0 || args.row_end <= args.row_begin) return;
   thread_local WidenedActivations widened;
   const auto n = static_cast<size_t>(args.n_tokens * args.w.cols);

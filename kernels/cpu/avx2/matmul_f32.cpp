@@ -5,10 +5,14 @@
 #include "kernels/cpu/avx2/avx2_ops.h"
 #include "kernels/cpu/avx2/matmul_tile.h"
 #include "kernels/cpu/matmul_dequantized.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::avx2 {
 
 void matmul_f32(const MatmulArgs& args, const float* x) {
+  if (args.w.type == WeightType::kBF16 && args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_deinterleaved<float>(args, x, matmul_f32);  // kernels/interleave.h
+  }
   switch (args.w.type) {
     case WeightType::kBF16:
       matmul_blocked<BF16Source, F32Source>(args, x);

@@ -5,10 +5,14 @@
 #include "kernels/cpu/avx512/avx512_ops.h"
 #include "kernels/cpu/avx512/matmul_tile.h"
 #include "kernels/cpu/matmul_dequantized.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::avx512 {
 
 void matmul_f32(const MatmulArgs& args, const float* x) {
+  if (args.w.type == WeightType::kBF16 && args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_deinterleaved<float>(args, x, matmul_f32);  // kernels/interleave.h
+  }
   switch (args.w.type) {
     case WeightType::kBF16:
       matmul_blocked<WideningKernel<BF16Source, F32Source>>(args, x);

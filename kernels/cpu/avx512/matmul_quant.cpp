@@ -31,7 +31,7 @@ struct Avx512Dot {
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
   if (args.w.layout != WeightLayout::kRows) {
-    return matmul_quant_deinterleaved(args, x_q, matmul_quant);
+    return matmul_deinterleaved<void>(args, x_q, matmul_quant);
   }
   matmul_quant_impl<Avx512Dot>(args, x_q);
 }

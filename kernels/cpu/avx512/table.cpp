@@ -58,6 +58,7 @@ const CpuKernels* avx512bf16_table() {
     // The only op that gains from the BF16 instructions; matmul_f32 keeps f32
     // activations and so cannot round them to bf16.
     k.matmul_bf16 = avx512bf16::matmul_bf16;
+    k.interleaved_bf16 = true;
     return k;
   }();
   return &kTable;

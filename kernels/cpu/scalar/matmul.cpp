@@ -5,6 +5,7 @@
 #include "kernels/cpu/matmul_dequantized.h"
 #include "kernels/cpu/numeric.h"
 #include "kernels/cpu/scalar/scalar_ops.h"
+#include "kernels/interleave.h"
 
 namespace dancemoe::kernels::scalar {
 namespace {
@@ -26,6 +27,9 @@ float weight_at(const WeightView& w, int64_t r, int64_t c) {
 }  // namespace
 
 void matmul_f32(const MatmulArgs& args, const float* x) {
+  if (args.w.type == WeightType::kBF16 && args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_deinterleaved<float>(args, x, matmul_f32);  // kernels/interleave.h
+  }
   const WeightView& w = args.w;
   if (w.type != WeightType::kF32 && w.type != WeightType::kF16 && w.type != WeightType::kBF16) {
     return matmul_dequantized(args, x, dot);
@@ -42,6 +46,10 @@ void matmul_f32(const MatmulArgs& args, const float* x) {
 }
 
 void matmul_bf16(const MatmulArgs& args, const uint16_t* x_bf16) {
+  // An interleaved copy (kernels/interleave.h) has no kernel of its own here.
+  if (args.w.layout == WeightLayout::kInterleaved16) {
+    return matmul_deinterleaved<uint16_t>(args, x_bf16, matmul_bf16);
+  }
   const WeightView& w = args.w;
   const auto* wd = static_cast<const uint16_t*>(w.data);
   for (int64_t t = 0; t < args.n_tokens; ++t) {

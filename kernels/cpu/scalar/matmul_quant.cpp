@@ -143,7 +143,7 @@ DotFn dot_for(WeightType type) {
 
 void matmul_quant(const MatmulArgs& args, const void* x_q) {
   if (args.w.layout != WeightLayout::kRows) {
-    return matmul_quant_deinterleaved(args, x_q, matmul_quant);
+    return matmul_deinterleaved<void>(args, x_q, matmul_quant);
   }
   const WeightView& w = args.w;
   const DotFn dot = dot_for(w.type);

@@ -1,10 +1,13 @@
 // The one assembly of the runtime: a model opened on two CPU devices (two
 // slices of this machine's cores) computes what it computes on one, holds
 // each expert on the device it was given, and refuses what cannot fit
-// before reading a weight.
+// before reading a weight; bf16 experts are interleaved where the CPU has
+// the kernel for them, and compute the same logits.
 #include "common/assembly/model_runtime.h"
 
 #include <doctest/doctest.h>
+
+#include <cmath>
 
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
@@ -108,6 +111,52 @@ TEST_CASE("model runtime: a bf16 KV cache is a CPU choice, with a GPU refused by
   auto gpu = ModelRuntime::open(dir.path(), options);
   REQUIRE_FALSE(gpu.is_ok());
   CHECK(gpu.status().message().find("--kv-type bf16") != std::string::npos);
+}
+
+TEST_CASE("model runtime: bf16 experts interleaved where the CPU has the kernel, the same logits") {
+  testing::TempDir dir("runtime-bf16-interleaved");
+  SyntheticModelSpec spec;
+  spec.preset = "small";
+  testing::write_model(spec, dir.path());
+  RuntimeOptions options;
+  options.precision = ComputePrecision::kBF16;
+  auto on = ModelRuntime::open(dir.path(), options);
+  REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
+  options.interleave_k = false;  // --rows-layout
+  auto off = ModelRuntime::open(dir.path(), options);
+  REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
+  const bool kernel = kernels::cpu_kernels().interleaved_bf16;
+  INFO("this CPU's level has the interleaved bf16 kernel: ", kernel);
+  CHECK((*on)->experts().format().interleave_bf16 == kernel);
+  CHECK_FALSE((*off)->experts().format().interleave_bf16);
+  const auto expert_layout = [](const ModelRuntime& m) {
+    return m.experts().get({0, 0})->gate.layout;
+  };
+  CHECK((expert_layout(**on) == kernels::WeightLayout::kInterleaved16) == kernel);
+  CHECK(expert_layout(**off) == kernels::WeightLayout::kRows);
+  CHECK(((*on)->description().find("interleaved by 16 rows") != std::string::npos) == kernel);
+  // Dense bf16 matrices stay in rows (the kernel loses at 1024 columns and
+  // 8-16 tokens).
+  CHECK((*on)->dense().layer(0).attention.q.layout == kernels::WeightLayout::kRows);
+  // A different order of the same bf16 products: f32 sums that differ in
+  // their last bits, and activations rounded to bf16 before each matmul
+  // turn a few of those into one bf16 step (0.4 %) -- so the first
+  // position is held to 1 % of the logits' size, and the rest (where a
+  // near-tie may route differently) to 1 % on average. A matrix read in the
+  // wrong layout gives noise of the logits' size.
+  const std::vector<int32_t> ids = {1, 5, 9, 200, 17, 3, 3, 44, 1000};
+  const std::vector<float> a = logits_of(**off, ids), b = logits_of(**on, ids);
+  float max_a = 0.0f;
+  for (float x : a) max_a = std::max(max_a, std::fabs(x));
+  const auto vocab = static_cast<size_t>((*on)->config().vocab_size);
+  const float first = testing::max_abs_diff(std::span(a).first(vocab), std::span(b).first(vocab));
+  MESSAGE("first position: max |difference| " << first << " of max |logit| " << max_a);
+  CHECK(first <= 1e-2f * max_a);
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
+  MESSAGE("mean |difference| " << sum / static_cast<double>(a.size()));
+  CHECK(sum / static_cast<double>(a.size()) <= 1e-2 * max_a);
+  CHECK((*on)->resident_weight_bytes() == (*off)->resident_weight_bytes());
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
+#include "kernels/interleave.h"
 #include "tests/support/model_fixtures.h"
 #include "tests/support/paths.h"
 
@@ -157,4 +160,63 @@ TEST_CASE("expert store: weights that do not match the manifest never become res
   CHECK(unverified.load({0, 3}).is_ok());
 }
 
+}  // namespace dancemoe
+
+namespace dancemoe {
+namespace {
+
+// An expert's three matrices in the rows layout, as transfers carry them.
+std::vector<uint8_t> rows_of(const ExpertWeights& w) {
+  std::vector<uint8_t> bytes;
+  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
+    const size_t at = bytes.size();
+    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
+    kernels::copy_as_rows(*v, bytes.data() + at);
+  }
+  return bytes;
+}
+
+TEST_CASE("expert store: an interleaving store holds bf16 experts interleaved, rows in transfers") {
+  // Forced on, whatever this CPU has: levels without the interleaved bf16
+  // kernel compute such matrices through rows copies.
+  testing::TempDir dir("store-bf16-interleaved");
+  SyntheticModelSpec spec;
+  spec.preset = "tiny";  // experts 32 x 64: two groups of 16 rows
+  spec.write_tokenizer = false;
+  testing::write_model(spec, dir.path());
+  auto ckpt = Checkpoint::open(dir.path());
+  REQUIRE(ckpt.is_ok());
+  ExpertStore plain(**ckpt);
+  ExpertFormat format;
+  format.interleave_bf16 = true;
+  ExpertStore interleaved(**ckpt, {-1}, format);
+  const ExpertRef key{0, 3};
+  REQUIRE(plain.load(key).is_ok());
+  REQUIRE(interleaved.load(key).is_ok());
+  const auto a = plain.get(key), b = interleaved.get(key);
+  for (const kernels::WeightView* v : {&b->gate, &b->up, &b->down}) {
+    CHECK(v->type == kernels::WeightType::kBF16);
+    CHECK(v->layout == kernels::WeightLayout::kInterleaved16);
+  }
+  CHECK(a->gate.layout == kernels::WeightLayout::kRows);
+  CHECK(b->n_bytes == a->n_bytes);
+  const std::vector<uint8_t> bytes = rows_of(*b);
+  CHECK(bytes == rows_of(*a));                               // the checkpoint's bytes
+  CHECK(std::memcmp(a->gate.data, b->gate.data, 256) != 0);  // not the same layout
+  // A peer's rows install as interleaved again.
+  REQUIRE(interleaved.evict(key));
+  REQUIRE(interleaved.install(key, bytes).is_ok());
+  const auto c = interleaved.get(key);
+  CHECK(c->gate.layout == kernels::WeightLayout::kInterleaved16);
+  CHECK(rows_of(*c) == bytes);
+  // Only bf16 is affected by interleave_bf16: a store asked for Q8_0 copies
+  // keeps them in rows.
+  ExpertFormat q8 = format;
+  q8.convert_to = kernels::WeightType::kQ8_0;
+  ExpertStore converted(**ckpt, {-1}, q8);
+  REQUIRE(converted.load(key).is_ok());
+  CHECK(converted.get(key)->gate.layout == kernels::WeightLayout::kRows);
+}
+
+}  // namespace
 }  // namespace dancemoe
