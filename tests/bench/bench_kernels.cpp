@@ -12,7 +12,13 @@
 // than a scheduler time slice), round after round, and each keeps its fastest batch. A burst of
 // load from another process then costs every variant a batch or two instead of skewing one.
 //
-// usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] [--only gemv|gemm|ops]
+// A section `experts` times bf16 expert matrices of the medium and small
+// presets in the rows layout and interleaved by 16 rows (kernels/interleave.h)
+// with this machine's matmul_bf16, at the token counts an expert sees in a
+// decode step (1), a batched step (2-16) and a prefill (64).
+//
+// usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar]
+//                      [--only gemv|gemm|ops|experts]
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
 #include <algorithm>
 #include <barrier>
@@ -32,6 +38,7 @@
 
 #include "kernels/cpu/memory_bandwidth.h"
 #include "kernels/cpu/numeric.h"
+#include "kernels/interleave.h"
 #include "kernels/kernels.h"
 #include "tests/bench/interleaved_timer.h"
 
@@ -44,7 +51,7 @@ struct Options {
   double seconds = 0.4;    // timed per variant, over all its batches
   int64_t pool_mib = 512;  // weights cycled through, >> L3
   bool scalar = true;
-  std::string only;  // "", "gemv", "gemm" or "ops": run one section
+  std::string only;  // "", "gemv", "gemm", "ops" or "experts": run one section
 };
 
 void time_interleaved(std::vector<Variant>* variants, const Options& opts) {
@@ -72,9 +79,11 @@ struct FreeDeleter {
 
 // Copies of one bf16 weight matrix filling about pool_bytes, each copy
 // starting on its own cache line. Values are finite, varied bf16 numbers.
+// `layout`: each copy interleaved by 16 rows (kernels/interleave.h) or not.
 class WeightPool {
  public:
-  WeightPool(const Shape& shape, int64_t pool_bytes) : shape_(shape) {
+  WeightPool(const Shape& shape, int64_t pool_bytes, WeightLayout layout = WeightLayout::kRows)
+      : shape_(shape), layout_(layout) {
     const int64_t matrix_bytes = shape.rows * shape.cols * 2;
     copy_stride_bytes_ = (matrix_bytes + 255) / 256 * 256;
     n_copies_ = std::max<int64_t>(1, pool_bytes / copy_stride_bytes_);
@@ -92,15 +101,24 @@ class WeightPool {
       words[i] = static_cast<uint16_t>((state >> 31) << 15 | (119 + (state >> 24) % 8) << 7 |
                                        ((state >> 16) & 0x7f));
     }
+    if (layout == WeightLayout::kInterleaved16) {
+      std::vector<char> rows(static_cast<size_t>(matrix_bytes));
+      for (int64_t c = 0; c < n_copies_; ++c) {
+        char* at = data_.get() + c * copy_stride_bytes_;
+        std::copy(at, at + matrix_bytes, rows.begin());
+        interleave_matrix(WeightType::kBF16, rows.data(), shape.rows, shape.cols, at);
+      }
+    }
   }
   WeightView copy(int64_t i) const {
     return WeightView{data_.get() + (i % n_copies_) * copy_stride_bytes_, WeightType::kBF16,
-                      shape_.rows, shape_.cols};
+                      shape_.rows, shape_.cols, layout_};
   }
   const Shape& shape() const { return shape_; }
 
  private:
   Shape shape_;
+  WeightLayout layout_;
   int64_t copy_stride_bytes_ = 0;
   int64_t n_copies_ = 0;
   std::unique_ptr<char, FreeDeleter> data_;
@@ -282,6 +300,38 @@ void run_gemm(const Options& opts) {
   }
 }
 
+// bf16 experts in both layouts, this machine's matmul_bf16, one thread,
+// weights from DRAM: GB/s of weights and the interleaved / rows ratio.
+void run_experts(const Options& opts) {
+  const CpuKernels& k = cpu_kernels();
+  std::printf("\nbf16 experts, rows vs interleaved by 16 rows (%s, 1 thread, from DRAM): GB/s\n",
+              name(k).c_str());
+  if (!k.interleaved_bf16) {
+    std::printf(
+        "  (this level computes interleaved bf16 through rows copies: not a node's choice)\n");
+  }
+  std::printf("%-26s %6s %8s %8s %7s\n", "shape", "tokens", "rows", "i16", "ratio");
+  const Shape shapes[] = {{"medium gate/up 512x1024", 512, 1024},
+                          {"medium down 1024x512", 1024, 512},
+                          {"small expert 256x256", 256, 256}};
+  for (const Shape& shape : shapes) {
+    const WeightPool rows(shape, (opts.pool_mib << 20) / 2);
+    const WeightPool interleaved(shape, (opts.pool_mib << 20) / 2, WeightLayout::kInterleaved16);
+    for (int64_t n_tokens : {1, 2, 4, 8, 16, 64}) {
+      Activations act(shape, n_tokens);
+      std::vector<Variant> variants;
+      variants.push_back({"rows", matmul_call(k, Op::kMatmulBf16, rows, &act, 0, shape.rows)});
+      variants.push_back(
+          {"i16", matmul_call(k, Op::kMatmulBf16, interleaved, &act, 0, shape.rows)});
+      time_interleaved(&variants, opts);
+      const double bytes = static_cast<double>(shape.rows * shape.cols * 2);
+      std::printf("%-26s %6lld %8.2f %8.2f %6.2fx\n", shape.name, static_cast<long long>(n_tokens),
+                  bytes / variants[0].best_seconds / 1e9, bytes / variants[1].best_seconds / 1e9,
+                  variants[0].best_seconds / variants[1].best_seconds);
+    }
+  }
+}
+
 // The small ops on model-sized, cache-resident inputs: microseconds per call
 // and speed-up over scalar. Sizes: hidden 1024, 16 query / 4 KV heads of 64,
 // expert intermediate 512, vocabulary 32000, a 1024-position KV cache.
@@ -409,7 +459,7 @@ Options parse(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: bench_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
-                   "[--only gemv|gemm|ops]\n");
+                   "[--only gemv|gemm|ops|experts]\n");
       std::exit(2);
     }
   }
@@ -425,6 +475,7 @@ int run(int argc, char** argv) {
               bw1 / 1e9, bw2 / 1e9);
   if (opts.only.empty() || opts.only == "gemv") run_gemv(opts, bw1, bw2);
   if (opts.only.empty() || opts.only == "gemm") run_gemm(opts);
+  if (opts.only.empty() || opts.only == "experts") run_experts(opts);
   if (opts.only.empty() || opts.only == "ops") run_ops(opts);
   return 0;
 }
