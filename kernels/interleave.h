@@ -2,7 +2,8 @@
 // (WeightLayout::kInterleaved16) that the AVX-512 VNNI matmul computes about
 // 2x faster than the GGUF rows (bench_quant_kernels, one thread, Zen 4: see
 // docs/quantization.md), and of bf16 expert matrices for the AVX-512 BF16
-// matmul (docs/kernels.md: 1.4-2.2x at 4-8 tokens on the small shapes).
+// matmul (docs/node/README.md, "Interleaved bf16 experts": 1.2-2.2x at 4-16
+// tokens on the small preset's shapes, from DRAM).
 //
 // Why: in the rows layout each row's super-block is decoded on its own --
 // its packed scales unpacked, its sums scaled and folded -- about half the

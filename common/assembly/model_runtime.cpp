@@ -113,10 +113,10 @@ Status ModelRuntime::make_store(const RuntimeOptions& options) {
       options.interleave_k && all_cpu && options.precision == ComputePrecision::kBF16;
   format.interleave_k = may_interleave && kernels::cpu_kernels().interleaved_k;
   // bf16 experts too, for the AVX-512 BF16 kernel: 16 rows per lane vector,
-  // no horizontal sums -- experts of 4-8 tokens (a batched decode step) from
-  // DRAM 1.6-2.2x on the small preset's shapes (docs/kernels.md). Dense
-  // bf16 matrices stay in rows: at 1024 columns and 8-16 tokens (a batched
-  // step's attention projections) the interleaved kernel is 0.8x.
+  // no horizontal sums -- experts of 4-16 tokens (a batched decode step)
+  // from DRAM 1.2-2.2x on the small preset's shapes (docs/node/README.md,
+  // "Interleaved bf16 experts"). Dense bf16 matrices stay in rows: each of
+  // their row chunks would transpose the tokens' activations again.
   format.interleave_bf16 = may_interleave && kernels::cpu_kernels().interleaved_bf16;
   // A GGUF file whose experts are interleaved (copied) is copied whole,
   // its pages dropped: the rest of its mapping would otherwise keep mapped

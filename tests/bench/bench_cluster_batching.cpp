@@ -17,7 +17,7 @@
 //
 //   build/release/tests/bench_cluster_batching [--preset small|medium] [--rounds 2]
 //       [--lone 8] [--concurrent 20] [--clients-per-node 8] [--max-tokens 32]
-//       [--threads 1] [--insecure]
+//       [--threads 1] [--insecure] [--layout rows (the nodes' --rows-layout)]
 //
 // Target: 3-node cluster, 8 streams per node: aggregate tokens/s >= 3x one
 // stream per node.
@@ -94,6 +94,7 @@ struct Options {
   int max_tokens = 32;
   int threads = 1;
   bool insecure = false;
+  bool rows_layout = false;  // --layout rows: the A/B of kernels/interleave.h
 };
 
 const std::vector<std::string> kNodeIds = {"a", "b", "c"};
@@ -424,6 +425,8 @@ bool parse(int argc, char** argv, Options* o) {
       o->max_tokens = std::stoi(v);
     else if (a == "--threads")
       o->threads = std::stoi(v);
+    else if (a == "--layout")
+      o->rows_layout = v == "rows";
     else {
       std::fprintf(stderr,
                    "unknown argument %s (see the comment at the top of "
@@ -466,9 +469,17 @@ int run(const Options& o) {
                                      "127.0.0.1:0", "--threads", std::to_string(o.threads),
                                      "--max-batch", std::to_string(o.clients_per_node),
                                      "--max-queued", "64", "--log-level", "warn",
+                                     // The cluster described: every expert computed by its
+                                     // holder. Weight gathering may fetch a peer's expert
+                                     // when local compute is fast enough to pay (with the
+                                     // interleaved bf16 kernels node b did, 14807
+                                     // activations in a run), which the fault check below
+                                     // would count as a peer lost.
+                                     "--no-weight-gathering",
                                      // Several nodes on this host: each gets a budget
                                      // (the node refuses to guess one).
                                      "--expert-memory", "4G"};
+    if (o.rows_layout) args.push_back("--rows-layout");
     if (o.insecure) {
       args.push_back("--insecure");
     } else {

@@ -135,8 +135,7 @@ TEST_CASE("model runtime: bf16 experts interleaved where the CPU has the kernel,
   CHECK((expert_layout(**on) == kernels::WeightLayout::kInterleaved16) == kernel);
   CHECK(expert_layout(**off) == kernels::WeightLayout::kRows);
   CHECK(((*on)->description().find("interleaved by 16 rows") != std::string::npos) == kernel);
-  // Dense bf16 matrices stay in rows (the kernel loses at 1024 columns and
-  // 8-16 tokens).
+  // Dense bf16 matrices stay in rows (model_runtime.cpp says why).
   CHECK((*on)->dense().layer(0).attention.q.layout == kernels::WeightLayout::kRows);
   // A different order of the same bf16 products: f32 sums that differ in
   // their last bits, and activations rounded to bf16 before each matmul
