@@ -261,30 +261,31 @@ void deinterleave_q8_0(const void* interleaved, int64_t cols, int64_t row_begin,
   }
 }
 
-// BF16: a pair of columns of 16 rows is one 64-byte unit, [r][e].
+// BF16: a pair of columns of 16 rows is one 64-byte unit, [r][e]; a pair
+// is moved as 4 bytes.
 void interleave_bf16(const void* rows_layout, int64_t rows, int64_t cols, void* out) {
-  const auto* src = static_cast<const uint32_t*>(rows_layout);  // pairs of row r
-  auto* dst = static_cast<uint32_t*>(out);
+  const auto* src = static_cast<const uint8_t*>(rows_layout);
+  auto* dst = static_cast<uint8_t*>(out);
   const int64_t pairs = cols / 2;
   for (int64_t g = 0; g < rows / kInterleaveRows; ++g) {
-    for (int r = 0; r < kInterleaveRows; ++r) {
-      const uint32_t* row = src + (g * kInterleaveRows + r) * pairs;
-      uint32_t* o = dst + g * kInterleaveRows * pairs + r;
-      for (int64_t p = 0; p < pairs; ++p) o[p * kInterleaveRows] = row[p];
+    for (int64_t r = 0; r < kInterleaveRows; ++r) {
+      const uint8_t* row = src + (g * kInterleaveRows + r) * pairs * 4;
+      uint8_t* o = dst + (g * kInterleaveRows * pairs + r) * 4;
+      for (int64_t p = 0; p < pairs; ++p) std::memcpy(o + p * kInterleaveRows * 4, row + p * 4, 4);
     }
   }
 }
 
 void deinterleave_bf16(const void* interleaved, int64_t cols, int64_t row_begin, int64_t n_rows,
                        void* out) {
-  const auto* src = static_cast<const uint32_t*>(interleaved);
-  auto* dst = static_cast<uint32_t*>(out);
+  const auto* src = static_cast<const uint8_t*>(interleaved);
+  auto* dst = static_cast<uint8_t*>(out);
   const int64_t pairs = cols / 2;
   for (int64_t r = row_begin; r < row_begin + n_rows; ++r) {
-    const uint32_t* in =
-        src + (r / kInterleaveRows) * kInterleaveRows * pairs + r % kInterleaveRows;
-    uint32_t* row = dst + (r - row_begin) * pairs;
-    for (int64_t p = 0; p < pairs; ++p) row[p] = in[p * kInterleaveRows];
+    const uint8_t* in =
+        src + ((r / kInterleaveRows) * kInterleaveRows * pairs + r % kInterleaveRows) * 4;
+    uint8_t* row = dst + (r - row_begin) * pairs * 4;
+    for (int64_t p = 0; p < pairs; ++p) std::memcpy(row + p * 4, in + p * kInterleaveRows * 4, 4);
   }
 }
 

@@ -12,11 +12,12 @@
 // block of tokens ([pair][token]), so a step's broadcasts come from one
 // cache line: read from the tokens' own rows (a 2 KB stride at 1024
 // columns, the same L1 sets), a 4-token GEMM from DRAM ran at 18 instead of
-// 26 GB/s; from rows copied 64 bytes apart, 13. Groups outer, token blocks inner: a group's 16 rows
-// are read from DRAM once per call.
+// 26 GB/s; from rows copied 64 bytes apart, 13. Groups outer, token blocks
+// inner: a group's 16 rows are read from DRAM once per call.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/avx512/avx512_ops.h"
@@ -155,6 +156,10 @@ void transpose_8x16(const __m512i a[8], uint32_t* out) {
 
 // out[p * n + t] = pair p of token t's row (rows of `pairs` 32-bit pairs).
 void transpose_pairs(const uint16_t* x, int64_t n, int64_t pairs, uint32_t* out) {
+  if (n == 1) {  // the row as it is
+    std::memcpy(out, x, static_cast<size_t>(pairs) * sizeof(uint32_t));
+    return;
+  }
   int64_t p = 0;
   if (n == 8) {
     __m512i a[8];
@@ -185,20 +190,14 @@ void transpose_pairs(const uint16_t* x, int64_t n, int64_t pairs, uint32_t* out)
 void matmul_interleaved(const MatmulArgs& args, const uint16_t* x_bf16) {
   const int64_t cols = args.w.cols;
   const int64_t pairs = cols / 2;
-  // Block b's pairs at b * kTokenBlock * pairs: [pair][token of the block]
-  // (one token's pairs are its row as it is).
-  const uint32_t* packed = nullptr;
+  // Block b's pairs at b * kTokenBlock * pairs: [pair][token of the block].
   thread_local std::vector<uint32_t> buffer;
-  if (args.n_tokens == 1) {
-    packed = reinterpret_cast<const uint32_t*>(x_bf16);
-  } else {
-    buffer.resize(static_cast<size_t>(args.n_tokens * pairs));
-    for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kTokenBlock) {
-      const int64_t n = std::min(kTokenBlock, args.n_tokens - t0);
-      transpose_pairs(x_bf16 + t0 * cols, n, pairs, buffer.data() + t0 * pairs);
-    }
-    packed = buffer.data();
+  buffer.resize(static_cast<size_t>(args.n_tokens * pairs));
+  for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kTokenBlock) {
+    const int64_t n = std::min(kTokenBlock, args.n_tokens - t0);
+    transpose_pairs(x_bf16 + t0 * cols, n, pairs, buffer.data() + t0 * pairs);
   }
+  const uint32_t* packed = buffer.data();
   const auto* w = static_cast<const uint16_t*>(args.w.data);
   for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
     const uint16_t* group = w + r0 * cols;  // a group is 16 rows' bytes
