@@ -210,7 +210,8 @@ TEST_CASE("interleave: matmul_bf16 equals the rows layout at every level") {
   for (const Shape& s : shapes) {
     const std::vector<uint8_t> w = random_matrix(rng, WeightType::kBF16, s.rows, s.cols);
     const std::vector<uint8_t> il = interleaved(WeightType::kBF16, w, s.rows, s.cols);
-    for (int64_t n_tokens : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33}) {
+    // 70: two passes of the kernel's 64 tokens.
+    for (int64_t n_tokens : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33, 70}) {
       const std::vector<uint16_t> x = as_bf16(random_floats(rng, n_tokens * s.cols));
       const int64_t y_stride = s.rows + 5;
       const float kSentinel = 1234.5f;

@@ -51,6 +51,11 @@ struct Bf16DotKernel {
 // token, even and odd pairs, so that one token's chain of dependent
 // vdpbf16ps is two long) and the loads fit the 32 registers.
 constexpr int64_t kTokenBlock = 8;
+// Tokens transposed and computed per pass over the matrix: bounds the
+// per-thread buffer (64 x 2048 pairs x 4 bytes = 512 KB at hidden 4096)
+// and keeps it in L2; past 64 tokens a pass is compute-bound, so reading
+// the weights once more per 64 tokens costs little.
+constexpr int64_t kTokensPerPass = 64;
 
 // From this many tokens a step computes long enough per weight line that
 // the hardware prefetcher falls behind: the weights 2 KB ahead are asked
@@ -190,20 +195,22 @@ void transpose_pairs(const uint16_t* x, int64_t n, int64_t pairs, uint32_t* out)
 void matmul_interleaved(const MatmulArgs& args, const uint16_t* x_bf16) {
   const int64_t cols = args.w.cols;
   const int64_t pairs = cols / 2;
-  // Block b's pairs at b * kTokenBlock * pairs: [pair][token of the block].
-  thread_local std::vector<uint32_t> buffer;
-  buffer.resize(static_cast<size_t>(args.n_tokens * pairs));
-  for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kTokenBlock) {
-    const int64_t n = std::min(kTokenBlock, args.n_tokens - t0);
-    transpose_pairs(x_bf16 + t0 * cols, n, pairs, buffer.data() + t0 * pairs);
-  }
-  const uint32_t* packed = buffer.data();
   const auto* w = static_cast<const uint16_t*>(args.w.data);
-  for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
-    const uint16_t* group = w + r0 * cols;  // a group is 16 rows' bytes
-    for (int64_t t0 = 0; t0 < args.n_tokens; t0 += kTokenBlock) {
-      group_rows_n(std::min(kTokenBlock, args.n_tokens - t0), group, pairs, packed + t0 * pairs,
-                   args.y + t0 * args.y_stride + r0, args.y_stride);
+  thread_local std::vector<uint32_t> buffer;
+  for (int64_t c0 = 0; c0 < args.n_tokens; c0 += kTokensPerPass) {
+    const int64_t n_pass = std::min(kTokensPerPass, args.n_tokens - c0);
+    // Block b's pairs at b * kTokenBlock * pairs: [pair][token of the block].
+    buffer.resize(static_cast<size_t>(n_pass * pairs));
+    for (int64_t t0 = 0; t0 < n_pass; t0 += kTokenBlock) {
+      const int64_t n = std::min(kTokenBlock, n_pass - t0);
+      transpose_pairs(x_bf16 + (c0 + t0) * cols, n, pairs, buffer.data() + t0 * pairs);
+    }
+    for (int64_t r0 = args.row_begin; r0 < args.row_end; r0 += kInterleaveRows) {
+      const uint16_t* group = w + r0 * cols;  // a group is 16 rows' bytes
+      for (int64_t t0 = 0; t0 < n_pass; t0 += kTokenBlock) {
+        group_rows_n(std::min(kTokenBlock, n_pass - t0), group, pairs, buffer.data() + t0 * pairs,
+                     args.y + (c0 + t0) * args.y_stride + r0, args.y_stride);
+      }
     }
   }
 }
