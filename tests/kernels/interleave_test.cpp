@@ -61,6 +61,19 @@ double normalised_error(const std::vector<float>& got, const std::vector<float>&
   return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
+// Every element of y (n_tokens rows of y_stride) outside the columns
+// [row_begin, row_end) still holds `sentinel`.
+bool untouched_outside(const std::vector<float>& y, int64_t n_tokens, int64_t y_stride,
+                       int64_t row_begin, int64_t row_end, float sentinel) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < y_stride; ++r) {
+      if (r >= row_begin && r < row_end) continue;
+      if (y[static_cast<size_t>(t * y_stride + r)] != sentinel) return false;
+    }
+  }
+  return true;
+}
+
 TEST_CASE("interleave: round trips are exact, on quantized rows and on any bytes") {
   std::mt19937 rng(3);
   for (WeightType type : kAllTypes) {
@@ -150,14 +163,7 @@ TEST_CASE("interleave: matmul_quant equals the rows layout at every level") {
           INFO(cpu_level_name(k->level), " ", weight_type_name(type), " rows ", s.rows, " cols ",
                s.cols, " tokens ", n_tokens, " rows [", s.row_begin, ", ", s.row_end, ")");
           const std::vector<float> got = run(*k, il.data(), WeightLayout::kInterleaved16);
-          bool untouched = true;
-          for (int64_t t = 0; t < n_tokens; ++t) {
-            for (int64_t r = 0; r < y_stride; ++r) {
-              if (r >= s.row_begin && r < s.row_end) continue;
-              untouched = untouched && got[static_cast<size_t>(t * y_stride + r)] == kSentinel;
-            }
-          }
-          CHECK(untouched);
+          CHECK(untouched_outside(got, n_tokens, y_stride, s.row_begin, s.row_end, kSentinel));
           CHECK(normalised_error(got, want) <= 1e-5);
           // Not the same numbers by accident of a zero result.
           CHECK(normalised_error(got, std::vector<float>(got.size(), 0.0f)) > 0.0);
@@ -230,14 +236,7 @@ TEST_CASE("interleave: matmul_bf16 equals the rows layout at every level") {
              " rows [", s.row_begin, ", ", s.row_end, ")");
         const std::vector<float> got =
             run(*k, il.data(), WeightLayout::kInterleaved16, x.data(), n_tokens);
-        bool untouched = true;
-        for (int64_t t = 0; t < n_tokens; ++t) {
-          for (int64_t r = 0; r < y_stride; ++r) {
-            if (r >= s.row_begin && r < s.row_end) continue;
-            untouched = untouched && got[static_cast<size_t>(t * y_stride + r)] == kSentinel;
-          }
-        }
-        CHECK(untouched);
+        CHECK(untouched_outside(got, n_tokens, y_stride, s.row_begin, s.row_end, kSentinel));
         CHECK(normalised_error(got, want) <= 1e-5);
         CHECK(normalised_error(got, std::vector<float>(got.size(), 0.0f)) > 0.0);
         // With the interleaved kernel, the last token alone gives the same

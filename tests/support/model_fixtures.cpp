@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "common/model/gguf/gguf_quantize.h"
+#include "kernels/interleave.h"
+#include "kernels/quant_format.h"
 
 namespace dancemoe::testing {
 
@@ -45,6 +47,16 @@ std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,
   INFO(model.status().to_string());
   REQUIRE(model.is_ok());
   return std::move(model).value();
+}
+
+std::vector<uint8_t> expert_rows_bytes(const ExpertWeights& w) {
+  std::vector<uint8_t> bytes;
+  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
+    const size_t at = bytes.size();
+    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
+    kernels::copy_as_rows(*v, bytes.data() + at);
+  }
+  return bytes;
 }
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b) {

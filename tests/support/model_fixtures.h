@@ -37,4 +37,8 @@ std::vector<float> all_logits(ModelRuntime& model, const std::vector<int32_t>& i
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b);
 
+// An expert's three matrices in the rows layout, as transfers carry them
+// (kernels::copy_as_rows of each, whatever layout it is held in).
+std::vector<uint8_t> expert_rows_bytes(const ExpertWeights& w);
+
 }  // namespace dancemoe::testing

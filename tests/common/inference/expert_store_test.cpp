@@ -165,17 +165,6 @@ TEST_CASE("expert store: weights that do not match the manifest never become res
 namespace dancemoe {
 namespace {
 
-// An expert's three matrices in the rows layout, as transfers carry them.
-std::vector<uint8_t> rows_of(const ExpertWeights& w) {
-  std::vector<uint8_t> bytes;
-  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
-    const size_t at = bytes.size();
-    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
-    kernels::copy_as_rows(*v, bytes.data() + at);
-  }
-  return bytes;
-}
-
 TEST_CASE("expert store: an interleaving store holds bf16 experts interleaved, rows in transfers") {
   // Forced on, whatever this CPU has: levels without the interleaved bf16
   // kernel compute such matrices through rows copies.
@@ -200,15 +189,15 @@ TEST_CASE("expert store: an interleaving store holds bf16 experts interleaved, r
   }
   CHECK(a->gate.layout == kernels::WeightLayout::kRows);
   CHECK(b->n_bytes == a->n_bytes);
-  const std::vector<uint8_t> bytes = rows_of(*b);
-  CHECK(bytes == rows_of(*a));                               // the checkpoint's bytes
+  const std::vector<uint8_t> bytes = testing::expert_rows_bytes(*b);
+  CHECK(bytes == testing::expert_rows_bytes(*a));            // the checkpoint's bytes
   CHECK(std::memcmp(a->gate.data, b->gate.data, 256) != 0);  // not the same layout
   // A peer's rows install as interleaved again.
   REQUIRE(interleaved.evict(key));
   REQUIRE(interleaved.install(key, bytes).is_ok());
   const auto c = interleaved.get(key);
   CHECK(c->gate.layout == kernels::WeightLayout::kInterleaved16);
-  CHECK(rows_of(*c) == bytes);
+  CHECK(testing::expert_rows_bytes(*c) == bytes);
   // Only bf16 is affected by interleave_bf16: a store asked for Q8_0 copies
   // keeps them in rows.
   ExpertFormat q8 = format;

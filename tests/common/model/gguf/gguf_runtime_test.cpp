@@ -46,17 +46,6 @@ std::vector<int32_t> prompt(int64_t vocab) {
   return ids;
 }
 
-// An expert's three matrices in the rows layout, as transfers carry them.
-std::vector<uint8_t> rows_bytes(const ExpertWeights& w) {
-  std::vector<uint8_t> bytes;
-  for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {
-    const size_t at = bytes.size();
-    bytes.resize(at + static_cast<size_t>(v->rows * kernels::weight_row_bytes(v->type, v->cols)));
-    kernels::copy_as_rows(*v, bytes.data() + at);
-  }
-  return bytes;
-}
-
 float max_abs(const std::vector<float>& v) {
   float m = 0.0f;
   for (float x : v) m = std::max(m, std::fabs(x));
@@ -199,7 +188,7 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   CHECK(w->gate.type == kernels::WeightType::kQ8_0);
   CHECK(w->n_bytes == want);
   // What a transfer carries (the rows layout, however the store holds it).
-  const std::vector<uint8_t> bytes = rows_bytes(*w);
+  const std::vector<uint8_t> bytes = testing::expert_rows_bytes(*w);
   // The model has a manifest (of the bf16 bytes): converted bytes from a peer
   // cannot be checked against it and are refused; loads from the files are
   // checked before conversion.
@@ -209,7 +198,7 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   CHECK(refused.code() == StatusCode::kFailedPrecondition);
   CHECK(refused.message().find("cannot be checked") != std::string::npos);
   REQUIRE(store.load(key).is_ok());
-  CHECK(rows_bytes(*store.get(key)) == bytes);
+  CHECK(testing::expert_rows_bytes(*store.get(key)) == bytes);
 
   // Without a manifest, installing the held bytes (a peer's transfer) gives
   // the same expert.
@@ -219,7 +208,7 @@ TEST_CASE("gguf runtime: --expert-type holds experts quantized, in sizes and tra
   ExpertStore& plain_store = (*plain)->experts();
   REQUIRE(plain_store.evict(key));
   REQUIRE(plain_store.install(key, bytes).is_ok());
-  CHECK(rows_bytes(*plain_store.get(key)) == bytes);
+  CHECK(testing::expert_rows_bytes(*plain_store.get(key)) == bytes);
   CHECK(plain_store
             .install({key.layer, (key.expert + 1) % static_cast<int32_t>(c.n_experts)},
                      std::vector<uint8_t>(bytes.size() + 1))
@@ -263,8 +252,8 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   // Same sizes; the transfer bytes are the file's.
   CHECK(b->n_bytes == a->n_bytes);
   CHECK(interleaved.expert_bytes(key) == plain.expert_bytes(key));
-  const std::vector<uint8_t> bytes = rows_bytes(*b);
-  CHECK(bytes == rows_bytes(*a));
+  const std::vector<uint8_t> bytes = testing::expert_rows_bytes(*b);
+  CHECK(bytes == testing::expert_rows_bytes(*a));
   CHECK(std::memcmp(a->gate.data, b->gate.data, 1024) != 0);  // not the same layout
   // A peer's rows install as interleaved again, bit for bit.
   REQUIRE(interleaved.evict(key));
@@ -273,7 +262,7 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   CHECK(c->gate.layout == kernels::WeightLayout::kInterleaved16);
   CHECK(std::memcmp(c->gate.data, b->gate.data,
                     static_cast<size_t>(kernels::weight_view_bytes(b->gate))) == 0);
-  CHECK(rows_bytes(*c) == bytes);
+  CHECK(testing::expert_rows_bytes(*c) == bytes);
 }
 
 TEST_CASE("gguf runtime: Q4_K / Q6_K interleaved where the CPU has the kernel, the same logits") {
