@@ -305,5 +305,45 @@ TEST_CASE("gguf runtime: Q4_K / Q6_K interleaved where the CPU has the kernel, t
   CHECK((*on)->resident_weight_bytes() == (*off)->resident_weight_bytes());
 }
 
+TEST_CASE(
+    "gguf runtime: bf16 experts of a GGUF are interleaved copies where the CPU has the kernel") {
+  TempDir dir("gguf-bf16");
+  SyntheticModelSpec spec;
+  spec.preset = "small";
+  const auto gguf =
+      testing::write_gguf_model(spec, dir.path(), "small-bf16.gguf", gguf::Mixture::kBF16);
+  RuntimeOptions options;
+  options.precision = ComputePrecision::kBF16;
+  Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
+  REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
+  options.interleave_k = false;
+  Result<std::unique_ptr<ModelRuntime>> off = ModelRuntime::open(gguf, options);
+  REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
+  const bool kernel = kernels::cpu_kernels().interleaved_bf16;
+  INFO("this CPU's level has the interleaved bf16 kernel: ", kernel);
+  const ExpertFormat& format = (*on)->experts().format();
+  CHECK(format.interleave_bf16 == kernel);
+  CHECK(format.copy_mapped == kernel);  // interleaved experts are copies: the file is copied whole
+  CHECK_FALSE((*off)->experts().format().copy_mapped);
+  const auto held = (*on)->experts().get({0, 0});
+  REQUIRE(held != nullptr);
+  CHECK(held->gate.type == kernels::WeightType::kBF16);
+  CHECK((held->gate.layout == kernels::WeightLayout::kInterleaved16) == kernel);
+  CHECK((held->storage.data() != nullptr) == kernel);  // in place in the mapping otherwise
+  const auto in_place = (*off)->experts().get({0, 0});
+  CHECK(in_place->storage.data() == nullptr);
+  CHECK(testing::expert_rows_bytes(*held) == testing::expert_rows_bytes(*in_place));
+  // As model_runtime_test: a different order of the same bf16 products.
+  const std::vector<int32_t> ids = prompt((*on)->config().vocab_size);
+  const std::vector<float> a = testing::all_logits(**off, ids);
+  const std::vector<float> b = testing::all_logits(**on, ids);
+  const auto vocab = static_cast<size_t>((*on)->config().vocab_size);
+  CHECK(testing::max_abs_diff(std::span(a).first(vocab), std::span(b).first(vocab)) <=
+        1e-2f * max_abs(a));
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
+  CHECK(sum / static_cast<double>(a.size()) <= 1e-2 * max_abs(a));
+}
+
 }  // namespace
 }  // namespace dancemoe
