@@ -49,6 +49,22 @@ std::unique_ptr<ModelRuntime> open_model(const std::filesystem::path& dir,
   return std::move(model).value();
 }
 
+void check_same_computation(std::span<const float> a, std::span<const float> b, size_t vocab,
+                            float first_tolerance) {
+  REQUIRE(a.size() == b.size());
+  REQUIRE(a.size() >= vocab);
+  float max_a = 0.0f;
+  for (float x : a) max_a = std::max(max_a, std::fabs(x));
+  const float first = max_abs_diff(a.first(vocab), b.first(vocab));
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::fabs(a[i] - b[i]);
+  const double mean = sum / static_cast<double>(a.size());
+  MESSAGE("first position: max |difference| " << first << ", mean |difference| " << mean
+                                              << ", of max |logit| " << max_a);
+  CHECK(first <= first_tolerance * max_a);
+  CHECK(mean <= 1e-2 * max_a);
+}
+
 std::vector<uint8_t> expert_rows_bytes(const ExpertWeights& w) {
   std::vector<uint8_t> bytes;
   for (const kernels::WeightView* v : {&w.gate, &w.up, &w.down}) {

@@ -37,6 +37,14 @@ std::vector<float> all_logits(ModelRuntime& model, const std::vector<int32_t>& i
 
 float max_abs_diff(std::span<const float> a, std::span<const float> b);
 
+// Logits of one prompt ([positions, vocab]) from two runtimes that differ
+// only in how a matrix is laid out or summed: the first position within
+// first_tolerance x max |a|, every position on average within 1 % of it (a
+// later token may route a near-tie differently; a matrix read in the wrong
+// layout gives noise of the logits' size). CHECKs; MESSAGEs the figures.
+void check_same_computation(std::span<const float> a, std::span<const float> b, size_t vocab,
+                            float first_tolerance);
+
 // An expert's three matrices in the rows layout, as transfers carry them
 // (kernels::copy_as_rows of each, whatever layout it is held in).
 std::vector<uint8_t> expert_rows_bytes(const ExpertWeights& w);
