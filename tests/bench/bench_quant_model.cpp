@@ -4,7 +4,9 @@
 // timed in interleaved rounds (bf16, q8_0, q4_k_m, bf16, ...), each keeping
 // its best round: prefill of a 128-token prompt and decode of 64 tokens at 2
 // threads, weight bytes per decoded token, the memory roofline (streaming
-// read bandwidth / bytes per token) and the fraction of it decode reaches,
+// read bandwidth / bytes per token) and the fraction of it decode reaches --
+// the bandwidth probed beside each decode run (model_benchmark.h: a shared
+// host's bandwidth changes from second to second) --
 // and every model's speed relative to bf16. Run in Release on a quiet
 // machine:
 //
@@ -120,14 +122,17 @@ int main(int argc, char** argv) {
               static_cast<long long>(a.bench.gen_tokens), a.rounds);
   cli::ModelBenchParams once = a.bench;
   once.repeats = 1;
+  once.probe_bandwidth = true;
   for (int round = 0; round < a.rounds; ++round) {
     for (Entry& e : entries) {
       Result<cli::ModelBenchResult> r = cli::run_model_benchmark(*e.model, once);
       if (!r.is_ok()) return fail(r.status());
       if (round == 0 || r->prefill_tok_s > e.best.prefill_tok_s)
         e.best.prefill_tok_s = r->prefill_tok_s;
-      if (round == 0 || r->decode_tok_s > e.best.decode_tok_s)
+      if (round == 0 || r->decode_tok_s > e.best.decode_tok_s) {
         e.best.decode_tok_s = r->decode_tok_s;
+        e.best.decode_membw = r->decode_membw;
+      }
       e.best.bytes_per_token = r->bytes_per_token;
     }
   }
@@ -137,22 +142,23 @@ int main(int argc, char** argv) {
     return t;
   }();
   (void)weights_total;
-  for (Entry& e : entries) e.model.reset();  // the bandwidth probe wants the memory bus
-  const double membw =
-      kernels::measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, a.threads, 1.0);
+  for (Entry& e : entries) e.model.reset();  // the sustained probe wants the memory bus
   const double sustained =
       kernels::measure_sustained_read_bandwidth_bytes_per_s(int64_t{1} << 30, a.threads, 2.0);
-  std::printf("memory bandwidth (%d threads): burst %.1f GB/s, sustained %.1f GB/s\n\n", a.threads,
-              membw / 1e9, sustained / 1e9);
-  std::printf("%-8s %11s %10s %13s %15s %22s %10s %10s\n", "model", "prefill/s", "decode/s",
-              "bytes/token", "roofline tok/s", "of roofline (burst/sus)", "prefill x", "decode x");
+  std::printf(
+      "memory bandwidth (%d threads): burst beside each model's fastest decode round, "
+      "sustained %.1f GB/s after all rounds\n\n",
+      a.threads, sustained / 1e9);
+  std::printf("%-8s %11s %10s %13s %11s %15s %22s %10s %10s\n", "model", "prefill/s", "decode/s",
+              "bytes/token", "membw GB/s", "roofline tok/s", "of roofline (burst/sus)", "prefill x",
+              "decode x");
   const Entry& base = entries[0];
   for (const Entry& e : entries) {
-    const double roofline = membw / e.best.bytes_per_token;
+    const double roofline = e.best.decode_membw / e.best.bytes_per_token;
     const double roofline_sus = sustained / e.best.bytes_per_token;
-    std::printf("%-8s %11.1f %10.1f %13.0f %15.1f %13.0f%% / %3.0f%% %10.2f %10.2f\n",
+    std::printf("%-8s %11.1f %10.1f %13.0f %11.1f %15.1f %13.0f%% / %3.0f%% %10.2f %10.2f\n",
                 e.name.c_str(), e.best.prefill_tok_s, e.best.decode_tok_s, e.best.bytes_per_token,
-                roofline, 100.0 * e.best.decode_tok_s / roofline,
+                e.best.decode_membw / 1e9, roofline, 100.0 * e.best.roofline_frac(),
                 100.0 * e.best.decode_tok_s / roofline_sus,
                 e.best.prefill_tok_s / base.best.prefill_tok_s,
                 e.best.decode_tok_s / base.best.decode_tok_s);

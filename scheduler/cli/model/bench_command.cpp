@@ -2,8 +2,10 @@
 // [--gen-tokens 64] [device flags, e.g. --rows-layout] --json`: single-node prefill and decode
 // speed, the weight bytes read per decoded token, a measured memory bandwidth and the fraction of
 // the memory roofline (bandwidth / bytes per token) that decode reaches. membw_gb_s is the burst
-// figure (fastest 16 MiB read); the sustained one (median whole pass over 1 GiB) is printed beside
-// it with its own fraction.
+// figure (fastest 16 MiB read) measured beside the fastest decode run (model_benchmark.h: the
+// bandwidth of a shared host changes from second to second), decode_runs every run with its own
+// probe and fraction; the sustained figure (median whole pass over 1 GiB, after the runs) is
+// printed beside it with its own fraction.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -12,7 +14,6 @@
 #include "scheduler/cli/cli_support.h"
 #include "scheduler/cli/command_registry.h"
 #include "scheduler/cli/model/device_flags.h"
-#include "scheduler/cli/model/memory_usage.h"
 #include "scheduler/cli/model/model_benchmark.h"
 
 namespace dancemoe::cli {
@@ -39,7 +40,9 @@ int run(const Options& o) {
   }
   Result<std::unique_ptr<ModelRuntime>> model = ModelRuntime::open(o.model, options);
   if (!model.is_ok()) return report_failure("bench", model.status());
-  Result<ModelBenchResult> r = run_model_benchmark(**model, o.bench);
+  ModelBenchParams bench = o.bench;
+  bench.probe_bandwidth = devices->first_cuda() < 0;
+  Result<ModelBenchResult> r = run_model_benchmark(**model, bench);
   if (!r.is_ok()) return report_failure("bench", r.status());
   if (devices->first_cuda() >= 0) {
     // A GPU run: the CPU memory probe and roofline do not apply
@@ -68,16 +71,20 @@ int run(const Options& o) {
       expert_layout = "interleaved";
     }
   }
-  // Before the bandwidth probe allocates its own buffer.
-  const uint64_t peak_rss = peak_resident_bytes();
+  const uint64_t peak_rss = r->peak_rss_bytes;
   const uint64_t weight_bytes = (*model)->resident_weight_bytes();
   const int n_threads = (*model)->forward_pool().size();
-  model->reset();  // free the weights: the probe wants the memory bus to itself
-  const double membw =
-      kernels::measure_read_bandwidth_bytes_per_s(int64_t{512} << 20, n_threads, 1.0);
+  model->reset();  // free the weights before the 1 GiB sustained probe
   const double membw_sustained =
       kernels::measure_sustained_read_bandwidth_bytes_per_s(int64_t{1} << 30, n_threads, 2.0);
+  const double membw = r->decode_membw;
   const double roofline_tok_s = membw / r->bytes_per_token;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const DecodeRun& run : r->decode_runs) {
+    runs.push_back({{"tok_s", run.tok_s},
+                    {"membw_gb_s", run.membw_bytes_per_s / 1e9},
+                    {"roofline_frac", run.tok_s * r->bytes_per_token / run.membw_bytes_per_s}});
+  }
   nlohmann::ordered_json out = {
       {"model", o.model},
       {"format", format},
@@ -93,7 +100,8 @@ int run(const Options& o) {
       {"bytes_per_token", r->bytes_per_token},
       {"membw_gb_s", membw / 1e9},
       {"roofline_tok_s", roofline_tok_s},
-      {"roofline_frac", r->decode_tok_s / roofline_tok_s},
+      {"roofline_frac", r->roofline_frac()},
+      {"decode_runs", runs},
       {"membw_sustained_gb_s", membw_sustained / 1e9},
       {"roofline_frac_sustained", r->decode_tok_s * r->bytes_per_token / membw_sustained},
       {"weight_bytes", weight_bytes},

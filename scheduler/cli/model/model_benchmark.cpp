@@ -5,6 +5,9 @@
 #include <random>
 #include <set>
 
+#include "kernels/cpu/memory_bandwidth.h"
+#include "scheduler/cli/model/memory_usage.h"
+
 namespace dancemoe::cli {
 namespace {
 
@@ -22,7 +25,17 @@ uint64_t dense_bytes_per_token(const Checkpoint& ckpt) {
   return ckpt.dense_bytes() - unread_embedding + embed_row;
 }
 
+// The paired probe: short enough to sit beside every decode run (~0.3 s),
+// long enough for the fastest 16 MiB chunk per thread to be a steady figure.
+constexpr int64_t kProbeBytes = int64_t{256} << 20;
+constexpr double kProbeSeconds = 0.25;
+
 }  // namespace
+
+double ModelBenchResult::roofline_frac() const {
+  if (decode_membw <= 0 || bytes_per_token <= 0) return 0;
+  return decode_tok_s * bytes_per_token / decode_membw;
+}
 
 Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBenchParams& params) {
   if (params.prompt_tokens < 1 || params.gen_tokens < 1 || params.repeats < 1) {
@@ -64,6 +77,14 @@ Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBen
   uint64_t expert_bytes = 0;
   std::set<std::pair<int64_t, int32_t>> token_experts;
   double best_decode = 1e30;
+  result.peak_rss_bytes = peak_resident_bytes();
+  std::vector<double> probes;  // before run 0, then after each run
+  auto probe = [&] {
+    if (!params.probe_bandwidth) return;
+    probes.push_back(
+        kernels::measure_read_bandwidth_bytes_per_s(kProbeBytes, result.n_threads, kProbeSeconds));
+  };
+  probe();
   for (int r = 0; r < params.repeats; ++r) {
     cache.clear();
     tf.set_routing_observer({});
@@ -82,7 +103,19 @@ Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBen
           static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
       DMOE_RETURN_IF_ERROR(tf.forward(std::span(&next, 1), cache, LogitsMode::kLast, &logits));
     }
-    best_decode = std::min(best_decode, seconds_since(start));
+    const double seconds = seconds_since(start);
+    result.peak_rss_bytes = std::max(result.peak_rss_bytes, current_resident_bytes());
+    probe();
+    DecodeRun run;
+    run.tok_s = static_cast<double>(params.gen_tokens) / seconds;
+    if (params.probe_bandwidth) {
+      run.membw_bytes_per_s = std::max(probes[probes.size() - 2], probes.back());
+    }
+    if (seconds < best_decode) {
+      best_decode = seconds;
+      result.decode_membw = run.membw_bytes_per_s;
+    }
+    result.decode_runs.push_back(run);
   }
   tf.set_routing_observer({});
   result.decode_tok_s = static_cast<double>(params.gen_tokens) / best_decode;
