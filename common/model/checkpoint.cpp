@@ -409,6 +409,13 @@ uint64_t Checkpoint::dense_bytes() const {
   return bytes;
 }
 
+uint64_t Checkpoint::dense_bytes_read(int64_t n_tokens) const {
+  const TensorLocation& embed = tensor(TensorRole::kEmbed);
+  const uint64_t embed_row = embed.n_bytes / static_cast<uint64_t>(config_.vocab_size);
+  const uint64_t unread_embedding = config_.tie_word_embeddings ? 0 : embed.n_bytes;
+  return dense_bytes() - unread_embedding + static_cast<uint64_t>(n_tokens) * embed_row;
+}
+
 uint64_t Checkpoint::total_bytes() const {
   uint64_t bytes = dense_bytes();
   for (int64_t l = 0; l < config_.n_layers; ++l) {

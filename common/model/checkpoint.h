@@ -167,6 +167,10 @@ class Checkpoint {
   uint64_t expert_bytes(int64_t layer, int64_t expert) const;
   uint64_t dense_bytes() const;
   uint64_t total_bytes() const;
+  // The dense weight bytes one forward step over n_tokens reads: every dense
+  // matrix once, plus the n_tokens' embedding rows (the whole embedding is
+  // read only as a tied LM head). The roofline benchmarks' denominator.
+  uint64_t dense_bytes_read(int64_t n_tokens) const;
 
   // A GGUF's mappings ask for 2 MiB pages (MappedFile::prefer_huge_pages),
   // for weights computed in place; other formats: nothing to do.

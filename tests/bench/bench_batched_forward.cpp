@@ -7,7 +7,13 @@
 // Prints per width the step time (mean and best), tokens/s and the ratio to
 // one sequence; and the marginal cost of a sequence between the two widest
 // batches (their experts' weights are all read either way, so the difference
-// is compute).
+// is compute). Also per width: the weight bytes a step reads (every dense
+// matrix once, the experts its tokens chose once each) and the rate they are
+// read at; and, against the streaming-read bandwidth probed after every
+// round (the fastest probe counts), the fewest milliseconds such a step can
+// take and so the largest ratio to one sequence the memory allows: a lone
+// sequence reads few enough bytes that part of them stay in the last-level
+// cache, a wide step reads every expert from DRAM.
 //
 //   build/release/tests/bench_batched_forward [--model DIR] [--threads 2]
 //       [--rounds 3] [--steps 8] [--prompt 40] [--widths 1,4,8,16] [--rows-layout]
@@ -23,12 +29,14 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/assembly/model_runtime.h"
 #include "common/model/synthetic/synthetic_model.h"
+#include "kernels/cpu/memory_bandwidth.h"
 #include "tests/bench/bench_models.h"
 
 using namespace dancemoe;
@@ -39,6 +47,7 @@ namespace {
 struct Width {
   int n = 0;
   std::vector<double> step_ms;
+  double bytes = 0;  // weight bytes read, summed over the timed steps
 };
 
 std::vector<int> parse_widths(const std::string& text) {
@@ -48,9 +57,13 @@ std::vector<int> parse_widths(const std::string& text) {
   return out;
 }
 
-// `steps` decode steps of `n` sequences after a prompt each; the step times.
-Result<std::vector<double>> run_width(Transformer& tf, int n, int steps, int prompt, int vocab,
-                                      uint32_t seed) {
+// `steps` decode steps of `n` sequences after a prompt each; the step times,
+// and the weight bytes the steps read added to *bytes.
+Result<std::vector<double>> run_width(ModelRuntime& model, int n, int steps, int prompt,
+                                      uint32_t seed, double* bytes) {
+  Transformer& tf = model.transformer();
+  const Checkpoint& ckpt = model.checkpoint();
+  const int vocab = static_cast<int>(tf.config().vocab_size);
   std::mt19937 rng(seed);
   auto token = [&] { return static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)); };
   std::vector<KvCache> caches;
@@ -65,6 +78,12 @@ Result<std::vector<double>> run_width(Transformer& tf, int n, int steps, int pro
   }
   std::vector<int32_t> next(static_cast<size_t>(n));
   std::vector<double> times;
+  std::set<int32_t> chosen;  // one layer's experts
+  tf.set_routing_observer([&](int64_t layer, const RoutingDecision& routing) {
+    chosen.clear();
+    chosen.insert(routing.expert_ids.begin(), routing.expert_ids.end());
+    for (int32_t e : chosen) *bytes += static_cast<double>(ckpt.expert_bytes(layer, e));
+  });
   for (int s = 0; s < steps; ++s) {
     std::vector<SequenceStep> batch;
     for (int i = 0; i < n; ++i) {
@@ -72,10 +91,12 @@ Result<std::vector<double>> run_width(Transformer& tf, int n, int steps, int pro
       batch.push_back({std::span<const int32_t>(&next[static_cast<size_t>(i)], 1),
                        &caches[static_cast<size_t>(i)], true});
     }
+    *bytes += static_cast<double>(ckpt.dense_bytes_read(n));
     const Clock::time_point start = Clock::now();
     DMOE_RETURN_IF_ERROR(tf.forward_batch(batch, &logits));
     times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
+  tf.set_routing_observer({});
   return times;
 }
 
@@ -129,33 +150,44 @@ int main(int argc, char** argv) {
     return 1;
   }
   Transformer& tf = (*model)->transformer();
-  const int vocab = static_cast<int>(tf.config().vocab_size);
   std::printf("model %s, %d threads, %s, %d rounds x %d steps per width, prompts of %d tokens\n",
               model_dir.c_str(), threads, tf.description().c_str(), rounds, steps, prompt);
 
   std::map<int, Width> by_width;
+  double membw = 0;  // the fastest probe, bytes/s
   for (int round = 0; round < rounds; ++round) {
     for (int n : widths) {
+      Width& w = by_width[n];
       Result<std::vector<double>> t =
-          run_width(tf, n, steps, prompt, vocab, static_cast<uint32_t>(1000 * round + n));
+          run_width(**model, n, steps, prompt, static_cast<uint32_t>(1000 * round + n), &w.bytes);
       if (!t.is_ok()) {
         std::fprintf(stderr, "width %d: %s\n", n, t.status().to_string().c_str());
         return 1;
       }
-      Width& w = by_width[n];
       w.n = n;
       w.step_ms.insert(w.step_ms.end(), t->begin(), t->end());
     }
+    membw = std::max(
+        membw, kernels::measure_read_bandwidth_bytes_per_s(int64_t{256} << 20, threads, 0.25));
   }
   const double one = by_width.count(1) ? 1000.0 / mean(by_width[1].step_ms) : 0;
-  std::printf("%6s %12s %12s %10s %14s\n", "width", "step mean", "step best", "tokens/s",
-              "x one sequence");
+  std::printf("%6s %12s %12s %10s %14s %10s %9s %12s %10s\n", "width", "step mean", "step best",
+              "tokens/s", "x one sequence", "MB/step", "GB/s", "memory-bound", "x one max");
   for (const auto& [n, w] : by_width) {
     const double tok_s = 1000.0 * n / mean(w.step_ms);
-    std::printf("%6d %9.1f ms %9.1f ms %10.1f %14s\n", n, mean(w.step_ms),
-                *std::min_element(w.step_ms.begin(), w.step_ms.end()), tok_s,
-                one > 0 ? (std::to_string(tok_s / one).substr(0, 4) + "x").c_str() : "-");
+    const double step_bytes = w.bytes / static_cast<double>(w.step_ms.size());
+    const double floor_ms = 1000.0 * step_bytes / membw;  // every byte at the probe's rate
+    std::printf(
+        "%6d %9.1f ms %9.1f ms %10.1f %14s %10.1f %9.1f %9.2f ms %10s\n", n, mean(w.step_ms),
+        *std::min_element(w.step_ms.begin(), w.step_ms.end()), tok_s,
+        one > 0 ? (std::to_string(tok_s / one).substr(0, 4) + "x").c_str() : "-", step_bytes / 1e6,
+        step_bytes / mean(w.step_ms) / 1e6, floor_ms,
+        one > 0 ? (std::to_string(1000.0 * n / floor_ms / one).substr(0, 4) + "x").c_str() : "-");
   }
+  std::printf(
+      "memory-bound: a step's bytes at the fastest streaming-read probe (%.1f GB/s, %d "
+      "threads); x one max: that step's tokens/s over one sequence's measured rate\n",
+      membw / 1e9, threads);
   if (by_width.size() >= 2) {
     const Width& a = std::prev(by_width.end(), 2)->second;
     const Width& b = std::prev(by_width.end())->second;

@@ -15,16 +15,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Weight bytes every decoded token reads regardless of routing.
-uint64_t dense_bytes_per_token(const Checkpoint& ckpt) {
-  const ModelConfig& c = ckpt.config();
-  const TensorLocation& embed = ckpt.tensor(TensorRole::kEmbed);
-  const uint64_t embed_row = embed.n_bytes / static_cast<uint64_t>(c.vocab_size);
-  // The whole embedding matrix is read only as the (tied) LM head.
-  const uint64_t unread_embedding = c.tie_word_embeddings ? 0 : embed.n_bytes;
-  return ckpt.dense_bytes() - unread_embedding + embed_row;
-}
-
 // The paired probe: short enough to sit beside every decode run (~0.3 s),
 // long enough for the fastest 16 MiB chunk per thread to be a steady figure.
 constexpr int64_t kProbeBytes = int64_t{256} << 20;
@@ -120,7 +110,7 @@ Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBen
   tf.set_routing_observer({});
   result.decode_tok_s = static_cast<double>(params.gen_tokens) / best_decode;
   result.bytes_per_token =
-      static_cast<double>(dense_bytes_per_token(model.checkpoint())) +
+      static_cast<double>(model.checkpoint().dense_bytes_read(1)) +
       static_cast<double>(expert_bytes) / static_cast<double>(params.gen_tokens);
   return result;
 }
