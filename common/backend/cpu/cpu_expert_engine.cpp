@@ -197,10 +197,14 @@ void CpuExpertEngine::begin(std::span<const ExpertJob> jobs, const float* x, int
       const size_t j = static_cast<size_t>(slice.job);
       gate_up_rows(k, jobs[j], j, xg, hidden, slice.row_begin, slice.row_end);
     });
-    // The SwiGLU outputs quantized for block-format down projections (bf16 mode).
-    pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j, int) {
-      quantize_hidden_rows(k, jobs[static_cast<size_t>(j)], static_cast<size_t>(j));
-    });
+    // The SwiGLU outputs quantized for block-format down projections (bf16
+    // mode); a pass (and its barrier) only when some down projection is one.
+    if (std::any_of(hidden_q_offsets_.begin(), hidden_q_offsets_.end(),
+                    [](int64_t at) { return at >= 0; })) {
+      pool_.parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j, int) {
+        quantize_hidden_rows(k, jobs[static_cast<size_t>(j)], static_cast<size_t>(j));
+      });
+    }
     // (2) down, into per-job rows of down_.
     plan_slices(jobs, /*down=*/true, &slices_);
     pool_.parallel_for(static_cast<int64_t>(slices_.size()), [&](int64_t s, int) {
