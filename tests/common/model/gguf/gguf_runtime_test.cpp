@@ -265,73 +265,79 @@ TEST_CASE("gguf runtime: an interleaving store holds Q4_K experts interleaved, r
   CHECK(testing::expert_rows_bytes(*c) == bytes);
 }
 
+// The small preset written as a GGUF of `mixture` and opened twice in bf16
+// compute: `on` with the layouts this CPU's kernels prefer (the default),
+// `off` with the file's rows (--rows-layout).
+struct LayoutPair {
+  LayoutPair(const std::string& file, gguf::Mixture mixture) {
+    SyntheticModelSpec spec;
+    spec.preset = "small";
+    const auto gguf = testing::write_gguf_model(spec, dir.path(), file, mixture);
+    RuntimeOptions options;
+    options.precision = ComputePrecision::kBF16;
+    Result<std::unique_ptr<ModelRuntime>> a = ModelRuntime::open(gguf, options);
+    REQUIRE_MESSAGE(a.is_ok(), a.status().to_string());
+    on = std::move(a).value();
+    options.interleave_k = false;
+    Result<std::unique_ptr<ModelRuntime>> b = ModelRuntime::open(gguf, options);
+    REQUIRE_MESSAGE(b.is_ok(), b.status().to_string());
+    off = std::move(b).value();
+  }
+  TempDir dir{"gguf-layouts"};
+  std::unique_ptr<ModelRuntime> on, off;
+};
+
 TEST_CASE("gguf runtime: Q4_K / Q6_K interleaved where the CPU has the kernel, the same logits") {
-  TempDir dir("gguf-q4k");
-  SyntheticModelSpec spec;
-  spec.preset = "small";
-  const auto gguf =
-      testing::write_gguf_model(spec, dir.path(), "small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
-  RuntimeOptions options;
-  options.precision = ComputePrecision::kBF16;
-  Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
-  REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
-  options.interleave_k = false;
-  Result<std::unique_ptr<ModelRuntime>> off = ModelRuntime::open(gguf, options);
-  REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
+  LayoutPair m("small-q4_k_m.gguf", gguf::Mixture::kQ4_K_M);
+  ModelRuntime& on = *m.on;
+  ModelRuntime& off = *m.off;
   const bool kernel = kernels::cpu_kernels().interleaved_k;
   INFO("this CPU's level has the interleaved kernel: ", kernel);
-  CHECK((*on)->experts().format().interleave_k == kernel);
-  CHECK_FALSE((*off)->experts().format().interleave_k);
-  const auto layout = [](const ModelRuntime& m) { return m.dense().layer(0).attention.q.layout; };
-  CHECK((layout(**on) == kernels::WeightLayout::kInterleaved16) == kernel);
-  CHECK(layout(**off) == kernels::WeightLayout::kRows);
+  CHECK(on.experts().format().interleave_k == kernel);
+  CHECK_FALSE(off.experts().format().interleave_k);
+  const auto layout = [](const ModelRuntime& model) {
+    return model.dense().layer(0).attention.q.layout;
+  };
+  CHECK((layout(on) == kernels::WeightLayout::kInterleaved16) == kernel);
+  CHECK(layout(off) == kernels::WeightLayout::kRows);
   // The embedding's rows are read one at a time: never interleaved.
-  CHECK((*on)->dense().embed().layout == kernels::WeightLayout::kRows);
-  const std::vector<int32_t> ids = prompt((*on)->config().vocab_size);
-  const std::vector<float> a = testing::all_logits(**off, ids);
-  const std::vector<float> b = testing::all_logits(**on, ids);
+  CHECK(on.dense().embed().layout == kernels::WeightLayout::kRows);
+  const std::vector<int32_t> ids = prompt(on.config().vocab_size);
+  const std::vector<float> a = testing::all_logits(off, ids);
+  const std::vector<float> b = testing::all_logits(on, ids);
   // The same integer sums, only the f32 order differs: the first position
   // agrees to float rounding. A later one may not: a token whose top-k
   // experts nearly tie can route differently on a rounding difference (this
   // seed has one at position 5), and later positions attend to it -- so the
   // rest is held to an average, as the Q8_0 test above.
-  testing::check_same_computation(a, b, static_cast<size_t>((*on)->config().vocab_size), 1e-5f);
-  CHECK((*on)->resident_weight_bytes() == (*off)->resident_weight_bytes());
+  testing::check_same_computation(a, b, static_cast<size_t>(on.config().vocab_size), 1e-5f);
+  CHECK(on.resident_weight_bytes() == off.resident_weight_bytes());
 }
 
 TEST_CASE(
     "gguf runtime: bf16 experts of a GGUF are interleaved copies where the CPU has the kernel") {
-  TempDir dir("gguf-bf16");
-  SyntheticModelSpec spec;
-  spec.preset = "small";
-  const auto gguf =
-      testing::write_gguf_model(spec, dir.path(), "small-bf16.gguf", gguf::Mixture::kBF16);
-  RuntimeOptions options;
-  options.precision = ComputePrecision::kBF16;
-  Result<std::unique_ptr<ModelRuntime>> on = ModelRuntime::open(gguf, options);
-  REQUIRE_MESSAGE(on.is_ok(), on.status().to_string());
-  options.interleave_k = false;
-  Result<std::unique_ptr<ModelRuntime>> off = ModelRuntime::open(gguf, options);
-  REQUIRE_MESSAGE(off.is_ok(), off.status().to_string());
+  LayoutPair m("small-bf16.gguf", gguf::Mixture::kBF16);
+  ModelRuntime& on = *m.on;
+  ModelRuntime& off = *m.off;
   const bool kernel = kernels::cpu_kernels().interleaved_bf16;
   INFO("this CPU's level has the interleaved bf16 kernel: ", kernel);
-  const ExpertFormat& format = (*on)->experts().format();
+  const ExpertFormat& format = on.experts().format();
   CHECK(format.interleave_bf16 == kernel);
   CHECK(format.copy_mapped == kernel);  // interleaved experts are copies: the file is copied whole
-  CHECK_FALSE((*off)->experts().format().copy_mapped);
-  const auto held = (*on)->experts().get({0, 0});
+  CHECK_FALSE(off.experts().format().copy_mapped);
+  const auto held = on.experts().get({0, 0});
   REQUIRE(held != nullptr);
   CHECK(held->gate.type == kernels::WeightType::kBF16);
   CHECK((held->gate.layout == kernels::WeightLayout::kInterleaved16) == kernel);
   CHECK((held->storage.data() != nullptr) == kernel);  // in place in the mapping otherwise
-  const auto in_place = (*off)->experts().get({0, 0});
+  const auto in_place = off.experts().get({0, 0});
   CHECK(in_place->storage.data() == nullptr);
   CHECK(testing::expert_rows_bytes(*held) == testing::expert_rows_bytes(*in_place));
   // As model_runtime_test: a different order of the same bf16 products.
-  const std::vector<int32_t> ids = prompt((*on)->config().vocab_size);
-  const std::vector<float> a = testing::all_logits(**off, ids);
-  const std::vector<float> b = testing::all_logits(**on, ids);
-  testing::check_same_computation(a, b, static_cast<size_t>((*on)->config().vocab_size), 1e-2f);
+  const std::vector<int32_t> ids = prompt(on.config().vocab_size);
+  const std::vector<float> a = testing::all_logits(off, ids);
+  const std::vector<float> b = testing::all_logits(on, ids);
+  testing::check_same_computation(a, b, static_cast<size_t>(on.config().vocab_size), 1e-2f);
 }
 
 }  // namespace
