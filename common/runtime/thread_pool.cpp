@@ -87,8 +87,12 @@ void ThreadPool::run_job(Trampoline trampoline, void* ctx, int64_t first_chunk, 
   claim_word_.store(
       (static_cast<uint64_t>(generation) << 32) | (static_cast<uint64_t>(n_chunks) << 16),
       std::memory_order_release);
-  generation_.store(generation, std::memory_order_release);
-  futex_wake_all(&generation_);
+  // Sequentially consistent store, then load, paired with the worker's
+  // increment of sleepers_ and then its futex_wait (which compares the
+  // generation in the kernel): either this load sees the sleeper, or the
+  // sleeper's compare sees the new generation and does not sleep.
+  generation_.store(generation, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(&generation_);
   work_on(generation, 0);
   while (chunks_done_.load(std::memory_order_acquire) != n_chunks) cpu_relax();
 }
@@ -123,7 +127,9 @@ void ThreadPool::worker_loop(int thread_idx) {
       if (++spins < kSpinIterations) {
         cpu_relax();
       } else {
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
         futex_wait(&generation_, seen);
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
       }
     }
     seen = now;

@@ -69,6 +69,11 @@ class ThreadPool {
   Trampoline trampoline_ = nullptr;
   void* ctx_ = nullptr;
   alignas(64) std::atomic<uint32_t> generation_{0};  // futex word
+  // Workers asleep (or about to be) on generation_: a job wakes them with a
+  // syscall only when there is one -- a worker still spinning sees the new
+  // generation by itself, and the wake cost a syscall per job (~90 per
+  // small-preset step).
+  std::atomic<int> sleepers_{0};
   // One word holds everything a claim depends on -- generation (high 32
   // bits), chunk count (16 bits) and next unclaimed chunk (low 16 bits) -- so
   // a claim (compare-and-swap) succeeds only against a consistent snapshot of

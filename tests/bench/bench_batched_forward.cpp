@@ -29,7 +29,6 @@
 #include <filesystem>
 #include <map>
 #include <random>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -78,11 +77,26 @@ Result<std::vector<double>> run_width(ModelRuntime& model, int n, int steps, int
   }
   std::vector<int32_t> next(static_cast<size_t>(n));
   std::vector<double> times;
-  std::set<int32_t> chosen;  // one layer's experts
+  // Each expert's bytes, looked up before the timed steps: the checkpoint
+  // finds them by tensor name, which in the observer (inside the step) took
+  // a twelfth of a small 16-wide step.
+  const ModelConfig& config = tf.config();
+  std::vector<double> expert_bytes(static_cast<size_t>(config.n_layers * config.n_experts));
+  for (int64_t l = 0; l < config.n_layers; ++l) {
+    if (!config.layer_is_moe[static_cast<size_t>(l)]) continue;
+    for (int64_t e = 0; e < config.n_experts; ++e) {
+      expert_bytes[static_cast<size_t>(l * config.n_experts + e)] =
+          static_cast<double>(ckpt.expert_bytes(l, e));
+    }
+  }
+  std::vector<bool> chosen(static_cast<size_t>(config.n_experts));  // one layer's experts
   tf.set_routing_observer([&](int64_t layer, const RoutingDecision& routing) {
-    chosen.clear();
-    chosen.insert(routing.expert_ids.begin(), routing.expert_ids.end());
-    for (int32_t e : chosen) *bytes += static_cast<double>(ckpt.expert_bytes(layer, e));
+    std::fill(chosen.begin(), chosen.end(), false);
+    for (int32_t e : routing.expert_ids) {
+      if (chosen[static_cast<size_t>(e)]) continue;
+      chosen[static_cast<size_t>(e)] = true;
+      *bytes += expert_bytes[static_cast<size_t>(layer * config.n_experts + e)];
+    }
   });
   for (int s = 0; s < steps; ++s) {
     std::vector<SequenceStep> batch;

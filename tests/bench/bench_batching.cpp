@@ -157,6 +157,8 @@ struct Phase {
   int64_t tokens = 0;
   double seconds = 0;
   std::vector<std::string> errors;
+  double steps = 0;           // the node's batched steps during the phase
+  double step_sequences = 0;  // and the sequences they ran (/ steps: mean width)
 };
 
 // `clients` clients sending requests back to back for `seconds`.
@@ -166,6 +168,8 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
       start + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  const double steps0 = metric(port, "dancemoe_node_batch_steps_total");
+  const double sequences0 = metric(port, "dancemoe_node_batch_step_sequences_total");
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -185,6 +189,8 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   }
   for (auto& t : threads) t.join();
   phase->seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  phase->steps += metric(port, "dancemoe_node_batch_steps_total") - steps0;
+  phase->step_sequences += metric(port, "dancemoe_node_batch_step_sequences_total") - sequences0;
 }
 
 std::string history(int round, int words) {
@@ -274,11 +280,19 @@ int main(int argc, char** argv) {
     const double growth = rest_start > 0 ? (rest_end - rest_start) / rest_start : 0;
     std::printf("preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each\n",
                 preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens);
-    std::printf("one stream:  %.1f tokens/s, TTFT p50 %.1f ms (%zu requests)\n", lone_tps,
-                lone_ttft * 1e3, lone.ttft.size());
-    std::printf("%d streams: %.1f tokens/s, TTFT p50 %.1f ms, p99 %.1f ms (%zu requests)\n",
-                n_clients, many_tps, many_ttft * 1e3, quantile(many.ttft, 0.99) * 1e3,
-                many.ttft.size());
+    // Mean width and step time: how full the batches were, and what a step
+    // cost (compare bench_batched_forward's in-process step at that width).
+    const auto width = [](const Phase& p) { return p.steps > 0 ? p.step_sequences / p.steps : 0; };
+    const auto step_ms = [](const Phase& p) { return p.steps > 0 ? p.seconds / p.steps * 1e3 : 0; };
+    std::printf(
+        "one stream:  %.1f tokens/s, TTFT p50 %.1f ms (%zu requests); mean width %.1f, %.2f ms "
+        "per step\n",
+        lone_tps, lone_ttft * 1e3, lone.ttft.size(), width(lone), step_ms(lone));
+    std::printf(
+        "%d streams: %.1f tokens/s, TTFT p50 %.1f ms, p99 %.1f ms (%zu requests); mean width "
+        "%.1f, %.2f ms per step\n",
+        n_clients, many_tps, many_ttft * 1e3, quantile(many.ttft, 0.99) * 1e3, many.ttft.size(),
+        width(many), step_ms(many));
     std::printf(
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
         "(target <= 3x); errors %zu\n",
