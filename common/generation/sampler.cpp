@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/kernels.h"
+
 namespace dancemoe {
 namespace {
 
@@ -111,33 +113,50 @@ int32_t Sampler::sample(std::span<const float> logits) {
   if (params_.temperature == 0.0f) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
-  // One pass: the unmasked tokens, and the most likely (the first of the
-  // largest logits, as by_logit orders them).
+  // Every token's probability softmax(logit / temperature) at once, by the
+  // CPU kernels' vectorised softmax: one std::exp per token was most of a
+  // served decode step's sampling (25 us per sequence at a 4096 vocabulary,
+  // on the scheduler's one thread while the pool waited). NaN logits count
+  // as masked. The most likely is the first of the largest logits.
+  const float inv_temperature = 1.0f / params_.temperature;
+  probs_.resize(static_cast<size_t>(n));
+  int32_t top = -1;
+  float top_logit = -INFINITY;
+  for (int32_t i = 0; i < n; ++i) {
+    const float l = logits[static_cast<size_t>(i)];
+    probs_[static_cast<size_t>(i)] = std::isnan(l) ? -INFINITY : l * inv_temperature;
+    if (l > top_logit) {
+      top_logit = l;
+      top = i;
+    }
+  }
+  if (top < 0) return 0;  // everything masked (the caller checked this)
+  kernels::cpu_kernels().softmax(probs_.data(), n);
+  const bool cuts =
+      (params_.top_k > 0 && params_.top_k < n) || params_.min_p > 0.0f || params_.top_p < 1.0f;
+  if (!cuts) return draw_all(logits, top);
+
+  // The cuts need the candidates in order of likelihood: the unmasked tokens
+  // with their logits, sorted only as far as a cut needs.
   candidates_.resize(static_cast<size_t>(n));
   sorted_ = 0;
   size_t n_kept = 0;
-  std::pair<float, int32_t> top{-INFINITY, -1};
   for (int32_t i = 0; i < n; ++i) {
     const float l = logits[static_cast<size_t>(i)];
     candidates_[n_kept] = {l, i};
-    n_kept += l != -INFINITY ? 1 : 0;
-    if (l > top.first) top = {l, i};
+    n_kept += l != -INFINITY && !std::isnan(l) ? 1 : 0;
   }
   candidates_.resize(n_kept);
-  // Everything masked (the caller checked this), or NaN logits.
-  if (candidates_.empty() || top.second < 0) return 0;
   if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < candidates_.size()) {
     sort_first(static_cast<size_t>(params_.top_k));
     candidates_.resize(static_cast<size_t>(params_.top_k));
   }
-  const float max_logit = top.first;
-  const float temperature = params_.temperature;
-  // From here on each candidate carries its weight exp((logit - max) /
-  // temperature) instead of its logit: one exp per candidate instead of one
-  // per pass (the sum, top_p's walk, the draw), which was most of the
-  // sampler's time. The weight grows with the logit, so by_logit's order and
-  // the sorted prefix stay as they were; the most likely weighs exactly 1.
-  for (auto& c : candidates_) c.first = std::exp((c.first - max_logit) / temperature);
+  // From here on each candidate carries its weight relative to the most
+  // likely, exp((logit - max) / temperature), instead of its logit. The
+  // weight grows with the logit, so by_logit's order and the sorted prefix
+  // stay as they were.
+  const float inv_top = 1.0f / probs_[static_cast<size_t>(top)];
+  for (auto& c : candidates_) c.first = probs_[static_cast<size_t>(c.second)] * inv_top;
   // min_p keeps the most likely and the others whose weight is >= min_p.
   if (params_.min_p > 0.0f) {
     const float min_p = params_.min_p;
@@ -149,7 +168,7 @@ int32_t Sampler::sample(std::span<const float> logits) {
     } else {
       candidates_.erase(
           std::remove_if(candidates_.begin(), candidates_.end(),
-                         [&](const auto& c) { return c.second != top.second && c.first < min_p; }),
+                         [&](const auto& c) { return c.second != top && c.first < min_p; }),
           candidates_.end());
     }
   }
@@ -188,6 +207,34 @@ int32_t Sampler::sample(std::span<const float> logits) {
     if (r <= 0.0) return id;
   }
   return candidates_.back().second;
+}
+
+// Draws from every token by its probability in probs_, in token order (as
+// the candidates' walk does without a cut): the walk skips whole blocks of
+// 16 by their sums, so a 150k vocabulary costs a few thousand additions.
+int32_t Sampler::draw_all(std::span<const float> logits, int32_t top) {
+  constexpr size_t kBlock = 16;
+  const size_t n = probs_.size();
+  const size_t n_blocks = (n + kBlock - 1) / kBlock;
+  block_sums_.assign(n_blocks, 0.0f);
+  for (size_t i = 0; i < n; ++i) block_sums_[i / kBlock] += probs_[i];
+  double total = 0.0;
+  for (float b : block_sums_) total += b;
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  size_t b = 0;
+  while (b + 1 < n_blocks && r - block_sums_[b] > 0.0) r -= block_sums_[b++];
+  int32_t last = top;  // the last drawable token seen: rounding may leave r > 0 at the end
+  for (size_t i = b * kBlock; i < n; ++i) {
+    const float p = probs_[i];
+    // Masked (whatever the exp's rounding gave them), or too unlikely to be
+    // represented.
+    if (!(p > 0.0f) || !(logits[i] > -INFINITY)) continue;
+    last = static_cast<int32_t>(i);
+    r -= p;
+    if (r <= 0.0) return last;
+  }
+  return last;
 }
 
 }  // namespace dancemoe

@@ -10,7 +10,9 @@
 // (0: no cut), then to those at least min_p times as likely as the most
 // likely (0: no cut), then to the smallest set whose probability reaches
 // top_p (1: no cut), renormalised and sampled with a seeded generator, so a
-// seed reproduces a generation. Tokens at -infinity (masked by a
+// seed reproduces a generation (on CPUs of one kernel level: the
+// probabilities come from that level's vectorised softmax, whose last bits
+// differ between levels). Tokens at -infinity (masked by a
 // constraint) are never picked unless nothing else is left.
 // Not thread-safe (owns its random state, history and scratch).
 #pragma once
@@ -59,6 +61,8 @@ class Sampler {
  private:
   // Sorts until candidates_' first n are the n most likely, in order.
   void sort_first(size_t n);
+  // Draws a token of `logits` by probs_ without cuts; `top` is the most likely.
+  int32_t draw_all(std::span<const float> logits, int32_t top);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -67,7 +71,9 @@ class Sampler {
   // (logit, token) of the tokens not masked; within sample(), (weight,
   // token) once the most likely is known. Either way the larger first.
   std::vector<std::pair<float, int32_t>> candidates_;
-  size_t sorted_ = 0;  // candidates_[0, sorted_) are the most likely, in order
+  size_t sorted_ = 0;              // candidates_[0, sorted_) are the most likely, in order
+  std::vector<float> probs_;       // within sample(): every token's probability
+  std::vector<float> block_sums_;  // within draw_all(): probs_ summed by 16
 };
 
 }  // namespace dancemoe

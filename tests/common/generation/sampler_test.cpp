@@ -95,6 +95,48 @@ TEST_CASE("sampler: min_p drops unlikely tokens and masked tokens are never draw
   }
 }
 
+TEST_CASE("sampler: without cuts, a vocabulary's frequencies follow softmax(logit / T)") {
+  // 1000 tokens past several blocks of the draw's walk: every fifth masked,
+  // one NaN; the rest at logits whose probabilities at T = 0.5 are known.
+  const float inf = INFINITY;
+  std::vector<float> logits(1000, -inf);
+  std::vector<double> weight(logits.size(), 0.0);
+  double total = 0.0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (i % 5 == 0) continue;
+    logits[i] = static_cast<float>((i * 37 % 101) / 50.0);
+    weight[i] = std::exp(static_cast<double>(logits[i]) / 0.5);
+    total += weight[i];
+  }
+  logits[3] = NAN;
+  total -= weight[3];
+  weight[3] = 0.0;
+  SamplingParams p;
+  p.temperature = 0.5f;
+  p.seed = 11;
+  Sampler s(p);
+  const int n_draws = 200000;
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < n_draws; ++i) ++counts[static_cast<size_t>(s.sample(logits))];
+  double chi2 = 0.0;  // over the drawable tokens
+  int cells = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (weight[i] == 0.0) {
+      CHECK(counts[i] == 0);  // masked or NaN: never drawn
+      continue;
+    }
+    const double expected = n_draws * weight[i] / total;
+    chi2 += (counts[i] - expected) * (counts[i] - expected) / expected;
+    ++cells;
+  }
+  // 798 degrees of freedom: mean 798, sd 40; 1000 is five sd out.
+  CHECK(cells == 799);
+  CHECK(chi2 < 1000.0);
+  // The same seed draws the same tokens.
+  Sampler a(p), b(p);
+  for (int i = 0; i < 100; ++i) CHECK(a.sample(logits) == b.sample(logits));
+}
+
 TEST_CASE("sampler: the new parameters are validated with their names and ranges") {
   SamplingParams p;
   p.presence_penalty = 2.5f;
