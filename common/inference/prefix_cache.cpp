@@ -26,7 +26,11 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
   if (budget_bytes_ == 0) return 0;
   auto best = entries_.end();
   int64_t best_len = 0;
-  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+  // No entry can give more than this: the first (most recent) that does
+  // ends the search -- under load every entry shares the same system prompt,
+  // and scanning all of them was most of a restore.
+  const int64_t longest = std::min(static_cast<int64_t>(tokens.size()), max_tokens);
+  for (auto it = entries_.begin(); it != entries_.end() && best_len < longest; ++it) {
     const int64_t len = std::min(common_prefix(tokens, it->tokens), max_tokens);
     if (len > best_len) {
       best_len = len;
@@ -44,13 +48,11 @@ int64_t PrefixCache::restore(std::span<const int32_t> tokens, int64_t max_tokens
   return into.n_past();
 }
 
-void PrefixCache::insert(std::span<const int32_t> tokens, const KvCache& cache) {
+std::span<const int32_t> PrefixCache::prepare_locked(std::span<const int32_t> tokens,
+                                                     const KvCache& cache) {
   const int64_t n = std::min<int64_t>(cache.n_past(), static_cast<int64_t>(tokens.size()));
-  if (n < min_tokens_) return;
+  if (n < min_tokens_ || budget_bytes_ == 0) return {};
   const std::span<const int32_t> kept = tokens.first(static_cast<size_t>(n));
-  const int64_t bytes = n * cache.bytes_per_position();
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (bytes > budget_bytes_) return;
   for (auto it = entries_.begin(); it != entries_.end();) {
     const int64_t shared = common_prefix(kept, it->tokens);
     if (shared == static_cast<int64_t>(it->tokens.size()) && shared <= n) {
@@ -59,18 +61,48 @@ void PrefixCache::insert(std::span<const int32_t> tokens, const KvCache& cache) 
       it = entries_.erase(it);
     } else if (shared == n) {
       entries_.splice(entries_.begin(), entries_, it);  // already covered
-      return;
+      return {};
     } else {
       ++it;
     }
   }
+  return kept;
+}
+
+void PrefixCache::push_locked(std::span<const int32_t> kept, KvCache cache) {
+  const int64_t bytes = cache.capacity() * cache.bytes_per_position();
+  entries_.push_front(
+      Entry{std::vector<int32_t>(kept.begin(), kept.end()), std::move(cache), bytes});
+  stats_.bytes += bytes;
+}
+
+void PrefixCache::insert(std::span<const int32_t> tokens, const KvCache& cache) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::span<const int32_t> kept = prepare_locked(tokens, cache);
+  const auto n = static_cast<int64_t>(kept.size());
+  const int64_t bytes = n * cache.bytes_per_position();
+  if (n == 0 || bytes > budget_bytes_) return;
   evict_until(bytes);
   Result<KvCache> made = make_(n);
   if (!made.is_ok()) return;
   if (!made->copy_prefix(cache, n).is_ok()) return;
-  entries_.push_front(
-      Entry{std::vector<int32_t>(kept.begin(), kept.end()), std::move(*made), bytes});
-  stats_.bytes += bytes;
+  push_locked(kept, std::move(*made));
+}
+
+void PrefixCache::insert(std::span<const int32_t> tokens, KvCache&& cache) {
+  const int64_t n = std::min<int64_t>(cache.n_past(), static_cast<int64_t>(tokens.size()));
+  if (cache.external_storage() != nullptr ||
+      static_cast<double>(n) < kAdoptFill * static_cast<double>(cache.capacity())) {
+    insert(tokens, static_cast<const KvCache&>(cache));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::span<const int32_t> kept = prepare_locked(tokens, cache);
+  const int64_t bytes = cache.capacity() * cache.bytes_per_position();
+  if (kept.empty() || bytes > budget_bytes_) return;
+  evict_until(bytes);
+  cache.set_n_past(static_cast<int64_t>(kept.size()));
+  push_locked(kept, std::move(cache));
 }
 
 void PrefixCache::evict_until(int64_t room) {

@@ -3,8 +3,9 @@
 // restore() finds the entry with the longest common prefix with a new
 // prompt and copies that many positions into the new sequence's cache, so
 // only the rest of the prompt is prefilled. Entries are compact copies
-// (capacity = their length), bounded by a byte budget; the least recently
-// used go first. Hits, misses, saved tokens and evictions are counted for
+// (capacity = their length) or finished sequences' caches taken over whole,
+// bounded by a byte budget (of their capacity); the least recently used go
+// first. Hits, misses, saved tokens and evictions are counted for
 // /metrics.
 //
 // The keys and values of a position depend only on the tokens before it, so
@@ -47,8 +48,15 @@ class PrefixCache {
   // into `into` (which must be empty) and returns its length; 0 on a miss.
   int64_t restore(std::span<const int32_t> tokens, int64_t max_tokens, KvCache& into);
   // Keeps the first cache.n_past() positions of `cache`, whose tokens are
-  // tokens[0 .. cache.n_past()). Errors (no memory) only skip the insert.
+  // tokens[0 .. cache.n_past()), as a compact copy. Errors (no memory) only
+  // skip the insert.
   void insert(std::span<const int32_t> tokens, const KvCache& cache);
+  // The same for a cache its sequence is done with: kept as it is, without a
+  // copy, when at least kAdoptFill of its capacity is used (a finished
+  // request's reservation usually is: the copy, memory-bound, was the
+  // larger part of an insert); copied as above otherwise.
+  void insert(std::span<const int32_t> tokens, KvCache&& cache);
+  static constexpr double kAdoptFill = 0.75;
   void clear();
   Stats stats() const;
 
@@ -59,6 +67,11 @@ class PrefixCache {
     int64_t bytes = 0;
   };
   void evict_until(int64_t room);
+  // The tokens to keep for a cache of n_past() positions, or empty when
+  // there is nothing to insert (too short, already covered); drops the
+  // entries the new one extends. mutex_ held.
+  std::span<const int32_t> prepare_locked(std::span<const int32_t> tokens, const KvCache& cache);
+  void push_locked(std::span<const int32_t> kept, KvCache cache);
 
   const int64_t budget_bytes_;
   const int64_t min_tokens_;

@@ -337,7 +337,7 @@ void BatchScheduler::step() {
     // What the cache holds: the prompt and the generated tokens fed back.
     std::vector<int32_t> cached = seq.job.prompt;
     cached.insert(cached.end(), result.tokens.begin(), result.tokens.end());
-    prefix_->insert(cached, *seq.cache);
+    prefix_->insert(cached, std::move(*seq.cache));  // the sequence is done with it
     result.prefill_seconds = seq.outcome.result.prefill_seconds;
     result.decode_seconds = ms_between(seq.decode_start, now) / 1e3;
     seq.outcome.result = std::move(result);

@@ -128,4 +128,40 @@ TEST_CASE("prefix cache: the byte budget holds, least recently used entries go f
   CHECK(cache.stats().entries <= 2);
 }
 
+TEST_CASE("prefix cache: a finished sequence's cache is taken over when mostly used, else copied") {
+  PrefixFixture f;
+  PrefixCache cache(64 << 20, 16, f.maker());
+  std::vector<float> logits;
+  const std::vector<int32_t> a = random_tokens(30, 21);
+  auto kv = f.tf().new_cache(32);  // 30 of 32 positions used: kept as it is
+  REQUIRE(f.tf().forward(a, *kv, LogitsMode::kNone, &logits).is_ok());
+  const int64_t per_position = kv->bytes_per_position();
+  cache.insert(a, std::move(*kv));
+  CHECK(cache.stats().entries == 1);
+  CHECK(cache.stats().bytes == 32 * per_position);  // its whole capacity is counted
+  // What it holds is what the sequence computed: a restore gives the same
+  // logits as a cold run.
+  std::vector<int32_t> longer = a;
+  longer.push_back(5);
+  auto cold = f.tf().new_cache(40);
+  std::vector<float> cold_logits, warm_logits;
+  REQUIRE(f.tf().forward(longer, *cold, LogitsMode::kLast, &cold_logits).is_ok());
+  auto warm = f.tf().new_cache(40);
+  CHECK(cache.restore(longer, 30, *warm) == 30);
+  REQUIRE(f.tf()
+              .forward(std::span(longer).subspan(30), *warm, LogitsMode::kLast, &warm_logits)
+              .is_ok());
+  CHECK(testing::max_abs_diff(cold_logits, warm_logits) <= 1e-5f);
+
+  // 20 of 64 positions used: a compact copy of the 20.
+  const std::vector<int32_t> b = random_tokens(20, 22);
+  auto sparse = f.tf().new_cache(64);
+  REQUIRE(f.tf().forward(b, *sparse, LogitsMode::kNone, &logits).is_ok());
+  cache.insert(b, std::move(*sparse));
+  CHECK(cache.stats().entries == 2);
+  CHECK(cache.stats().bytes == (32 + 20) * per_position);
+  auto into = f.tf().new_cache(20);
+  CHECK(cache.restore(b, 19, *into) == 19);
+}
+
 }  // namespace dancemoe
