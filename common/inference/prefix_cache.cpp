@@ -92,7 +92,8 @@ void PrefixCache::insert(std::span<const int32_t> tokens, const KvCache& cache) 
 void PrefixCache::insert(std::span<const int32_t> tokens, KvCache&& cache) {
   const int64_t n = std::min<int64_t>(cache.n_past(), static_cast<int64_t>(tokens.size()));
   if (cache.external_storage() != nullptr ||
-      static_cast<double>(n) < kAdoptFill * static_cast<double>(cache.capacity())) {
+      static_cast<double>(n) < kAdoptFill * static_cast<double>(cache.capacity()) ||
+      cache.capacity() * cache.bytes_per_position() > kAdoptMaxBytes) {
     insert(tokens, static_cast<const KvCache&>(cache));
     return;
   }

@@ -162,6 +162,18 @@ TEST_CASE("prefix cache: a finished sequence's cache is taken over when mostly u
   CHECK(cache.stats().bytes == (32 + 20) * per_position);
   auto into = f.tf().new_cache(20);
   CHECK(cache.restore(b, 19, *into) == 19);
+
+  // Mostly used but larger than kAdoptMaxBytes: copied too (only the bytes
+  // are counted here; what a copy holds is checked above).
+  const int64_t big = PrefixCache::kAdoptMaxBytes / per_position + 100;
+  const int64_t used = big * 9 / 10;
+  auto large = f.tf().new_cache(big);
+  large->set_n_past(used);
+  const std::vector<int32_t> c = random_tokens(static_cast<int>(used), 23);
+  const int64_t before = cache.stats().bytes;
+  cache.insert(c, std::move(*large));
+  CHECK(cache.stats().entries == 3);
+  CHECK(cache.stats().bytes - before == used * per_position);
 }
 
 }  // namespace dancemoe
