@@ -26,8 +26,14 @@ struct BatchScheduler::Sequence {
   bool admitted = false;
   bool cancel = false;
   bool done = false;
+  bool flush = false;      // the caller should take the outbox now
+  bool delivered = false;  // the first text was handed over
+  int64_t deliveries = 0;  // by run(): outboxes taken with text
   Status error = Status::ok();
   std::deque<Delta> outbox;
+  // The caller waits here, woken only for its own text (one condition for
+  // every caller woke all of them, and the scheduler, at every step).
+  std::condition_variable ready;
 };
 
 namespace {
@@ -48,6 +54,7 @@ Result<std::unique_ptr<BatchScheduler>> BatchScheduler::create(Parts parts, Batc
   if (options.prefill_chunk_tokens < 1) {
     return invalid_argument("--prefill-chunk: must be at least 1 token");
   }
+  if (options.stream_interval < 1) return invalid_argument("--stream-interval: must be at least 1");
   if (options.kv_budget_blocks <= 0) {
     options.kv_budget_blocks =
         options.max_sequences * blocks_for(options.context_tokens, options.block_tokens);
@@ -107,11 +114,18 @@ Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
   bool cancel_sent = false;
   std::vector<Delta> deltas;
   while (true) {
-    changed_.wait_for(lock, std::chrono::milliseconds(20),
-                      [&] { return seq->done || !seq->outbox.empty(); });
-    deltas.assign(std::make_move_iterator(seq->outbox.begin()),
-                  std::make_move_iterator(seq->outbox.end()));
-    seq->outbox.clear();
+    // Woken for text or the end; every 20 ms also to poll `cancelled`,
+    // leaving the text that is not due yet.
+    seq->ready.wait_for(lock, std::chrono::milliseconds(20),
+                        [&] { return seq->done || seq->flush; });
+    deltas.clear();
+    if ((seq->flush || seq->done) && !seq->outbox.empty()) {
+      deltas.assign(std::make_move_iterator(seq->outbox.begin()),
+                    std::make_move_iterator(seq->outbox.end()));
+      seq->outbox.clear();
+      ++seq->deliveries;
+    }
+    seq->flush = false;
     const bool done = seq->done;
     lock.unlock();
     bool cancel = false;
@@ -132,6 +146,7 @@ Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
   }
   if (!seq->error.is_ok()) return seq->error;
   SequenceOutcome outcome = std::move(seq->outcome);
+  outcome.deliveries = seq->deliveries;
   if (cancel_sent) outcome.result.finish = FinishReason::kCancelled;
   return outcome;
 }
@@ -141,6 +156,7 @@ void BatchScheduler::release_locked(Sequence& seq) {
   seq.admitted = false;
   seq.cache.reset();
   seq.done = true;
+  seq.ready.notify_one();
 }
 
 void BatchScheduler::sweep_and_admit_locked() {
@@ -195,14 +211,12 @@ void BatchScheduler::loop() {
       return;
     }
     if (active_.empty()) {
-      changed_.notify_all();
       changed_.wait(lock);
       continue;
     }
     lock.unlock();
     step();
     lock.lock();
-    changed_.notify_all();
   }
 }
 
@@ -346,9 +360,18 @@ void BatchScheduler::step() {
   }
   // Published with `done`, under the same lock: run() sees the end only
   // after the last text.
+  // The caller is woken for its first text at once (time to first token),
+  // then every stream_interval deltas, and at its end (release_locked).
+  const auto interval = static_cast<size_t>(options_.stream_interval);
   for (Sequence* seq : stepped_) {
     for (Delta& d : seq->pending) seq->outbox.push_back(std::move(d));
     seq->pending.clear();
+    if (seq->done || seq->outbox.empty()) continue;
+    if (!seq->delivered || seq->outbox.size() >= interval) {
+      seq->delivered = true;
+      seq->flush = true;
+      seq->ready.notify_one();
+    }
   }
 }
 

@@ -59,6 +59,11 @@ struct BatchOptions {
   int64_t prefill_chunk_tokens = 256;  // prompt tokens per step, over all sequences
   int64_t context_tokens = 4096;       // longest sequence
   int64_t prefix_cache_bytes = 0;      // 0: no prefix cache
+  // A stream's text goes to its caller every stream_interval steps (the
+  // first text and the end at once): each handover wakes the caller's
+  // thread and, over HTTP, its client, which on a small node take the
+  // cores from the forward (--stream-interval).
+  int32_t stream_interval = 1;
 };
 
 // One sequence to generate.
@@ -76,6 +81,7 @@ struct SequenceOutcome {
   std::vector<std::vector<float>> logits;  // with keep_logits
   std::vector<double> step_ms;             // wall time between this sequence's decode steps
   int64_t cached_tokens = 0;               // prompt positions restored from the prefix cache
+  int64_t deliveries = 0;                  // times text was handed to on_text (a stream's chunks)
 };
 
 // What a step runs, for the owner's observers (before the forward).
@@ -138,7 +144,7 @@ class BatchScheduler {
   const BatchOptions options_;
   std::unique_ptr<PrefixCache> prefix_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;  // the scheduler waits for work, callers for output
+  std::condition_variable changed_;  // the scheduler waits for work (callers: Sequence::ready)
   std::deque<std::shared_ptr<Sequence>> waiting_;
   std::vector<std::shared_ptr<Sequence>> active_;
   int64_t blocks_used_ = 0;

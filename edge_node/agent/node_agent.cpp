@@ -247,6 +247,7 @@ Status NodeAgent::build_runtime() {
   runner.context_tokens = o.context_tokens;
   runner.batch.max_sequences = o.max_batch;
   runner.batch.prefill_chunk_tokens = o.prefill_chunk;
+  runner.batch.stream_interval = o.stream_interval;
   runner.batch.prefix_cache_bytes = static_cast<int64_t>(o.prefix_cache_bytes);
   {
     const int64_t position_bytes = runner.transformer->cache_bytes_per_position();

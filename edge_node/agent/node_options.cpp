@@ -219,6 +219,11 @@ std::shared_ptr<RawNodeFlags> add_node_flags(CLI::App& app, NodeOptions* o) {
   app.add_option("--prefill-chunk", o->prefill_chunk,
                  "prompt tokens prefilled per step, interleaved with the running streams' tokens")
       ->capture_default_str();
+  app.add_option("--stream-interval", o->stream_interval,
+                 "under load, hand each stream's text to its connection every N steps (its "
+                 "first token and its end at once): fewer wakeups of request threads and "
+                 "clients per step, at N tokens per chunk")
+      ->capture_default_str();
   app.add_option("--prefix-cache", raw->prefix_cache,
                  "memory for the KV of finished sequences reused by prompts that start alike "
                  "(0: off)")
@@ -378,6 +383,10 @@ Status finish_node_flags(const RawNodeFlags& raw, NodeOptions* o) {
     return invalid_argument("--max-batch: expected 1 to 256, got " + std::to_string(o->max_batch));
   }
   if (o->prefill_chunk < 1) return invalid_argument("--prefill-chunk: must be at least 1");
+  if (o->stream_interval < 1 || o->stream_interval > 64) {
+    return invalid_argument("--stream-interval: expected 1 to 64 steps, got " +
+                            std::to_string(o->stream_interval));
+  }
   if (o->api_key.empty()) {
     if (const char* key = std::getenv("DANCEMOE_API_KEY")) o->api_key = key;
   }

@@ -83,6 +83,7 @@ struct NodeOptions {
   int32_t max_batch = 16;                      // sequences generated together
   uint64_t kv_memory_bytes = 0;                // KV budget; 0: 4 full contexts
   int64_t prefill_chunk = 256;                 // prompt tokens per step
+  int32_t stream_interval = 1;                 // steps per streamed chunk
   uint64_t prefix_cache_bytes = 256ull << 20;  // 0: no prefix cache
   std::chrono::milliseconds report_interval{10000};
   bool report_interval_set = false;

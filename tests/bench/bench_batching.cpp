@@ -16,6 +16,7 @@
 //       [--concurrent 20] [--clients 16] [--max-tokens 32] [--turns 5]
 //       [--history 900] [--threads 0] [--prefix-cache SIZE (part 1's node)]
 //       [--layout rows (the nodes' --rows-layout: the A/B of kernels/interleave.h)]
+//       [--stream-interval N (part 1's node; its A/B: run once per value)]
 //
 // --lone and --concurrent are seconds per round. Exit code 0 only with no
 // error.
@@ -221,6 +222,7 @@ int main(int argc, char** argv) {
   int threads = 0;
   std::string part1_prefix_cache;  // the node's default unless given
   bool rows_layout = false;
+  std::string stream_interval;  // the node's default unless given
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset = argv[i + 1];
@@ -234,6 +236,7 @@ int main(int argc, char** argv) {
     if (flag == "--threads") threads = std::stoi(argv[i + 1]);
     if (flag == "--prefix-cache") part1_prefix_cache = argv[i + 1];
     if (flag == "--layout") rows_layout = std::string(argv[i + 1]) == "rows";
+    if (flag == "--stream-interval") stream_interval = argv[i + 1];
   }
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
   fs::create_directories(work);
@@ -246,6 +249,7 @@ int main(int argc, char** argv) {
     Node node;
     std::vector<std::string> flags = {"--max-batch", std::to_string(n_clients)};
     if (rows_layout) flags.push_back("--rows-layout");
+    if (!stream_interval.empty()) flags.insert(flags.end(), {"--stream-interval", stream_interval});
     if (!part1_prefix_cache.empty()) {
       flags.insert(flags.end(), {"--prefix-cache", part1_prefix_cache});
     }
@@ -278,8 +282,11 @@ int main(int argc, char** argv) {
     const double rest_start = static_cast<double>(rss_start) * 1024 - cache_start;
     const double rest_end = static_cast<double>(rss_end) * 1024 - cache_end;
     const double growth = rest_start > 0 ? (rest_end - rest_start) / rest_start : 0;
-    std::printf("preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each\n",
-                preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens);
+    std::printf(
+        "preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each, "
+        "stream interval %s\n",
+        preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens,
+        stream_interval.empty() ? "1 (default)" : stream_interval.c_str());
     // Mean width and step time: how full the batches were, and what a step
     // cost (compare bench_batched_forward's in-process step at that width).
     const auto width = [](const Phase& p) { return p.steps > 0 ? p.step_sequences / p.steps : 0; };

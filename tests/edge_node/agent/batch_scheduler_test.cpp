@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -174,6 +175,52 @@ TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins
   CHECK(steps[i].n_tokens == static_cast<int64_t>(f.encode("hello there").size()));
   CHECK(steps[i + 1].n_sequences == 2);
   CHECK(steps[i + 1].decode_only);
+}
+
+TEST_CASE("batch scheduler: --stream-interval hands text over in chunks, the first text at once") {
+  BatchFixture f;
+  const std::vector<int32_t> prompt = f.encode("The quick brown fox");
+  const GenerationResult expected = f.alone(prompt, greedy(24));
+  // Steps paced far apart, so that the caller's thread keeps up: the chunks
+  // it sees are the scheduler's handovers, not its own lag. Each text delta
+  // is tagged with the step under way when it arrived; one handover's
+  // deltas arrive together, under one step.
+  std::atomic<int64_t> steps{0};
+  const auto on_step = [&](const StepInfo&) {
+    ++steps;
+    std::this_thread::sleep_for(std::chrono::milliseconds(8));
+  };
+  for (const int32_t interval : {1, 4}) {
+    CAPTURE(interval);
+    BatchOptions options;
+    options.context_tokens = 256;
+    options.stream_interval = interval;
+    auto scheduler = f.scheduler(options, on_step);
+    std::vector<int64_t> arrived;  // per text delta
+    std::string streamed;
+    SequenceJob job;
+    job.prompt = prompt;
+    job.params = greedy(24);
+    job.on_text = [&](const TextDelta& d) {
+      arrived.push_back(steps.load());
+      streamed += d.text;
+      return true;
+    };
+    const Result<SequenceOutcome> got = scheduler->run(std::move(job));
+    REQUIRE(got.is_ok());
+    CHECK(got->result.tokens == expected.tokens);
+    CHECK(streamed == expected.text);
+    const auto deltas = static_cast<int64_t>(arrived.size());
+    REQUIRE(deltas >= 6);  // a few tokens make no text of their own (partial characters)
+    if (interval == 1) {
+      CHECK(got->deliveries >= deltas - 2);  // each delta on its own
+    } else {
+      // The first delta alone, then fours, the rest at the end.
+      CHECK(std::count(arrived.begin(), arrived.end(), arrived.front()) == 1);
+      CHECK(got->deliveries >= 2);
+      CHECK(got->deliveries <= 2 + (deltas - 1) / 4);
+    }
+  }
 }
 
 TEST_CASE("batch scheduler: a cancelled sequence frees its KV blocks before run() returns") {

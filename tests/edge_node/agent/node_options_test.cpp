@@ -157,17 +157,24 @@ TEST_CASE("node flags: batching flags take their ranges and sizes, bad values na
     args.insert(args.end(), extra.begin(), extra.end());
     return parse(args);
   };
-  const Result<NodeOptions> good = with(
-      {"--max-batch", "8", "--kv-memory", "1G", "--prefill-chunk", "64", "--prefix-cache", "0"});
+  const Result<NodeOptions> good = with({"--max-batch", "8", "--kv-memory", "1G", "--prefill-chunk",
+                                         "64", "--prefix-cache", "0", "--stream-interval", "4"});
   REQUIRE(good.is_ok());
   CHECK(good->max_batch == 8);
   CHECK(good->kv_memory_bytes == (uint64_t{1} << 30));
   CHECK(good->prefill_chunk == 64);
   CHECK(good->prefix_cache_bytes == 0);
+  CHECK(good->stream_interval == 4);
+  CHECK(with({})->stream_interval == 1);
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
-      {{"--max-batch", "0"}, "--max-batch"},         {{"--max-batch", "300"}, "--max-batch"},
-      {{"--kv-memory", "0"}, "--kv-memory"},         {{"--kv-memory", "lots"}, "--kv-memory"},
-      {{"--prefill-chunk", "0"}, "--prefill-chunk"}, {{"--prefix-cache", "-5M"}, "--prefix-cache"},
+      {{"--max-batch", "0"}, "--max-batch"},
+      {{"--max-batch", "300"}, "--max-batch"},
+      {{"--kv-memory", "0"}, "--kv-memory"},
+      {{"--kv-memory", "lots"}, "--kv-memory"},
+      {{"--prefill-chunk", "0"}, "--prefill-chunk"},
+      {{"--prefix-cache", "-5M"}, "--prefix-cache"},
+      {{"--stream-interval", "0"}, "--stream-interval"},
+      {{"--stream-interval", "65"}, "--stream-interval"},
   };
   for (const auto& [extra, flag] : bad) {
     CAPTURE(flag);
