@@ -144,6 +144,10 @@ Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
     }
     if (done && seq->outbox.empty()) break;
   }
+  // Woken by release_locked inside a step, this thread can get here before
+  // the scheduler's next sweep: the sequence leaves the active ones now, so
+  // that no one sees a returned request as running (stats(), /metrics).
+  std::erase(active_, seq);
   if (!seq->error.is_ok()) return seq->error;
   SequenceOutcome outcome = std::move(seq->outcome);
   outcome.deliveries = seq->deliveries;
