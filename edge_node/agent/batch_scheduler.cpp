@@ -363,9 +363,9 @@ void BatchScheduler::step() {
     release_locked(seq);  // its blocks are free before run() returns
   }
   // Published with `done`, under the same lock: run() sees the end only
-  // after the last text.
-  // The caller is woken for its first text at once (time to first token),
-  // then every stream_interval deltas, and at its end (release_locked).
+  // after the last text. The caller is woken for its first text at once
+  // (time to first token), then once stream_interval pieces of text (about
+  // one a step) wait, and at its end (release_locked).
   const auto interval = static_cast<size_t>(options_.stream_interval);
   for (Sequence* seq : stepped_) {
     for (Delta& d : seq->pending) seq->outbox.push_back(std::move(d));

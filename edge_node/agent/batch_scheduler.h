@@ -59,10 +59,10 @@ struct BatchOptions {
   int64_t prefill_chunk_tokens = 256;  // prompt tokens per step, over all sequences
   int64_t context_tokens = 4096;       // longest sequence
   int64_t prefix_cache_bytes = 0;      // 0: no prefix cache
-  // A stream's text goes to its caller every stream_interval steps (the
-  // first text and the end at once): each handover wakes the caller's
-  // thread and, over HTTP, its client, which on a small node take the
-  // cores from the forward (--stream-interval).
+  // A stream's text goes to its caller every stream_interval steps (every
+  // stream_interval pieces of text; the first and the end at once): each
+  // handover wakes the caller's thread and, over HTTP, its client, which on
+  // a small node take the cores from the forward (--stream-interval).
   int32_t stream_interval = 1;
 };
 
