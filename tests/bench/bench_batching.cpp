@@ -18,8 +18,13 @@
 //       [--layout rows (the nodes' --rows-layout: the A/B of kernels/interleave.h)]
 //       [--stream-interval N (part 1's node; its A/B: run once per value)]
 //
-// --lone and --concurrent are seconds per round. Exit code 0 only with no
-// error.
+// --lone and --concurrent are seconds per round. Before each phase the
+// memory's streaming-read rate is probed (a quarter second): on a shared VM
+// it can change by 2x from one minute to the next, and a model whose lone
+// stream is memory-bound and whose wide step is not (the medium preset) then
+// gives a ratio that follows the memory, not the node. Printed per phase
+// kind, with a warning when the probes differ by more than 25 %. Exit code 0
+// only with no error.
 #include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
@@ -39,6 +44,7 @@
 #include <vector>
 
 #include "common/model/synthetic/synthetic_model.h"
+#include "kernels/cpu/memory_bandwidth.h"
 #include "tests/bench/bench_models.h"
 #include "tests/bench/streamed_completion.h"
 
@@ -158,13 +164,20 @@ struct Phase {
   int64_t tokens = 0;
   double seconds = 0;
   std::vector<std::string> errors;
-  double steps = 0;           // the node's batched steps during the phase
-  double step_sequences = 0;  // and the sequences they ran (/ steps: mean width)
+  double steps = 0;               // the node's batched steps during the phase
+  double step_sequences = 0;      // and the sequences they ran (/ steps: mean width)
+  std::vector<double> probe_gbs;  // streaming-read rate before each run
 };
+
+// The memory's streaming-read rate now, GB/s (the node idle between phases).
+double probe_gbs(int threads) {
+  return kernels::measure_read_bandwidth_bytes_per_s(int64_t{256} << 20, threads, 0.25) / 1e9;
+}
 
 // `clients` clients sending requests back to back for `seconds`.
 void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t seed0,
-               Phase* phase) {
+               int probe_threads, Phase* phase) {
+  phase->probe_gbs.push_back(probe_gbs(probe_threads));
   std::mutex mutex;
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline =
@@ -256,16 +269,19 @@ int main(int argc, char** argv) {
     if (!start_node(model_dir, work, "batching", flags, threads, &node)) {
       return 1;
     }
+    const int probe_threads =
+        threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     Phase warm;
     // First pages, pools, sockets, every HTTP worker and allocator arena:
     // one concurrent phase, so the growth measured after it is what stays.
-    run_phase(node.port, n_clients, concurrent_s, max_tokens, 1, &warm);
+    run_phase(node.port, n_clients, concurrent_s, max_tokens, 1, probe_threads, &warm);
     const long rss_start = rss_kib(node.pid);
     const double cache_start = metric(node.port, "dancemoe_node_prefix_cache_bytes");
     Phase lone, many;
     for (int r = 0; r < rounds; ++r) {
-      run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, &lone);
-      run_phase(node.port, n_clients, concurrent_s, max_tokens, 200000 + r * 100, &many);
+      run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, probe_threads, &lone);
+      run_phase(node.port, n_clients, concurrent_s, max_tokens, 200000 + r * 100, probe_threads,
+                &many);
     }
     const long rss_end = rss_kib(node.pid);
     const double cache_end = metric(node.port, "dancemoe_node_prefix_cache_bytes");
@@ -304,6 +320,22 @@ int main(int argc, char** argv) {
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
         "(target <= 3x); errors %zu\n",
         many_tps / lone_tps, many_ttft / lone_ttft, lone.errors.size() + many.errors.size());
+    const auto range = [](const std::vector<double>& v) {
+      return std::make_pair(*std::min_element(v.begin(), v.end()),
+                            *std::max_element(v.begin(), v.end()));
+    };
+    const auto [lone_lo, lone_hi] = range(lone.probe_gbs);
+    const auto [many_lo, many_hi] = range(many.probe_gbs);
+    const double lowest = std::min(lone_lo, many_lo);
+    const double highest = std::max(lone_hi, many_hi);
+    std::printf(
+        "memory probe before each phase (%d threads): one stream %.1f-%.1f GB/s, %d streams "
+        "%.1f-%.1f GB/s%s\n",
+        probe_threads, lone_lo, lone_hi, n_clients, many_lo, many_hi,
+        highest > 1.25 * lowest
+            ? " -- NOT one memory phase (> 25 % apart): the ratios mix them; compare runs whose "
+              "probes agree"
+            : "");
     std::printf(
         "node RSS after warm-up %.1f MiB, end %.1f MiB, of which the prefix cache %.1f -> %.1f "
         "MiB (its budget); the rest %+.1f %%: %s, over %.0f s\n",
