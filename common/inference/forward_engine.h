@@ -39,6 +39,13 @@
 // finish_rows(). An engine that cannot (the CUDA engine) keeps the defaults,
 // and the Transformer runs the sequences one after another instead.
 //
+// A batch paused between two layers (Transformer::set_layer_hook): an engine
+// whose can_suspend() is true sets the running batch aside with suspend() --
+// its rows' hidden states and sequences, everything a later layer reads --
+// runs any other complete forward, and takes the first batch back with
+// resume(), which then goes on with its next layer as if nothing had run in
+// between. One level: suspend() twice without resume() is a programming error.
+//
 // Not thread-safe: one forward at a time.
 #pragma once
 
@@ -84,6 +91,11 @@ class ForwardEngine {
   virtual Status begin_sequences(std::span<const SequenceRows> sequences);
   virtual Status attention_sequences(int64_t layer);
   virtual Status finish_rows(std::span<const int64_t> rows, float* logits);
+
+  // Pausing a batch between layers; see above. The defaults cannot.
+  virtual bool can_suspend() const { return false; }
+  virtual void suspend() {}
+  virtual void resume() {}
 };
 
 }  // namespace dancemoe

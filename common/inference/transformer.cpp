@@ -129,6 +129,24 @@ Status Transformer::forward_batch(std::span<const SequenceStep> steps, std::vect
   return status;
 }
 
+Status Transformer::forward_between_layers(std::span<const SequenceStep> steps,
+                                           std::vector<float>* logits) {
+  if (!in_layer_hook_) {
+    return failed_precondition("forward_between_layers: only from the layer hook");
+  }
+  // The paused batch's own bookkeeping here, and its engine state there.
+  std::vector<int64_t> logit_rows;
+  std::vector<int64_t> saved_past;
+  logit_rows.swap(logit_rows_);
+  saved_past.swap(saved_past_);
+  engine_->suspend();
+  const Status status = forward_batch(steps, logits);
+  engine_->resume();
+  logit_rows.swap(logit_rows_);
+  saved_past.swap(saved_past_);
+  return status;
+}
+
 Status Transformer::run_sequences(std::span<const SequenceStep> steps, float* logits) {
   rows_.clear();
   logit_rows_.clear();
@@ -139,12 +157,18 @@ Status Transformer::run_sequences(std::span<const SequenceStep> steps, float* lo
     if (step.logits) logit_rows_.push_back(row - 1);
   }
   DMOE_RETURN_IF_ERROR(engine_->begin_sequences(rows_));
+  const bool hook = layer_hook_ && !in_layer_hook_ && engine_->can_suspend();
   for (int64_t layer = 0; layer < config_.n_layers; ++layer) {
     DMOE_RETURN_IF_ERROR(engine_->attention_sequences(layer));
     Status status = config_.layer_is_moe[static_cast<size_t>(layer)]
                         ? engine_->moe(layer, moe_, observer_)
                         : engine_->dense_mlp(layer);
     if (!status.is_ok()) return status.with_context("layer " + std::to_string(layer));
+    if (hook && layer + 1 < config_.n_layers) {
+      in_layer_hook_ = true;
+      layer_hook_();
+      in_layer_hook_ = false;
+    }
   }
   for (const SequenceStep& step : steps) {
     step.cache->set_n_past(step.cache->n_past() + static_cast<int64_t>(step.tokens.size()));

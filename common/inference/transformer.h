@@ -79,6 +79,19 @@ class Transformer {
 
   void set_routing_observer(RoutingObserver observer) { observer_ = std::move(observer); }
 
+  // Called between two layers of every batched forward_batch (not after the
+  // last layer, not from inside itself), on the thread running it, when the
+  // engine can set a batch aside (ForwardEngine::can_suspend): the hook may
+  // run another complete batch there with forward_between_layers -- new
+  // prompts' first tokens need not wait for a long step of every running
+  // stream (the node's batch scheduler). It should return at once when it
+  // has nothing to do: it runs up to n_layers - 1 times a step.
+  void set_layer_hook(std::function<void()> hook) { layer_hook_ = std::move(hook); }
+  // forward_batch of `steps` while another batch is paused between two
+  // layers: only from the layer hook. The paused batch then goes on exactly
+  // as if nothing had run (its caches are not these).
+  Status forward_between_layers(std::span<const SequenceStep> steps, std::vector<float>* logits);
+
   // A cache kept where the backend computes.
   Result<KvCache> new_cache(int64_t capacity) const;
   // Bytes one position of those caches takes (KV budgets).
@@ -95,6 +108,8 @@ class Transformer {
   MoeExecutor& moe_;
   ComputePrecision precision_;
   RoutingObserver observer_;
+  std::function<void()> layer_hook_;
+  bool in_layer_hook_ = false;       // the hook is running (no hook inside it)
   std::vector<SequenceRows> rows_;   // forward_batch's sequences
   std::vector<int64_t> logit_rows_;  // and the rows whose logits it wants
   std::vector<int64_t> saved_past_;  // each cache's length before the batch

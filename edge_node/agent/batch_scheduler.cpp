@@ -70,6 +70,7 @@ BatchScheduler::BatchScheduler(Parts parts, BatchOptions options)
   prefix_ =
       std::make_unique<PrefixCache>(options_.prefix_cache_bytes, options_.block_tokens,
                                     [tf](int64_t capacity) { return tf->new_cache(capacity); });
+  tf->set_layer_hook([this] { interject(); });
 }
 
 BatchScheduler::~BatchScheduler() {
@@ -79,6 +80,7 @@ BatchScheduler::~BatchScheduler() {
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
+  parts_.transformer->set_layer_hook(nullptr);
 }
 
 Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
@@ -110,6 +112,7 @@ Result<SequenceOutcome> BatchScheduler::run(SequenceJob job) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return unavailable("the node is shutting down");
   waiting_.push_back(seq);
+  waiting_count_.store(waiting_.size(), std::memory_order_relaxed);
   changed_.notify_all();
   bool cancel_sent = false;
   std::vector<Delta> deltas;
@@ -194,6 +197,7 @@ void BatchScheduler::sweep_and_admit_locked() {
     seq->admitted = true;
     active_.push_back(std::move(seq));
   }
+  waiting_count_.store(waiting_.size(), std::memory_order_relaxed);
 }
 
 void BatchScheduler::loop() {
@@ -211,6 +215,7 @@ void BatchScheduler::loop() {
       }
       active_.clear();
       waiting_.clear();
+      waiting_count_.store(0, std::memory_order_relaxed);
       changed_.notify_all();
       return;
     }
@@ -226,7 +231,6 @@ void BatchScheduler::loop() {
 
 void BatchScheduler::step() {
   Transformer& tf = *parts_.transformer;
-  const int64_t vocab = tf.config().vocab_size;
   std::vector<std::shared_ptr<Sequence>> active;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -234,27 +238,8 @@ void BatchScheduler::step() {
   }
   stepped_.clear();
   batch_.clear();
-  // New sequences: a cache of their reserved blocks, and the longest cached
-  // prefix of their prompt (never the whole prompt: its last token must run
-  // to give the first logits).
-  for (const auto& seq : active) {
-    if (seq->cache) continue;
-    // Its reserved blocks, never more than the context (a backend may size
-    // its cache pool by the context).
-    Result<KvCache> made =
-        tf.new_cache(std::min(seq->blocks * options_.block_tokens, options_.context_tokens));
-    if (!made.is_ok()) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      seq->error = made.status();
-      release_locked(*seq);
-      continue;
-    }
-    seq->cache.emplace(std::move(*made));
-    seq->prefill_start = Clock::now();
-    const auto prompt_len = static_cast<int64_t>(seq->job.prompt.size());
-    seq->prefilled = prefix_->restore(seq->job.prompt, prompt_len - 1, *seq->cache);
-    seq->outcome.cached_tokens = seq->prefilled;
-  }
+  interjected_ = false;
+  open_caches(active);
   int64_t prefill_left = options_.prefill_chunk_tokens;
   // Prompts that finish within this step's chunk run first, without the
   // decoders: their first token is then one short step away, not a step of
@@ -299,31 +284,113 @@ void BatchScheduler::step() {
     stepped_.push_back(seq.get());
   }
   if (batch_.empty()) return;
-  int64_t n_tokens = 0;
-  for (const SequenceStep& s : batch_) n_tokens += static_cast<int64_t>(s.tokens.size());
-  if (parts_.on_step) {
-    parts_.on_step({static_cast<int64_t>(batch_.size()), n_tokens, decode_only,
-                    batch_.front().cache->n_past()});
-  }
+  if (parts_.on_step) parts_.on_step(step_info(batch_, decode_only));
   const Status status = tf.forward_batch(batch_, &logits_);
+  finish_step(status, batch_, stepped_, logits_);
+}
+
+StepInfo BatchScheduler::step_info(const std::vector<SequenceStep>& batch, bool decode_only) {
+  int64_t n_tokens = 0;
+  for (const SequenceStep& s : batch) n_tokens += static_cast<int64_t>(s.tokens.size());
+  return {static_cast<int64_t>(batch.size()), n_tokens, decode_only, batch.front().cache->n_past()};
+}
+
+void BatchScheduler::open_caches(const std::vector<std::shared_ptr<Sequence>>& sequences) {
+  Transformer& tf = *parts_.transformer;
+  // New sequences: a cache of their reserved blocks, and the longest cached
+  // prefix of their prompt (never the whole prompt: its last token must run
+  // to give the first logits).
+  for (const auto& seq : sequences) {
+    if (seq->cache) continue;
+    // Its reserved blocks, never more than the context (a backend may size
+    // its cache pool by the context).
+    Result<KvCache> made =
+        tf.new_cache(std::min(seq->blocks * options_.block_tokens, options_.context_tokens));
+    if (!made.is_ok()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seq->error = made.status();
+      release_locked(*seq);
+      continue;
+    }
+    seq->cache.emplace(std::move(*made));
+    seq->prefill_start = Clock::now();
+    const auto prompt_len = static_cast<int64_t>(seq->job.prompt.size());
+    seq->prefilled = prefix_->restore(seq->job.prompt, prompt_len - 1, *seq->cache);
+    seq->outcome.cached_tokens = seq->prefilled;
+  }
+}
+
+void BatchScheduler::interject() {
+  if (interjected_ || waiting_count_.load(std::memory_order_relaxed) == 0) return;
+  fresh_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // FIFO, as at a step boundary, and only prompts that one chunk finishes:
+    // the paused step's streams wait for this one.
+    int64_t left = options_.prefill_chunk_tokens;
+    while (!waiting_.empty() && static_cast<int32_t>(active_.size()) < options_.max_sequences &&
+           blocks_used_ + waiting_.front()->blocks <= options_.kv_budget_blocks) {
+      const std::shared_ptr<Sequence>& next = waiting_.front();
+      const auto prompt_len = static_cast<int64_t>(next->job.prompt.size());
+      if (next->cancel || prompt_len > left) break;
+      left -= prompt_len;
+      std::shared_ptr<Sequence> seq = std::move(waiting_.front());
+      waiting_.pop_front();
+      blocks_used_ += seq->blocks;
+      seq->admitted = true;
+      active_.push_back(seq);
+      fresh_.push_back(std::move(seq));
+    }
+    waiting_count_.store(waiting_.size(), std::memory_order_relaxed);
+  }
+  if (fresh_.empty()) return;
+  interjected_ = true;
+  open_caches(fresh_);
+  nested_batch_.clear();
+  nested_stepped_.clear();
+  for (const auto& seq : fresh_) {
+    if (!seq->cache) continue;  // failed in open_caches
+    const auto prompt_len = static_cast<int64_t>(seq->job.prompt.size());
+    nested_batch_.push_back({std::span(seq->job.prompt)
+                                 .subspan(static_cast<size_t>(seq->prefilled),
+                                          static_cast<size_t>(prompt_len - seq->prefilled)),
+                             &*seq->cache, true});
+    nested_stepped_.push_back(seq.get());
+  }
+  if (nested_batch_.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++interjections_;
+  }
+  if (parts_.on_step) parts_.on_step(step_info(nested_batch_, false));
+  const Status status = parts_.transformer->forward_between_layers(nested_batch_, &nested_logits_);
+  finish_step(status, nested_batch_, nested_stepped_, nested_logits_);
+}
+
+void BatchScheduler::finish_step(const Status& status, const std::vector<SequenceStep>& batch,
+                                 const std::vector<Sequence*>& stepped,
+                                 std::vector<float>& all_logits) {
+  const int64_t vocab = parts_.transformer->config().vocab_size;
+  int64_t n_tokens = 0;
+  for (const SequenceStep& s : batch) n_tokens += static_cast<int64_t>(s.tokens.size());
   const Clock::time_point now = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   ++steps_;
   step_tokens_ += static_cast<uint64_t>(n_tokens);
-  step_sequences_ += batch_.size();
+  step_sequences_ += batch.size();
   if (!status.is_ok()) {
-    for (Sequence* seq : stepped_) {
+    for (Sequence* seq : stepped) {
       seq->error = status;
       release_locked(*seq);
     }
     return;
   }
   size_t row = 0;
-  for (size_t i = 0; i < stepped_.size(); ++i) {
-    Sequence& seq = *stepped_[i];
+  for (size_t i = 0; i < stepped.size(); ++i) {
+    Sequence& seq = *stepped[i];
     if (!seq.decoding) {
-      seq.prefilled += static_cast<int64_t>(batch_[i].tokens.size());
-      if (!batch_[i].logits) continue;  // more of the prompt to come
+      seq.prefilled += static_cast<int64_t>(batch[i].tokens.size());
+      if (!batch[i].logits) continue;  // more of the prompt to come
       seq.decoding = true;
       seq.outcome.result.prefill_seconds = ms_between(seq.prefill_start, now) / 1e3;
       seq.decode_start = now;
@@ -331,7 +398,7 @@ void BatchScheduler::step() {
       seq.outcome.step_ms.push_back(ms_between(seq.last_step, now));
     }
     seq.last_step = now;
-    const std::span<float> logits(logits_.data() + row * static_cast<size_t>(vocab),
+    const std::span<float> logits(all_logits.data() + row * static_cast<size_t>(vocab),
                                   static_cast<size_t>(vocab));
     ++row;
     if (seq.cancel) continue;  // dropped at the next sweep
@@ -340,9 +407,9 @@ void BatchScheduler::step() {
           {std::string(d.text), std::vector<TokenLogprobs>(d.logprobs.begin(), d.logprobs.end())});
       return true;
     };
-    Status stepped = seq.decoder->finished() ? Status::ok() : seq.decoder->step(logits, sink);
-    if (!stepped.is_ok()) {
-      seq.error = stepped;
+    Status sampled = seq.decoder->finished() ? Status::ok() : seq.decoder->step(logits, sink);
+    if (!sampled.is_ok()) {
+      seq.error = sampled;
       release_locked(seq);
       continue;
     }
@@ -367,7 +434,7 @@ void BatchScheduler::step() {
   // (time to first token), then once stream_interval pieces of text (about
   // one a step) wait, and at its end (release_locked).
   const auto interval = static_cast<size_t>(options_.stream_interval);
-  for (Sequence* seq : stepped_) {
+  for (Sequence* seq : stepped) {
     for (Delta& d : seq->pending) seq->outbox.push_back(std::move(d));
     seq->pending.clear();
     if (seq->done || seq->outbox.empty()) continue;
@@ -389,6 +456,7 @@ BatchScheduler::Stats BatchScheduler::stats() const {
     s.steps = steps_;
     s.step_tokens = step_tokens_;
     s.step_sequences = step_sequences_;
+    s.interjections = interjections_;
   }
   s.blocks_total = options_.kv_budget_blocks;
   s.block_tokens = options_.block_tokens;

@@ -11,7 +11,12 @@
 // Prompts that finish within one chunk are stepped first, in a step of their
 // own, when sequences are decoding: a new request's first token then waits
 // for one short step, not for a step of every running stream; the next step
-// always includes the decoders.
+// always includes the decoders. Such prompts arriving during a step need not
+// wait for its end either: where the backend can pause a batch between
+// layers (ForwardEngine::can_suspend, the CPU engine), the first layer
+// boundary after they come runs them to their first token in a step of
+// their own (Transformer::set_layer_hook), once per step, and the paused
+// step then goes on; they decode with the others from the next step.
 //
 // KV memory is accounted in blocks of block_tokens positions: a sequence
 // reserves the blocks of its prompt + max_tokens when admitted (a reservation,
@@ -32,6 +37,7 @@
 // caller's. The transformer must outlive the scheduler.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -110,6 +116,7 @@ class BatchScheduler {
     uint64_t steps = 0;
     uint64_t step_tokens = 0;
     uint64_t step_sequences = 0;
+    uint64_t interjections = 0;  // of those steps, run between two layers of another
     PrefixCache::Stats prefix;
   };
 
@@ -137,6 +144,17 @@ class BatchScheduler {
   void sweep_and_admit_locked();
   // Scheduler thread, without the lock: one forward over every active sequence.
   void step();
+  // The transformer's layer hook, inside a step: admits waiting prompts that
+  // one chunk finishes and runs them to their first token there, once a
+  // step (see the header comment).
+  void interject();
+  // A cache for each sequence that has none, with its prompt's cached prefix.
+  void open_caches(const std::vector<std::shared_ptr<Sequence>>& sequences);
+  // After a forward of `batch` (the rows of `stepped`): samples, publishes
+  // text, ends finished sequences.
+  void finish_step(const Status& status, const std::vector<SequenceStep>& batch,
+                   const std::vector<Sequence*>& stepped, std::vector<float>& logits);
+  static StepInfo step_info(const std::vector<SequenceStep>& batch, bool decode_only);
   // Ends a sequence (under the lock): frees its blocks and cache.
   void release_locked(Sequence& seq);
 
@@ -146,17 +164,24 @@ class BatchScheduler {
   mutable std::mutex mutex_;
   std::condition_variable changed_;  // the scheduler waits for work (callers: Sequence::ready)
   std::deque<std::shared_ptr<Sequence>> waiting_;
+  std::atomic<size_t> waiting_count_{0};  // waiting_.size(), for the layer hook's glance
   std::vector<std::shared_ptr<Sequence>> active_;
   int64_t blocks_used_ = 0;
   bool stopping_ = false;
   uint64_t steps_ = 0;
   uint64_t step_tokens_ = 0;
   uint64_t step_sequences_ = 0;
+  uint64_t interjections_ = 0;
   // Scheduler thread only.
   std::vector<SequenceStep> batch_;
   std::vector<Sequence*> stepped_;
   std::vector<float> logits_;
   bool last_step_prompts_only_ = false;
+  bool interjected_ = false;  // this step ran prompts between its layers
+  std::vector<std::shared_ptr<Sequence>> fresh_;
+  std::vector<SequenceStep> nested_batch_;
+  std::vector<Sequence*> nested_stepped_;
+  std::vector<float> nested_logits_;
   std::thread thread_;
 };
 

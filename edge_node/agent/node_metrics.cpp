@@ -165,6 +165,8 @@ void write_node_metrics(http::PrometheusWriter& out, const NodeMetricsInputs& in
   one(out, "dancemoe_node_batch_step_sequences_total", "counter",
       "sequences in batched steps (divided by the steps: the mean batch width)",
       d(b.step_sequences));
+  one(out, "dancemoe_node_batch_interjections_total", "counter",
+      "steps of new prompts run between two layers of a running step", d(b.interjections));
   const PrefixCache::Stats& pc = b.prefix;
   one(out, "dancemoe_node_prefix_cache_hits_total", "counter",
       "prompts that reused a cached prefix's KV", d(pc.hits));

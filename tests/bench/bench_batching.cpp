@@ -166,6 +166,7 @@ struct Phase {
   std::vector<std::string> errors;
   double steps = 0;               // the node's batched steps during the phase
   double step_sequences = 0;      // and the sequences they ran (/ steps: mean width)
+  double interjections = 0;       // of those steps, prompts run inside another
   std::vector<double> probe_gbs;  // streaming-read rate before each run
 };
 
@@ -184,6 +185,7 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
       start + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   const double steps0 = metric(port, "dancemoe_node_batch_steps_total");
   const double sequences0 = metric(port, "dancemoe_node_batch_step_sequences_total");
+  const double interjections0 = metric(port, "dancemoe_node_batch_interjections_total");
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -205,6 +207,7 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   phase->seconds += std::chrono::duration<double>(Clock::now() - start).count();
   phase->steps += metric(port, "dancemoe_node_batch_steps_total") - steps0;
   phase->step_sequences += metric(port, "dancemoe_node_batch_step_sequences_total") - sequences0;
+  phase->interjections += metric(port, "dancemoe_node_batch_interjections_total") - interjections0;
 }
 
 std::string history(int round, int words) {
@@ -313,9 +316,9 @@ int main(int argc, char** argv) {
         lone_tps, lone_ttft * 1e3, lone.ttft.size(), width(lone), step_ms(lone));
     std::printf(
         "%d streams: %.1f tokens/s, TTFT p50 %.1f ms, p99 %.1f ms (%zu requests); mean width "
-        "%.1f, %.2f ms per step\n",
+        "%.1f, %.2f ms per step; %.0f prompt steps run between layers\n",
         n_clients, many_tps, many_ttft * 1e3, quantile(many.ttft, 0.99) * 1e3, many.ttft.size(),
-        width(many), step_ms(many));
+        width(many), step_ms(many), many.interjections);
     std::printf(
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
         "(target <= 3x); errors %zu\n",

@@ -3,14 +3,20 @@
 //   - decode GEMV (1 token) from DRAM: GB/s of weight bytes read, against a
 //     streaming read of the same pool timed interleaved with it ("of read"),
 //     on one thread and on two (rows split, as the thread pool does);
-//   - prefill GEMM (32 and 128 tokens, or --tokens; weights L2-resident per call):
-//     GMAC/s (rows x cols x tokens per second), one thread;
+//   - prefill GEMM (32 and 128 tokens, or --tokens): GMAC/s (rows x cols x
+//     tokens per second), one thread. Its calls cycle through a pool of
+//     --gemm-pool-mib (default 64): each call reads its weights from DRAM once
+//     and from L2 for its further token blocks, so at 1 or 2 tokens this is a
+//     GEMV from DRAM, bound by one core's read rate. --gemm-pool-mib 1 keeps
+//     every call's weights in L2: the kernel's compute rate (at 1 token on
+//     Zen 4, 29 Nov 2026: Q4_K ~112 GMAC/s = 63 GB/s, Q8_0 / Q6_K ~65 GMAC/s,
+//     against ~55 / ~33 / ~39 from DRAM);
 //   - activation quantization: microseconds for 128 x 1024 values.
 // Shapes are the medium preset's (hidden 1024, expert 512).
 //
 // usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar]
 //                            [--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE]
-//                            [--tokens 32,128]
+//                            [--tokens 32,128] [--gemm-pool-mib M]
 // --mmap FILE puts the GEMV weights in a memory-mapped file (page-cache
 // pages, as GGUF weights computed in place) instead of anonymous huge pages.
 // Build in Release (-DCMAKE_BUILD_TYPE=Release).
@@ -54,6 +60,7 @@ struct Options {
   std::string only;                         // "", "gemv", "gemm" or "quantize_x"
   std::string type;                         // "": every type
   std::vector<int64_t> tokens = {32, 128};  // --tokens: the GEMM's token counts
+  int64_t gemm_pool_mib = 64;               // --gemm-pool-mib: the GEMM's copies
 };
 
 bool wanted(const Options& opts, WeightType type) {
@@ -316,7 +323,7 @@ void run_gemm(const Options& opts) {
     for (int64_t n : opts.tokens) {
       for (WeightType type : kTypes) {
         if (!wanted(opts, type)) continue;
-        const Pool pool(s, type, int64_t{64} << 20);
+        const Pool pool(s, type, opts.gemm_pool_mib << 20);
         std::unique_ptr<Pool>
             ipool;  // Q4_K / Q5_K / Q6_K / Q8_0 interleaved (kernels/interleave.h)
         std::vector<Variant> variants;
@@ -334,7 +341,7 @@ void run_gemm(const Options& opts) {
           }
           if (can_interleave(type, s.rows, s.cols) && k->interleaved_k) {
             if (ipool == nullptr) {
-              ipool = std::make_unique<Pool>(s, type, int64_t{64} << 20, "",
+              ipool = std::make_unique<Pool>(s, type, opts.gemm_pool_mib << 20, "",
                                              WeightLayout::kInterleaved16);
             }
             const Pool* ip = ipool.get();
@@ -382,6 +389,12 @@ int run(int argc, char** argv) {
       opts.seconds = std::atof(argv[++i]);
     } else if (arg == "--pool-mib" && i + 1 < argc) {
       opts.pool_mib = std::atoll(argv[++i]);
+    } else if (arg == "--gemm-pool-mib" && i + 1 < argc) {
+      opts.gemm_pool_mib = std::atoll(argv[++i]);
+      if (opts.gemm_pool_mib < 1) {
+        std::fprintf(stderr, "--gemm-pool-mib: expected a size in MiB >= 1, got '%s'\n", argv[i]);
+        return 2;
+      }
     } else if (arg == "--no-scalar") {
       opts.scalar = false;
     } else if (arg == "--only" && i + 1 < argc) {
@@ -411,7 +424,7 @@ int run(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: bench_quant_kernels [--seconds S] [--pool-mib M] [--no-scalar] "
                    "[--only gemv|gemm|quantize_x] [--type q4_K|...] [--mmap FILE] "
-                   "[--tokens 32,128]\n");
+                   "[--tokens 32,128] [--gemm-pool-mib M]\n");
       return 2;
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/base/check.h"
 #include "kernels/quant_format.h"
 #include "kernels/quantize.h"
 
@@ -173,6 +174,30 @@ Status CpuForward::begin_sequences(std::span<const SequenceRows> sequences) {
   }
 
   return Status::ok();
+}
+
+// Everything a batch's later layers read is its rows' residual stream, their
+// sequences and their rotary tables; the rest is per-layer scratch that the
+// next layer rewrites (and that only grows, so the first batch's sizes hold).
+void CpuForward::swap_batch() {
+  std::swap(n_, suspended_.n);
+  segments_.swap(suspended_.segments);
+  row_segment_.swap(suspended_.row_segment);
+  rope_cos_.swap(suspended_.rope_cos);
+  rope_sin_.swap(suspended_.rope_sin);
+  h_.swap(suspended_.h);
+}
+
+void CpuForward::suspend() {
+  DMOE_CHECK(!suspended_.active);
+  swap_batch();
+  suspended_.active = true;
+}
+
+void CpuForward::resume() {
+  DMOE_CHECK(suspended_.active);
+  swap_batch();
+  suspended_.active = false;
 }
 
 // xn_ = rmsnorm(h_) row by row, with `weight`.

@@ -58,6 +58,9 @@ class CpuForward final : public ForwardEngine {
   Status begin_sequences(std::span<const SequenceRows> sequences) override;
   Status attention_sequences(int64_t layer) override;
   Status finish_rows(std::span<const int64_t> rows, float* logits) override;
+  bool can_suspend() const override { return true; }
+  void suspend() override;
+  void resume() override;
 
  private:
   // Grows a scratch vector to at least n values (never shrinks it).
@@ -130,6 +133,18 @@ class CpuForward final : public ForwardEngine {
   std::vector<float> o_latent_;     // [n_tokens, n_heads, kv_lora_rank]
   std::vector<float> kv_expanded_;  // [n_ctx, n_heads * (nope + v)] (prefill path)
   std::vector<float> row_scratch_;  // one dequantized weight row per thread
+  // A batch set aside by suspend(): what its later layers read. Swapped in
+  // and out (no copies); the buffers of whichever batch is not running.
+  struct Suspended {
+    bool active = false;
+    int64_t n = 0;
+    std::vector<Segment> segments;
+    std::vector<int32_t> row_segment;
+    std::vector<float> rope_cos;
+    std::vector<float> rope_sin;
+    std::vector<float> h;
+  } suspended_;
+  void swap_batch();
 };
 
 }  // namespace dancemoe::backend

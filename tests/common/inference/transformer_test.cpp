@@ -242,4 +242,62 @@ TEST_CASE(
         std::string::npos);
 }
 
+TEST_CASE("transformer: a batch run between two layers of another leaves both as each runs alone") {
+  for (std::string arch : {"qwen3_moe", "deepseek_v3"}) {
+    CAPTURE(arch);
+    testing::TempDir dir("hook");
+    testing::write_model(tiny(arch), dir.path());
+    auto model = testing::open_model(dir.path());
+    Transformer& tf = model->transformer();
+    const std::vector<int32_t> ids = sequence(40, 512);
+    const auto make = [&] {
+      Result<KvCache> made = tf.new_cache(64);
+      REQUIRE(made.is_ok());
+      return std::move(made).value();
+    };
+    // The paused batch: two sequences, one with a prefix; the interjected
+    // one: a prompt of 6 and a prompt of 3, from empty caches.
+    std::vector<float> scratch;
+    KvCache a_alone = make(), a = make(), b_alone = make(), b = make();
+    REQUIRE(tf.forward(std::span(ids).first(5), a_alone, LogitsMode::kNone, &scratch).is_ok());
+    REQUIRE(tf.forward(std::span(ids).first(5), a, LogitsMode::kNone, &scratch).is_ok());
+    const std::span<const int32_t> outer_tokens[2] = {std::span(ids).subspan(5, 1),
+                                                      std::span(ids).subspan(10, 4)};
+    const std::span<const int32_t> inner_tokens[2] = {std::span(ids).subspan(20, 6),
+                                                      std::span(ids).subspan(30, 3)};
+    std::vector<float> expected_outer, expected_inner;
+    {
+      const SequenceStep outer[2] = {{outer_tokens[0], &a_alone, true},
+                                     {outer_tokens[1], &b_alone, true}};
+      REQUIRE(tf.forward_batch(outer, &expected_outer).is_ok());
+      KvCache c = make(), d = make();
+      const SequenceStep inner[2] = {{inner_tokens[0], &c, true}, {inner_tokens[1], &d, true}};
+      REQUIRE(tf.forward_batch(inner, &expected_inner).is_ok());
+    }
+    CHECK(tf.forward_between_layers({}, &scratch).code() == StatusCode::kFailedPrecondition);
+
+    KvCache c = make(), d = make();
+    const SequenceStep inner[2] = {{inner_tokens[0], &c, true}, {inner_tokens[1], &d, true}};
+    std::vector<float> got_inner;
+    int calls = 0;
+    Status inner_status = internal_error("not run");
+    tf.set_layer_hook([&] {
+      if (calls++ == 0) inner_status = tf.forward_between_layers(inner, &got_inner);
+    });
+    const SequenceStep outer[2] = {{outer_tokens[0], &a, true}, {outer_tokens[1], &b, true}};
+    std::vector<float> got_outer;
+    REQUIRE(tf.forward_batch(outer, &got_outer).is_ok());
+    tf.set_layer_hook(nullptr);
+    // Between every two layers of the outer batch, not inside the inner one.
+    CHECK(calls == tf.config().n_layers - 1);
+    REQUIRE(inner_status.is_ok());
+    CHECK(testing::max_abs_diff(got_outer, expected_outer) <= 1e-5f);
+    CHECK(testing::max_abs_diff(got_inner, expected_inner) <= 1e-5f);
+    CHECK(a.n_past() == 6);
+    CHECK(b.n_past() == 4);
+    CHECK(c.n_past() == 6);
+    CHECK(d.n_past() == 3);
+  }
+}
+
 }  // namespace dancemoe
