@@ -362,7 +362,11 @@ void BatchScheduler::interject() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++interjections_;
   }
-  if (parts_.on_step) parts_.on_step(step_info(nested_batch_, false));
+  if (parts_.on_step) {
+    StepInfo info = step_info(nested_batch_, false);
+    info.between_layers = true;
+    parts_.on_step(info);
+  }
   const Status status = parts_.transformer->forward_between_layers(nested_batch_, &nested_logits_);
   finish_step(status, nested_batch_, nested_stepped_, nested_logits_);
 }

@@ -96,6 +96,9 @@ struct StepInfo {
   int64_t n_tokens = 0;
   bool decode_only = false;    // every sequence brings one generated token
   int64_t first_position = 0;  // the first sequence's first position
+  // Run between two layers of another step (new prompts): that step's
+  // forward resumes after this one's.
+  bool between_layers = false;
 };
 
 class BatchScheduler {

@@ -60,6 +60,12 @@ Result<std::unique_ptr<PromptRunner>> PromptRunner::create(Parts parts) {
 }
 
 void PromptRunner::on_step(const StepInfo& step) {
+  if (step.between_layers) {
+    // The running step's position and kind stay (its forward goes on after
+    // this one); no token latency is measured across the two.
+    last_step_valid_ = false;
+    return;
+  }
   step_position_ = step.first_position;
   step_decode_only_ = step.decode_only;
 }

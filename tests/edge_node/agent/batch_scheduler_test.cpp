@@ -250,6 +250,8 @@ TEST_CASE(
   // own step, then the three decoding together.
   REQUIRE(held_at + 2 < steps.size());
   CHECK(steps[held_at].n_sequences == 2);
+  CHECK(!steps[held_at].between_layers);
+  CHECK(steps[held_at + 1].between_layers);
   CHECK(steps[held_at + 1].n_sequences == 1);
   CHECK(steps[held_at + 1].n_tokens == static_cast<int64_t>(prompt.size()));
   CHECK(steps[held_at + 2].n_sequences == 3);
