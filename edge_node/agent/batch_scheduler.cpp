@@ -357,7 +357,10 @@ void BatchScheduler::interject() {
                              &*seq->cache, true});
     nested_stepped_.push_back(seq.get());
   }
-  if (nested_batch_.empty()) return;
+  if (nested_batch_.empty()) {
+    fresh_.clear();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++interjections_;
@@ -369,6 +372,7 @@ void BatchScheduler::interject() {
   }
   const Status status = parts_.transformer->forward_between_layers(nested_batch_, &nested_logits_);
   finish_step(status, nested_batch_, nested_stepped_, nested_logits_);
+  fresh_.clear();  // held until here: nested_stepped_ points into them
 }
 
 void BatchScheduler::finish_step(const Status& status, const std::vector<SequenceStep>& batch,
