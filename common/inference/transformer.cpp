@@ -107,8 +107,10 @@ Status Transformer::forward_batch(std::span<const SequenceStep> steps, std::vect
   saved_past_.clear();
   for (const SequenceStep& step : steps) saved_past_.push_back(step.cache->n_past());
   Status status = Status::ok();
-  if (steps.size() == 1 || !engine_->batches_sequences() ||
-      n_tokens > engine_->max_batch_tokens()) {
+  // A lone sequence too runs as a batch where the engine batches: the same
+  // compute as forward(), and its layers reach the layer hook (a new prompt
+  // need not wait for a lone stream's whole step either).
+  if (!engine_->batches_sequences() || n_tokens > engine_->max_batch_tokens()) {
     // One after another, each as forward() runs it.
     float* out = logits->data();
     for (const SequenceStep& step : steps) {

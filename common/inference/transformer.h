@@ -68,10 +68,11 @@ class Transformer {
   // Runs several sequences in one batch (continuous batching): attention per
   // sequence against its own cache, everything else -- projections, norms,
   // routing, experts -- over all their rows together, so each expert's
-  // weights are read once for all of them. *logits becomes [k, vocab], one
-  // row per step with `logits` set, in order. A backend that cannot batch
-  // sequences (ForwardEngine::batches_sequences) runs them one after
-  // another, with the same results. The caches must be distinct. On error
+  // weights are read once for all of them (a lone sequence runs as such a
+  // batch too). *logits becomes [k, vocab], one row per step with `logits`
+  // set, in order. A backend that cannot batch sequences
+  // (ForwardEngine::batches_sequences) runs them one after another, with
+  // the same results. The caches must be distinct. On error
   // every cache is left at its previous length.
   Status forward_batch(std::span<const SequenceStep> steps, std::vector<float>* logits);
   // Whether forward_batch runs its sequences in one batch.

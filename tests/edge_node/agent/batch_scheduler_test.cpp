@@ -180,82 +180,88 @@ TEST_CASE("batch scheduler: a short prompt runs in a step of its own, then joins
 TEST_CASE(
     "batch scheduler: a prompt arriving during a step runs between its layers, outputs unchanged") {
   BatchFixture f;
-  BatchOptions options;
-  options.context_tokens = 512;
-  std::mutex mutex;
-  std::vector<StepInfo> steps;
-  std::atomic<bool> hold{false};     // the next step of two decoders waits for the prompt
-  std::atomic<bool> holding{false};  // ... and is waiting now
-  BatchScheduler* raw = nullptr;
-  auto scheduler = f.scheduler(options, [&](const StepInfo& step) {
+  const char* const neighbours[2] = {"a neighbour that keeps going", "and another one"};
+  const std::vector<int32_t> prompt = f.encode("hello there");
+  const std::vector<int32_t> expected = f.alone(prompt, greedy(6)).tokens;
+  // One stream decoding alone, and two together: either step pauses for it.
+  for (int n : {1, 2}) {
+    CAPTURE(n);
+    BatchOptions options;
+    options.context_tokens = 512;
+    std::mutex mutex;
+    std::vector<StepInfo> steps;
+    std::atomic<bool> hold{false};     // the next step of the decoders waits for the prompt
+    std::atomic<bool> holding{false};  // ... and is waiting now
+    BatchScheduler* raw = nullptr;
+    auto scheduler = f.scheduler(options, [&](const StepInfo& step) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        steps.push_back(step);
+      }
+      if (hold && step.n_sequences == n && step.decode_only) {
+        hold = false;
+        holding = true;
+        // Until the new prompt is queued: it then arrives during this step.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (raw->stats().waiting == 0 && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // paced: the decoders go on
+    });
+    raw = scheduler.get();
+    std::vector<Result<SequenceOutcome>> got(static_cast<size_t>(n), internal_error("not run"));
+    std::atomic<int> decoded[2] = {0, 0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        SequenceJob job;
+        job.prompt = f.encode(neighbours[i]);
+        job.params = greedy(48);
+        job.on_text = [&, i](const TextDelta&) {
+          ++decoded[i];
+          return true;
+        };
+        got[static_cast<size_t>(i)] = scheduler->run(std::move(job));
+      });
+    }
+    while (decoded[0] < 3 || (n == 2 && decoded[1] < 3)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    hold = true;
+    while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    size_t held_at = 0;
     {
       std::lock_guard<std::mutex> lock(mutex);
-      steps.push_back(step);
+      held_at = steps.size() - 1;
     }
-    if (hold && step.n_sequences == 2 && step.decode_only) {
-      hold = false;
-      holding = true;
-      // Until the new prompt is queued: it then arrives during this step.
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (raw->stats().waiting == 0 && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // paced: the decoders keep going
-  });
-  raw = scheduler.get();
-  const char* const neighbours[2] = {"a neighbour that keeps going", "and another one"};
-  std::vector<Result<SequenceOutcome>> got(2, internal_error("not run"));
-  std::atomic<int> decoded[2] = {0, 0};
-  std::vector<std::thread> threads;
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      SequenceJob job;
-      job.prompt = f.encode(neighbours[i]);
-      job.params = greedy(48);
-      job.on_text = [&, i](const TextDelta&) {
-        ++decoded[i];
-        return true;
-      };
-      got[static_cast<size_t>(i)] = scheduler->run(std::move(job));
-    });
-  }
-  while (decoded[0] < 3 || decoded[1] < 3)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  hold = true;
-  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  size_t held_at = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    held_at = steps.size() - 1;
-  }
-  const std::vector<int32_t> prompt = f.encode("hello there");
-  SequenceJob job;
-  job.prompt = prompt;
-  job.params = greedy(6);
-  Result<SequenceOutcome> newcomer = scheduler->run(std::move(job));
-  for (auto& t : threads) t.join();
+    SequenceJob job;
+    job.prompt = prompt;
+    job.params = greedy(6);
+    Result<SequenceOutcome> newcomer = scheduler->run(std::move(job));
+    for (auto& t : threads) t.join();
 
-  REQUIRE(newcomer.is_ok());
-  CHECK(newcomer->result.tokens == f.alone(prompt, greedy(6)).tokens);
-  for (int i = 0; i < 2; ++i) {
-    CAPTURE(i);
-    REQUIRE(got[static_cast<size_t>(i)].is_ok());
-    CHECK(got[static_cast<size_t>(i)]->result.tokens ==
-          f.alone(f.encode(neighbours[i]), greedy(48)).tokens);
+    REQUIRE(newcomer.is_ok());
+    CHECK(newcomer->result.tokens == expected);
+    for (int i = 0; i < n; ++i) {
+      CAPTURE(i);
+      REQUIRE(got[static_cast<size_t>(i)].is_ok());
+      CHECK(got[static_cast<size_t>(i)]->result.tokens ==
+            f.alone(f.encode(neighbours[i]), greedy(48)).tokens);
+    }
+    CHECK(scheduler->stats().interjections == 1);
+    std::lock_guard<std::mutex> lock(mutex);
+    // The held step of the decoders, then -- inside it -- the prompt's own
+    // step, then all of them decoding together.
+    REQUIRE(held_at + 2 < steps.size());
+    CHECK(steps[held_at].n_sequences == n);
+    CHECK(!steps[held_at].between_layers);
+    CHECK(steps[held_at + 1].between_layers);
+    CHECK(steps[held_at + 1].n_sequences == 1);
+    CHECK(steps[held_at + 1].n_tokens == static_cast<int64_t>(prompt.size()));
+    CHECK(steps[held_at + 2].n_sequences == n + 1);
+    CHECK(steps[held_at + 2].decode_only);
   }
-  CHECK(scheduler->stats().interjections == 1);
-  std::lock_guard<std::mutex> lock(mutex);
-  // The held step of the two decoders, then -- inside it -- the prompt's
-  // own step, then the three decoding together.
-  REQUIRE(held_at + 2 < steps.size());
-  CHECK(steps[held_at].n_sequences == 2);
-  CHECK(!steps[held_at].between_layers);
-  CHECK(steps[held_at + 1].between_layers);
-  CHECK(steps[held_at + 1].n_sequences == 1);
-  CHECK(steps[held_at + 1].n_tokens == static_cast<int64_t>(prompt.size()));
-  CHECK(steps[held_at + 2].n_sequences == 3);
-  CHECK(steps[held_at + 2].decode_only);
 }
 
 TEST_CASE("batch scheduler: --stream-interval hands text over in chunks, the first text at once") {
