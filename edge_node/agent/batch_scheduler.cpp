@@ -284,6 +284,7 @@ void BatchScheduler::step() {
     stepped_.push_back(seq.get());
   }
   if (batch_.empty()) return;
+  step_decode_only_ = decode_only;
   if (parts_.on_step) parts_.on_step(step_info(batch_, decode_only));
   const Status status = tf.forward_batch(batch_, &logits_);
   finish_step(status, batch_, stepped_, logits_);
@@ -321,7 +322,11 @@ void BatchScheduler::open_caches(const std::vector<std::shared_ptr<Sequence>>& s
 }
 
 void BatchScheduler::interject() {
-  if (interjected_ || waiting_count_.load(std::memory_order_relaxed) == 0) return;
+  // Only into a step of decoders: into one of prompts it would put a later
+  // prompt's first token before an earlier one's.
+  if (interjected_ || !step_decode_only_ || waiting_count_.load(std::memory_order_relaxed) == 0) {
+    return;
+  }
   fresh_.clear();
   {
     std::lock_guard<std::mutex> lock(mutex_);

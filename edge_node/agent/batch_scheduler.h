@@ -12,11 +12,13 @@
 // own, when sequences are decoding: a new request's first token then waits
 // for one short step, not for a step of every running stream; the next step
 // always includes the decoders. Such prompts arriving during a step need not
-// wait for its end either: where the backend can pause a batch between
-// layers (ForwardEngine::can_suspend, the CPU engine), the first layer
-// boundary after they come runs them to their first token in a step of
-// their own (Transformer::set_layer_hook), once per step, and the paused
-// step then goes on; they decode with the others from the next step.
+// wait for the end of a step of decoders either: where the backend can
+// pause a batch between layers (ForwardEngine::can_suspend, the CPU
+// engine), the first layer boundary after they come runs them to their
+// first token in a step of their own (Transformer::set_layer_hook), once per
+// step, and the paused step then goes on; they decode with the others from
+// the next step. (Never into a step of prompts: that would put a later
+// prompt's first token before an earlier one's.)
 //
 // KV memory is accounted in blocks of block_tokens positions: a sequence
 // reserves the blocks of its prompt + max_tokens when admitted (a reservation,
@@ -180,7 +182,8 @@ class BatchScheduler {
   std::vector<Sequence*> stepped_;
   std::vector<float> logits_;
   bool last_step_prompts_only_ = false;
-  bool interjected_ = false;  // this step ran prompts between its layers
+  bool interjected_ = false;       // this step ran prompts between its layers
+  bool step_decode_only_ = false;  // this step runs decoders only
   std::vector<std::shared_ptr<Sequence>> fresh_;
   std::vector<SequenceStep> nested_batch_;
   std::vector<Sequence*> nested_stepped_;
