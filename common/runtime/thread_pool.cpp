@@ -6,15 +6,25 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 
 namespace dancemoe {
 namespace {
 
-// About 20-50 us of spinning before a worker sleeps: long enough to bridge
-// the gap between two kernels of one token, short enough not to burn a core
-// between tokens.
-constexpr int kSpinIterations = 20000;
+// How long a worker spins before it sleeps: long enough to bridge the gap
+// between two kernels of one token (and one decode token and the next),
+// short enough not to hold a core while the owner does other work -- a
+// served step's sampling and the HTTP threads it wakes need that core. Timed
+// rather than counted: a pause takes ~25 ns on Zen 4 and ~40 ns on Skylake-X
+// but a few on older cores, so the 20000 pauses counted before spun ~500 us
+// here, the whole of a 16-stream step's sampling (small preset): with 50 us
+// that sampling and handover took 400-470 instead of 540-600 us a step
+// (bench_batching --preset small, 16 streams, scheduler-side timers, three
+// interleaved pairs; tokens/s +6 % on their mean, within this VM's noise).
+constexpr std::chrono::microseconds kSpinTime{50};
+// Pauses between two looks at the clock (a vDSO call, ~20 ns).
+constexpr int kPausesPerClockRead = 32;
 
 // Direct futex calls on the generation word rather than std::atomic::wait,
 // whose libstdc++ 12 implementation adds its own spinning and a shared
@@ -121,10 +131,11 @@ void ThreadPool::worker_loop(int thread_idx) {
   // holds when this thread gets scheduled: a job may already be running.
   uint32_t seen = 0;
   for (;;) {
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
     int spins = 0;
     uint32_t now;
     while ((now = generation_.load(std::memory_order_acquire)) == seen) {
-      if (++spins < kSpinIterations) {
+      if (++spins % kPausesPerClockRead != 0 || std::chrono::steady_clock::now() < spin_until) {
         cpu_relax();
       } else {
         sleepers_.fetch_add(1, std::memory_order_seq_cst);

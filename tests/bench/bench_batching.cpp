@@ -167,6 +167,8 @@ struct Phase {
   double steps = 0;               // the node's batched steps during the phase
   double step_sequences = 0;      // and the sequences they ran (/ steps: mean width)
   double interjections = 0;       // of those steps, prompts run inside another
+  double step_tokens = 0;         // tokens those steps ran (decode and prompt)
+  double prompt_saved = 0;        // prompt tokens the prefix cache saved
   std::vector<double> probe_gbs;  // streaming-read rate before each run
 };
 
@@ -186,6 +188,8 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   const double steps0 = metric(port, "dancemoe_node_batch_steps_total");
   const double sequences0 = metric(port, "dancemoe_node_batch_step_sequences_total");
   const double interjections0 = metric(port, "dancemoe_node_batch_interjections_total");
+  const double step_tokens0 = metric(port, "dancemoe_node_batch_step_tokens_total");
+  const double saved0 = metric(port, "dancemoe_node_prefix_cache_saved_tokens_total");
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
@@ -208,6 +212,8 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   phase->steps += metric(port, "dancemoe_node_batch_steps_total") - steps0;
   phase->step_sequences += metric(port, "dancemoe_node_batch_step_sequences_total") - sequences0;
   phase->interjections += metric(port, "dancemoe_node_batch_interjections_total") - interjections0;
+  phase->step_tokens += metric(port, "dancemoe_node_batch_step_tokens_total") - step_tokens0;
+  phase->prompt_saved += metric(port, "dancemoe_node_prefix_cache_saved_tokens_total") - saved0;
 }
 
 std::string history(int round, int words) {
@@ -319,6 +325,16 @@ int main(int argc, char** argv) {
         "%.1f, %.2f ms per step; %.0f prompt steps run between layers\n",
         n_clients, many_tps, many_ttft * 1e3, quantile(many.ttft, 0.99) * 1e3, many.ttft.size(),
         width(many), step_ms(many), many.interjections);
+    // What the steps ran besides one token per stream: prompt tokens left
+    // after the prefix cache (each prompt step reads most experts again).
+    const auto per_request = [](const Phase& p, double v) {
+      return p.ttft.empty() ? 0 : v / static_cast<double>(p.ttft.size());
+    };
+    std::printf(
+        "  per request: %.1f tokens run by steps (%.1f prompt tokens saved by the prefix cache), "
+        "%.1f steps of which %.1f prompts' between layers\n",
+        per_request(many, many.step_tokens), per_request(many, many.prompt_saved),
+        per_request(many, many.steps), per_request(many, many.interjections));
     std::printf(
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
         "(target <= 3x); errors %zu\n",
