@@ -387,17 +387,29 @@ void BatchScheduler::finish_step(const Status& status, const std::vector<Sequenc
   int64_t n_tokens = 0;
   for (const SequenceStep& s : batch) n_tokens += static_cast<int64_t>(s.tokens.size());
   const Clock::time_point now = Clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++steps_;
-  step_tokens_ += static_cast<uint64_t>(n_tokens);
-  step_sequences_ += batch.size();
-  if (!status.is_ok()) {
-    for (Sequence* seq : stepped) {
-      seq->error = status;
-      release_locked(*seq);
+  // Cancellations as they stand now: one sampled after this is dropped at
+  // the next sweep like the others.
+  std::vector<char>& cancelled = finish_cancelled_;
+  cancelled.assign(stepped.size(), 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++steps_;
+    step_tokens_ += static_cast<uint64_t>(n_tokens);
+    step_sequences_ += batch.size();
+    if (!status.is_ok()) {
+      for (Sequence* seq : stepped) {
+        seq->error = status;
+        release_locked(*seq);
+      }
+      return;
     }
-    return;
+    for (size_t i = 0; i < stepped.size(); ++i) cancelled[i] = stepped[i]->cancel ? 1 : 0;
   }
+  // Each sequence is sampled without the lock and its text published at
+  // once, each under the lock for a moment: its caller's thread (and HTTP
+  // client) runs on the pool's idle core while the next one is sampled,
+  // instead of all of them waking together when the next forward starts.
+  const auto interval = static_cast<size_t>(options_.stream_interval);
   size_t row = 0;
   for (size_t i = 0; i < stepped.size(); ++i) {
     Sequence& seq = *stepped[i];
@@ -414,48 +426,48 @@ void BatchScheduler::finish_step(const Status& status, const std::vector<Sequenc
     const std::span<float> logits(all_logits.data() + row * static_cast<size_t>(vocab),
                                   static_cast<size_t>(vocab));
     ++row;
-    if (seq.cancel) continue;  // dropped at the next sweep
+    if (cancelled[i]) continue;  // dropped at the next sweep
     auto sink = [&seq](const TextDelta& d) {
       seq.pending.push_back(
           {std::string(d.text), std::vector<TokenLogprobs>(d.logprobs.begin(), d.logprobs.end())});
       return true;
     };
     Status sampled = seq.decoder->finished() ? Status::ok() : seq.decoder->step(logits, sink);
-    if (!sampled.is_ok()) {
-      seq.error = sampled;
-      release_locked(seq);
-      continue;
+    const bool finished = sampled.is_ok() && seq.decoder->finished();
+    if (sampled.is_ok() && !finished) seq.fed = seq.decoder->next_token();
+    if (finished) {
+      seq.decoder->finish(sink);
+      GenerationResult& result = seq.decoder->result();
+      // What the cache holds: the prompt and the generated tokens fed back.
+      std::vector<int32_t> cached = seq.job.prompt;
+      cached.insert(cached.end(), result.tokens.begin(), result.tokens.end());
+      prefix_->insert(cached, std::move(*seq.cache));  // the sequence is done with it
+      result.prefill_seconds = seq.outcome.result.prefill_seconds;
+      result.decode_seconds = ms_between(seq.decode_start, now) / 1e3;
+      seq.outcome.result = std::move(result);
+      seq.outcome.logits = std::move(seq.decoder->logits());
     }
-    if (!seq.decoder->finished()) {
-      seq.fed = seq.decoder->next_token();
-      continue;
+    // The text and the end are published together: run() sees the end
+    // only after the last text. The caller is woken for its first text at
+    // once (time to first token), then once stream_interval pieces of text
+    // (about one a step) wait, and at its end (release_locked).
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (Delta& d : seq.pending) seq.outbox.push_back(std::move(d));
+      seq.pending.clear();
+      if (!sampled.is_ok()) {
+        seq.error = sampled;
+        release_locked(seq);
+      } else if (finished) {
+        release_locked(seq);  // its blocks are free before run() returns
+      } else if (!seq.outbox.empty() && (!seq.delivered || seq.outbox.size() >= interval)) {
+        seq.delivered = true;
+        seq.flush = true;
+        wake = true;
+      }
     }
-    seq.decoder->finish(sink);
-    GenerationResult& result = seq.decoder->result();
-    // What the cache holds: the prompt and the generated tokens fed back.
-    std::vector<int32_t> cached = seq.job.prompt;
-    cached.insert(cached.end(), result.tokens.begin(), result.tokens.end());
-    prefix_->insert(cached, std::move(*seq.cache));  // the sequence is done with it
-    result.prefill_seconds = seq.outcome.result.prefill_seconds;
-    result.decode_seconds = ms_between(seq.decode_start, now) / 1e3;
-    seq.outcome.result = std::move(result);
-    seq.outcome.logits = std::move(seq.decoder->logits());
-    release_locked(seq);  // its blocks are free before run() returns
-  }
-  // Published with `done`, under the same lock: run() sees the end only
-  // after the last text. The caller is woken for its first text at once
-  // (time to first token), then once stream_interval pieces of text (about
-  // one a step) wait, and at its end (release_locked).
-  const auto interval = static_cast<size_t>(options_.stream_interval);
-  for (Sequence* seq : stepped) {
-    for (Delta& d : seq->pending) seq->outbox.push_back(std::move(d));
-    seq->pending.clear();
-    if (seq->done || seq->outbox.empty()) continue;
-    if (!seq->delivered || seq->outbox.size() >= interval) {
-      seq->delivered = true;
-      seq->flush = true;
-      seq->ready.notify_one();
-    }
+    if (wake) seq.ready.notify_one();
   }
 }
 

@@ -181,6 +181,7 @@ class BatchScheduler {
   std::vector<SequenceStep> batch_;
   std::vector<Sequence*> stepped_;
   std::vector<float> logits_;
+  std::vector<char> finish_cancelled_;  // finish_step's snapshot of `cancel`
   bool last_step_prompts_only_ = false;
   bool interjected_ = false;       // this step ran prompts between its layers
   bool step_decode_only_ = false;  // this step runs decoders only
