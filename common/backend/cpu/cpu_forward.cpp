@@ -319,9 +319,14 @@ void CpuForward::attend(int64_t layer) {
   // while the others waited: `dancemoe bench` medium Q8_0, 128-token prompt,
   // decode 4 interleaved rounds 87.6 / 98.7 / 95.3 / 89.1 -> 96.9 / 109.7 /
   // 94.7 / 94.0 tok/s (Zen 4, 2 threads). Each head is computed the same
-  // either way.
+  // either way. A chunk is a token's heads where there are tokens enough
+  // for every thread: one kernel call then reads whole rows of its cache
+  // (kernels' attention), not each KV head's columns in turn.
+  const int64_t groups_per_token = n_heads / group;
   const int64_t n_attention_chunks =
-      work * n_heads * head_dim >= 32768 ? chunk_count(n_items / group, 2, pool_.size()) : 1;
+      work * n_heads * head_dim >= 32768
+          ? chunk_count(n_items / group, groups_per_token, pool_.size())
+          : 1;
   pool_.parallel_for(n_attention_chunks, [&](int64_t chunk, int thread_idx) {
     const Range r = split_range(n_items, chunk, n_attention_chunks, group);
     float* scratch = attention_scratch_[static_cast<size_t>(thread_idx)].data();
