@@ -253,6 +253,32 @@ TEST_CASE("kernel parity: softmax keeps extreme logits finite and exact at the e
   }
 }
 
+// One query position's attention, heads [begin, end), over f32 keys and
+// values of `shape`'s KV heads.
+struct AttentionShape {
+  int64_t n_heads, n_kv_heads, head_dim, n_ctx, kv_stride;
+  float scale;
+};
+void run_attention(const CpuKernels& kernels, const AttentionShape& shape, const float* q,
+                   const float* k, const float* v, int64_t begin, int64_t end, float* out) {
+  std::vector<float> scratch(static_cast<size_t>(shape.n_ctx));
+  AttentionArgs args;
+  args.q = q;
+  args.k = k;
+  args.v = v;
+  args.kv_stride = shape.kv_stride;
+  args.n_ctx = shape.n_ctx;
+  args.n_heads = shape.n_heads;
+  args.n_kv_heads = shape.n_kv_heads;
+  args.head_dim = shape.head_dim;
+  args.scale = shape.scale;
+  args.out = out;
+  args.scratch = scratch.data();
+  args.head_begin = begin;
+  args.head_end = end;
+  kernels.attention(args);
+}
+
 TEST_CASE("kernel parity: attention over grouped KV heads") {
   std::mt19937 rng(5);
   struct Case {
@@ -267,23 +293,12 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
     const std::vector<float> q = random_floats(rng, c.n_heads * c.head_dim);
     const std::vector<float> k = random_floats(rng, c.n_ctx * kv_stride);
     const std::vector<float> v = random_floats(rng, c.n_ctx * kv_stride);
+    const AttentionShape shape{c.n_heads,  c.n_kv_heads,
+                               c.head_dim, c.n_ctx,
+                               kv_stride,  1.0f / std::sqrt(static_cast<float>(c.head_dim)) * 3.0f};
     auto run = [&](const CpuKernels& kernels, std::vector<float>* out) {
-      std::vector<float> scratch(static_cast<size_t>(c.n_ctx));
-      AttentionArgs args;
-      args.q = q.data();
-      args.k = k.data();
-      args.v = v.data();
-      args.kv_stride = kv_stride;
-      args.n_ctx = c.n_ctx;
-      args.n_heads = c.n_heads;
-      args.n_kv_heads = c.n_kv_heads;
-      args.head_dim = c.head_dim;
-      args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)) * 3.0f;
-      args.out = out->data();
-      args.scratch = scratch.data();
-      args.head_begin = c.head_begin;
-      args.head_end = c.head_end;
-      kernels.attention(args);
+      run_attention(kernels, shape, q.data(), k.data(), v.data(), c.head_begin, c.head_end,
+                    out->data());
     };
     std::vector<float> want(static_cast<size_t>(c.n_heads * c.head_dim), 0.0f);
     run(reference(), &want);
@@ -313,23 +328,11 @@ TEST_CASE("kernel parity: attention over a range of heads equals each group alon
     const std::vector<float> q = random_floats(rng, c.n_heads * c.head_dim);
     const std::vector<float> k = random_floats(rng, c.n_ctx * kv_stride);
     const std::vector<float> v = random_floats(rng, c.n_ctx * kv_stride);
+    const AttentionShape shape{c.n_heads,  c.n_kv_heads,
+                               c.head_dim, c.n_ctx,
+                               kv_stride,  1.0f / std::sqrt(static_cast<float>(c.head_dim))};
     auto run = [&](const CpuKernels& kernels, int64_t begin, int64_t end, std::vector<float>* out) {
-      std::vector<float> scratch(static_cast<size_t>(c.n_ctx));
-      AttentionArgs args;
-      args.scratch = scratch.data();
-      args.q = q.data();
-      args.k = k.data();
-      args.v = v.data();
-      args.kv_stride = kv_stride;
-      args.n_ctx = c.n_ctx;
-      args.n_heads = c.n_heads;
-      args.n_kv_heads = c.n_kv_heads;
-      args.head_dim = c.head_dim;
-      args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-      args.out = out->data();
-      args.head_begin = begin;
-      args.head_end = end;
-      kernels.attention(args);
+      run_attention(kernels, shape, q.data(), k.data(), v.data(), begin, end, out->data());
     };
     for (const CpuKernels* kernels : testing::all_cpu_kernels()) {
       INFO(level_name(*kernels), " heads ", c.n_heads, "/", c.n_kv_heads, " n_ctx ", c.n_ctx);

@@ -163,11 +163,11 @@ float block_max(const float* s, int64_t n) {
   return _mm512_reduce_max_ps(max_v);
 }
 
-// The running softmax of G query heads [h0, h0 + G) sharing the KV columns
-// at kv_offset: out (in a.out) and, per head, the running maximum and sum.
-template <int G>
-void start_group(const AttentionArgs& a, int64_t h0, float* running_max, float* running_sum) {
-  for (int g = 0; g < G; ++g) {
+// Starts the running softmax of the query heads [h0, h0 + n): out (in
+// a.out) at 0 and, per head, the running maximum and sum.
+void start_heads(const AttentionArgs& a, int64_t h0, int n, float* running_max,
+                 float* running_sum) {
+  for (int g = 0; g < n; ++g) {
     float* out = a.out + (h0 + g) * a.head_dim;
     // An attention sink is a first position with no value: it starts the
     // running maximum and sum.
@@ -177,8 +177,8 @@ void start_group(const AttentionArgs& a, int64_t h0, float* running_max, float* 
   }
 }
 
-// Positions [j0, j0 + n) of those G heads: scores, the online softmax's
-// update, and the values.
+// Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
+// KV columns at kv_offset: scores, the online softmax's update, the values.
 template <int G, class E>
 void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0, int64_t kv_offset,
                  int64_t j0, int64_t n, float* running_max, float* running_sum) {
@@ -251,25 +251,7 @@ void attention_impl(const AttentionArgs& a, const E* k, const E* v) {
       groups[n_groups++] = {h, static_cast<int>(end - h), kv_head * a.head_dim};
       h = end;
     }
-    for (int i = 0; i < n_groups; ++i) {
-      const Group& gr = groups[i];
-      float* m = running_max + (gr.h0 - first);
-      float* l = running_sum + (gr.h0 - first);
-      switch (gr.size) {
-        case 1:
-          start_group<1>(a, gr.h0, m, l);
-          break;
-        case 2:
-          start_group<2>(a, gr.h0, m, l);
-          break;
-        case 3:
-          start_group<3>(a, gr.h0, m, l);
-          break;
-        default:
-          start_group<4>(a, gr.h0, m, l);
-          break;
-      }
-    }
+    start_heads(a, first, static_cast<int>(last - first), running_max, running_sum);
     for (int64_t j0 = 0; j0 < a.n_ctx; j0 += kBlock) {
       const int64_t n = a.n_ctx - j0 < kBlock ? a.n_ctx - j0 : kBlock;
       for (int i = 0; i < n_groups; ++i) {
