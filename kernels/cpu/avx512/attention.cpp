@@ -11,18 +11,19 @@
 // loop), and K and V come from memory once per group instead of once per
 // head. The softmax is online (the flash-decoding recurrence): per head a
 // running maximum m and sum l; out is rescaled by exp(m_old - m_new) whenever
-// the maximum grows and divided by l at the end. Scores live in a small
-// stack buffer, so args.scratch is not used.
+// the maximum grows and divided by l at the end. The loops over blocks and
+// groups are kernels/cpu/blocked_attention.h's. Scores live in a small stack
+// buffer, so args.scratch is not used.
 #include <immintrin.h>
 
 #include "kernels/cpu/avx512/avx512_ops.h"
 #include "kernels/cpu/avx512/avx512_util.h"
+#include "kernels/cpu/blocked_attention.h"
 
 namespace dancemoe::kernels::avx512 {
 namespace {
 
-constexpr int kMaxGroup = 4;    // heads fused per pass: 16 accumulators
-constexpr int64_t kBlock = 64;  // positions per block
+using blocked_attention::kBlock;
 constexpr auto kPrefetchHint = _MM_HINT_T2;
 
 // 16 KV elements (f32 or bf16) as f32; masked lanes read as 0.
@@ -163,129 +164,54 @@ float block_max(const float* s, int64_t n) {
   return _mm512_reduce_max_ps(max_v);
 }
 
-// Starts the running softmax of the query heads [h0, h0 + n): out (in
-// a.out) at 0 and, per head, the running maximum and sum.
-void start_heads(const AttentionArgs& a, int64_t h0, int n, float* running_max,
-                 float* running_sum) {
-  for (int g = 0; g < n; ++g) {
-    float* out = a.out + (h0 + g) * a.head_dim;
-    // An attention sink is a first position with no value: it starts the
-    // running maximum and sum.
-    running_max[g] = a.sinks != nullptr ? a.sinks[h0 + g] : -__builtin_inff();
-    running_sum[g] = a.sinks != nullptr ? 1.0f : 0.0f;
-    for (int64_t d = 0; d < a.head_dim; ++d) out[d] = 0.0f;
+// This level's arithmetic for blocked_attention::run.
+struct Avx512Blocks {
+  // Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
+  // KV columns at kv_offset: scores, the online softmax's update, the values.
+  template <int G, class E>
+  static void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0,
+                          int64_t kv_offset, int64_t j0, int64_t n, float* running_max,
+                          float* running_sum) {
+    const float* q[G];
+    float* out[G];
+    float s[G][kBlock];
+    float correction[G];
+    for (int g = 0; g < G; ++g) {
+      q[g] = a.q + (h0 + g) * a.head_dim;
+      out[g] = a.out + (h0 + g) * a.head_dim;
+    }
+    scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
+    for (int g = 0; g < G; ++g) {
+      const float m_block = block_max(s[g], n);
+      const float m_new = m_block > running_max[g] ? m_block : running_max[g];
+      // exp(-inf) = 0 on the first block: nothing to rescale yet.
+      correction[g] = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(running_max[g] - m_new)));
+      running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
+      running_max[g] = m_new;
+    }
+    accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
+                         correction, out);
   }
-}
 
-// Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
-// KV columns at kv_offset: scores, the online softmax's update, the values.
-template <int G, class E>
-void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0, int64_t kv_offset,
-                 int64_t j0, int64_t n, float* running_max, float* running_sum) {
-  const float* q[G];
-  float* out[G];
-  float s[G][kBlock];
-  float correction[G];
-  for (int g = 0; g < G; ++g) {
-    q[g] = a.q + (h0 + g) * a.head_dim;
-    out[g] = a.out + (h0 + g) * a.head_dim;
+  // out[h] /= its running sum.
+  static void finish_head(const AttentionArgs& a, int64_t h, float running_sum) {
+    float* out = a.out + h * a.head_dim;
+    // n_ctx == 0 leaves the sum at 0 and out at 0, as the reference does.
+    const __m512 inv = _mm512_set1_ps(running_sum > 0.0f ? 1.0f / running_sum : 0.0f);
+    for (int64_t d = 0; d < a.head_dim; d += 16) {
+      const __mmask16 m = low_mask16(a.head_dim - d < 16 ? a.head_dim - d : 16);
+      _mm512_mask_storeu_ps(out + d, m, _mm512_mul_ps(inv, _mm512_maskz_loadu_ps(m, out + d)));
+    }
   }
-  scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
-  for (int g = 0; g < G; ++g) {
-    const float m_block = block_max(s[g], n);
-    const float m_new = m_block > running_max[g] ? m_block : running_max[g];
-    // exp(-inf) = 0 on the first block: nothing to rescale yet.
-    correction[g] = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(running_max[g] - m_new)));
-    running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
-    running_max[g] = m_new;
-  }
-  accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, correction,
-                       out);
-}
-
-// out[h] /= its running sum.
-void finish_head(const AttentionArgs& a, int64_t h, float running_sum) {
-  float* out = a.out + h * a.head_dim;
-  // n_ctx == 0 leaves the sum at 0 and out at 0, as the reference does.
-  const __m512 inv = _mm512_set1_ps(running_sum > 0.0f ? 1.0f / running_sum : 0.0f);
-  for (int64_t d = 0; d < a.head_dim; d += 16) {
-    const __mmask16 m = low_mask16(a.head_dim - d < 16 ? a.head_dim - d : 16);
-    _mm512_mask_storeu_ps(out + d, m, _mm512_mul_ps(inv, _mm512_maskz_loadu_ps(m, out + d)));
-  }
-}
-
-// Heads are taken in groups of up to 4 that share a KV head; every group
-// runs block of positions by block. The blocks are the outer loop: all the
-// groups of a block read the same rows of K and V while they are in cache,
-// so a call over several KV heads streams whole rows from memory once,
-// instead of each KV head's columns -- a sliver of every row, rows kv_stride
-// apart -- once per head. Batched decode (CpuForward::attend gives a token's
-// heads to one call) read its cache at ~18 GB/s that way against a 36 GB/s
-// probe (small preset, 16 sequences of 1000 positions). Each head's
-// operations and their order are those of a call for that head alone, so
-// the results do not depend on the range of heads a call covers.
-struct Group {
-  int64_t h0;
-  int size;
-  int64_t kv_offset;
 };
-constexpr int64_t kMaxHeadsPerPass = 256;
-
-template <class E>
-void attention_impl(const AttentionArgs& a, const E* k, const E* v) {
-  const int64_t group = a.n_heads / a.n_kv_heads;
-  Group groups[kMaxHeadsPerPass];
-  float running_max[kMaxHeadsPerPass];
-  float running_sum[kMaxHeadsPerPass];
-  for (int64_t first = a.head_begin; first < a.head_end;) {
-    // Up to kMaxHeadsPerPass heads at once (in practice every head).
-    const int64_t last =
-        a.head_end - first > kMaxHeadsPerPass ? first + kMaxHeadsPerPass : a.head_end;
-    int n_groups = 0;
-    for (int64_t h = first; h < last;) {
-      const int64_t kv_head = h / group;
-      // The heads of this KV head inside [h, last), at most 4.
-      int64_t end = (kv_head + 1) * group;
-      end = end < last ? end : last;
-      end = end - h > kMaxGroup ? h + kMaxGroup : end;
-      groups[n_groups++] = {h, static_cast<int>(end - h), kv_head * a.head_dim};
-      h = end;
-    }
-    start_heads(a, first, static_cast<int>(last - first), running_max, running_sum);
-    for (int64_t j0 = 0; j0 < a.n_ctx; j0 += kBlock) {
-      const int64_t n = a.n_ctx - j0 < kBlock ? a.n_ctx - j0 : kBlock;
-      for (int i = 0; i < n_groups; ++i) {
-        const Group& gr = groups[i];
-        float* m = running_max + (gr.h0 - first);
-        float* l = running_sum + (gr.h0 - first);
-        switch (gr.size) {
-          case 1:
-            group_block<1>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
-            break;
-          case 2:
-            group_block<2>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
-            break;
-          case 3:
-            group_block<3>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
-            break;
-          default:
-            group_block<4>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
-            break;
-        }
-      }
-    }
-    for (int64_t h = first; h < last; ++h) finish_head(a, h, running_sum[h - first]);
-    first = last;
-  }
-}
 
 }  // namespace
 
 void attention(const AttentionArgs& a) {
   if (a.k_bf16 != nullptr) {
-    attention_impl(a, a.k_bf16, a.v_bf16);
+    blocked_attention::run<Avx512Blocks>(a, a.k_bf16, a.v_bf16);
   } else {
-    attention_impl(a, a.k, a.v);
+    blocked_attention::run<Avx512Blocks>(a, a.k, a.v);
   }
 }
 

@@ -16,6 +16,18 @@ namespace {
 inline float kv_value(float v) { return v; }
 inline float kv_value(uint16_t v) { return bf16_to_float(v); }
 
+// p[j] = exp(s[j]) / (sum_i exp(s[i]) + exp(sink)), in place.
+void softmax_with_sink(float* s, int64_t n, float sink) {
+  float max_s = sink;
+  for (int64_t j = 0; j < n; ++j) max_s = s[j] > max_s ? s[j] : max_s;
+  float sum = std::exp(sink - max_s);
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = std::exp(s[j] - max_s);
+    sum += s[j];
+  }
+  for (int64_t j = 0; j < n; ++j) s[j] /= sum;
+}
+
 template <class E>
 void attention_impl(const AttentionArgs& a, const E* k, const E* v) {
   const int64_t group = a.n_heads / a.n_kv_heads;
@@ -43,19 +55,6 @@ void attention_impl(const AttentionArgs& a, const E* k, const E* v) {
 }
 
 }  // namespace
-
-// p[j] = exp(s[j]) / (sum_i exp(s[i]) + exp(sink)), in place. Shared by the
-// AVX2 level, whose softmax has no sink.
-void softmax_with_sink(float* s, int64_t n, float sink) {
-  float max_s = sink;
-  for (int64_t j = 0; j < n; ++j) max_s = s[j] > max_s ? s[j] : max_s;
-  float sum = std::exp(sink - max_s);
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = std::exp(s[j] - max_s);
-    sum += s[j];
-  }
-  for (int64_t j = 0; j < n; ++j) s[j] /= sum;
-}
 
 void attention(const AttentionArgs& a) {
   if (a.k_bf16 != nullptr) {

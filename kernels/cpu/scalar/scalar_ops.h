@@ -13,8 +13,6 @@ void quantize_x(WeightType type, const float* x, int64_t n_tokens, int64_t cols,
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
 void rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
 void softmax(float* x, int64_t n);
-// softmax over [x, sink] written back to x (the sink's share dropped).
-void softmax_with_sink(float* x, int64_t n, float sink);
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_clamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
                     float* out);
