@@ -284,10 +284,22 @@ TEST_CASE("kernel parity: attention over grouped KV heads") {
   struct Case {
     int64_t n_heads, n_kv_heads, head_dim, n_ctx, head_begin, head_end;
   };
-  const Case cases[] = {{1, 1, 8, 1, 0, 1},       {4, 2, 16, 3, 0, 4},     {8, 2, 64, 17, 1, 7},
-                        {6, 3, 33, 100, 2, 6},    {4, 4, 128, 65, 0, 4},   {2, 1, 70, 5, 0, 2},
-                        {16, 4, 128, 1025, 3, 5}, {32, 4, 64, 300, 0, 32}, {8, 1, 128, 130, 0, 8},
-                        {12, 3, 96, 77, 1, 11},   {4, 2, 32, 0, 0, 4}};
+  const Case cases[] = {{1, 1, 8, 1, 0, 1},
+                        {4, 2, 16, 3, 0, 4},
+                        {8, 2, 64, 17, 1, 7},
+                        {6, 3, 33, 100, 2, 6},
+                        {4, 4, 128, 65, 0, 4},
+                        {2, 1, 70, 5, 0, 2},
+                        {16, 4, 128, 1025, 3, 5},
+                        {32, 4, 64, 300, 0, 32},
+                        {8, 1, 128, 130, 0, 8},
+                        {12, 3, 96, 77, 1, 11},
+                        {4, 2, 32, 0, 0, 4},
+                        // Groups of 3 and 4 with head_dim % 8 != 0 over a
+                        // partial second block: the AVX2 kernel's narrow
+                        // value passes and scalar columns.
+                        {12, 3, 36, 67, 1, 11},
+                        {6, 2, 20, 130, 0, 6}};
   for (const Case& c : cases) {
     const int64_t kv_stride = c.n_kv_heads * c.head_dim + 5;  // padded rows
     const std::vector<float> q = random_floats(rng, c.n_heads * c.head_dim);
@@ -320,8 +332,8 @@ TEST_CASE("kernel parity: attention over a range of heads equals each group alon
   struct Case {
     int64_t n_heads, n_kv_heads, head_dim, n_ctx;
   };
-  const Case cases[] = {
-      {8, 4, 32, 45}, {16, 8, 64, 1000}, {12, 3, 96, 130}, {8, 1, 128, 65}, {6, 6, 40, 3}};
+  const Case cases[] = {{8, 4, 32, 45},  {16, 8, 64, 1000}, {12, 3, 96, 130},
+                        {8, 1, 128, 65}, {6, 6, 40, 3},     {12, 4, 36, 67}};
   for (const Case& c : cases) {
     const int64_t kv_stride = c.n_kv_heads * c.head_dim;
     const int64_t group = c.n_heads / c.n_kv_heads;
