@@ -99,44 +99,58 @@ void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n, int
   }
 }
 
-// out[g] = out[g] * correction[g] + sum_j p[g][j] v[j] for the G heads, 64
-// output columns per pass: each V load serves G FMAs.
+// out[g][d, d + 16W) = out * correction[g] + sum_j p[g][j] v[j] for the G
+// heads (columns past head_dim masked): each V load serves G FMAs.
+template <int G, int W, class E>
+void value_columns(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
+                   int64_t head_dim, int64_t d, const float* correction, float* const* out) {
+  const ChunkMasks masks(head_dim, d);
+  __m512 acc[G][W];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    const __m512 corr = _mm512_set1_ps(correction[g]);
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) {
+      acc[g][i] = _mm512_mul_ps(corr, _mm512_maskz_loadu_ps(masks.m[i], out[g] + d + 16 * i));
+    }
+  }
+  const int64_t row_bytes =
+      (head_dim - d < 16 * W ? head_dim - d : 16 * W) * static_cast<int64_t>(sizeof(E));
+  for (int64_t j = 0; j < n; ++j) {
+    const E* vj = v + j * kv_stride + d;
+    const char* next = reinterpret_cast<const char*>(vj + kBlock * kv_stride);
+    for (int64_t b = 0; b < row_bytes; b += 64) {
+      _mm_prefetch(next + b, kPrefetchHint);
+    }
+    __m512 vv[W];
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) vv[i] = load_kv(vj + 16 * i, masks.m[i]);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      const __m512 pj = _mm512_set1_ps(p[g][j]);
+#pragma GCC unroll 4
+      for (int i = 0; i < W; ++i) acc[g][i] = _mm512_fmadd_ps(pj, vv[i], acc[g][i]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+    for (int i = 0; i < W; ++i) _mm512_mask_storeu_ps(out[g] + d + 16 * i, masks.m[i], acc[g][i]);
+  }
+}
+
+// The values of a block for the G heads: 64 columns a pass, a last pass of
+// at most 32 columns in two registers (head_dim 32 or 96 spent half of its
+// last pass's FMAs on masked lanes). A column's operations do not depend on
+// the pass that holds it.
 template <int G, class E>
 void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
                        int64_t head_dim, const float* correction, float* const* out) {
   for (int64_t d = 0; d < head_dim; d += 64) {
-    const ChunkMasks masks(head_dim, d);
-    __m512 acc[G][4];
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-      const __m512 corr = _mm512_set1_ps(correction[g]);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        acc[g][i] = _mm512_mul_ps(corr, _mm512_maskz_loadu_ps(masks.m[i], out[g] + d + 16 * i));
-      }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      const E* vj = v + j * kv_stride + d;
-      const char* next = reinterpret_cast<const char*>(vj + kBlock * kv_stride);
-      const int64_t row_bytes =
-          (head_dim - d < 64 ? head_dim - d : 64) * static_cast<int64_t>(sizeof(E));
-      for (int64_t b = 0; b < row_bytes; b += 64) {
-        _mm_prefetch(next + b, kPrefetchHint);
-      }
-      __m512 vv[4];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) vv[i] = load_kv(vj + 16 * i, masks.m[i]);
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        const __m512 pj = _mm512_set1_ps(p[g][j]);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_fmadd_ps(pj, vv[i], acc[g][i]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) _mm512_mask_storeu_ps(out[g] + d + 16 * i, masks.m[i], acc[g][i]);
+    if (head_dim - d > 32) {
+      value_columns<G, 4>(p, v, kv_stride, n, head_dim, d, correction, out);
+    } else {
+      value_columns<G, 2>(p, v, kv_stride, n, head_dim, d, correction, out);
     }
   }
 }
