@@ -14,16 +14,18 @@
 // those of a call for that head alone, so the results do not depend on the
 // range of heads a call covers.
 //
-// A level supplies the arithmetic as a type in its own anonymous namespace
-// (so every instantiation here has internal linkage and no SIMD code can
-// become a program-wide symbol):
-//   template <int G, class E> static void group_block(const AttentionArgs& a,
-//       const E* k, const E* v, int64_t h0, int64_t kv_offset, int64_t j0,
-//       int64_t n, float* running_max, float* running_sum);
-//     positions [j0, j0 + n) (n <= kBlock) of the G heads [h0, h0 + G) whose
-//     KV columns start at kv_offset: scores, the softmax update, the values
-//   static void finish_head(const AttentionArgs& a, int64_t h, float sum);
-//     out[h] /= sum (0 when sum is 0: no positions)
+// A level supplies the arithmetic as static members of a type in its own
+// anonymous namespace (so every instantiation here has internal linkage and
+// no SIMD code can become a program-wide symbol):
+//   template <int G, class E> scores(q[G], k, kv_stride, n, head_dim, scale,
+//       s[G][kBlock])        s[g][j] = scale * q[g] . k[j], j < n <= kBlock
+//   block_max(s, n)          max of s[0, n)
+//   exp1(x)                  exp(x), as exp_shifted computes it
+//   exp_shifted(s, n, m)     s[j] = exp(s[j] - m) in place; returns their sum
+//   template <int G, class E> accumulate_values(p[G][kBlock], v, kv_stride,
+//       n, head_dim, correction[G], out[G])
+//                            out[g] = out[g] * correction[g] + sum_j p[g][j] v[j]
+//   finish_head(a, h, sum)   out[h] /= sum (0 when sum is 0: no positions)
 #pragma once
 
 #include <cstdint>
@@ -41,6 +43,33 @@ struct Group {
   int64_t kv_offset;
 };
 constexpr int64_t kMaxHeadsPerPass = 256;
+
+// Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
+// KV columns at kv_offset: scores, the online softmax's update, the values.
+template <class Level, int G, class E>
+void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0, int64_t kv_offset,
+                 int64_t j0, int64_t n, float* running_max, float* running_sum) {
+  const float* q[G];
+  float* out[G];
+  float s[G][kBlock];
+  float correction[G];
+  for (int g = 0; g < G; ++g) {
+    q[g] = a.q + (h0 + g) * a.head_dim;
+    out[g] = a.out + (h0 + g) * a.head_dim;
+  }
+  Level::template scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
+                            a.scale, s);
+  for (int g = 0; g < G; ++g) {
+    const float m_block = Level::block_max(s[g], n);
+    const float m_new = m_block > running_max[g] ? m_block : running_max[g];
+    // exp(-inf) = 0 on the first block: nothing to rescale yet.
+    correction[g] = Level::exp1(running_max[g] - m_new);
+    running_sum[g] = running_sum[g] * correction[g] + Level::exp_shifted(s[g], n, m_new);
+    running_max[g] = m_new;
+  }
+  Level::template accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n,
+                                       a.head_dim, correction, out);
+}
 
 // Attention of the heads [a.head_begin, a.head_end) over k and v (a.k / a.v
 // or their bf16 forms).
@@ -80,16 +109,16 @@ void run(const AttentionArgs& a, const E* k, const E* v) {
         float* l = running_sum + (gr.h0 - first);
         switch (gr.size) {
           case 1:
-            Level::template group_block<1>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
+            group_block<Level, 1>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
             break;
           case 2:
-            Level::template group_block<2>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
+            group_block<Level, 2>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
             break;
           case 3:
-            Level::template group_block<3>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
+            group_block<Level, 3>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
             break;
           default:
-            Level::template group_block<4>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
+            group_block<Level, 4>(a, k, v, gr.h0, gr.kv_offset, j0, n, m, l);
             break;
         }
       }

@@ -80,34 +80,6 @@ void four_keys(const float* const* q, const E* k0, int64_t kv_stride, int64_t he
   }
 }
 
-// s[g][j] = scale * q[g] . k[j] for j in [0, n) and the G heads.
-template <int G, class E>
-void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n, int64_t head_dim,
-            float scale, float (*s)[kBlock]) {
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const E* k0 = k + j * kv_stride;
-    prefetch_next_block(k0, kv_stride, head_dim);
-#pragma GCC unroll 2
-    for (int g = 0; g + 1 < G; g += 2)
-      four_keys<2>(q + g, k0, kv_stride, head_dim, scale, j, s + g);
-    if constexpr (G % 2 == 1) four_keys<1>(q + G - 1, k0, kv_stride, head_dim, scale, j, s + G - 1);
-  }
-  const int64_t d_vec = head_dim & ~int64_t{7};
-  for (; j < n; ++j) {
-    const E* kj = k + j * kv_stride;
-    for (int g = 0; g < G; ++g) {
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t d = 0; d < d_vec; d += 8) {
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(q[g] + d), load_kv(kj + d), acc);
-      }
-      float sum = reduce(acc);
-      for (int64_t d = d_vec; d < head_dim; ++d) sum += q[g][d] * kv_value(kj[d]);
-      s[g][j] = scale * sum;
-    }
-  }
-}
-
 // out[g][d, d + 8W) = out * correction[g] + sum_j p[g][j] v[j] for the G
 // heads: each V load serves G FMAs. A column's operations are the same for
 // any W, so W is chosen to fit the registers.
@@ -146,92 +118,94 @@ void value_columns(const float (*p)[kBlock], const E* v, int64_t kv_stride, int6
   }
 }
 
-// The values of a block for the G heads over all head_dim columns: 32 columns
-// a pass for up to two heads, 16 for more (G x W accumulators, W value
-// registers and a broadcast within 16 registers), then 8, then scalar.
-template <int G, class E>
-void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
-                       int64_t head_dim, const float* correction, float* const* out) {
-  constexpr int kWide = G <= 2 ? 4 : 2;
-  const int64_t d_vec = head_dim & ~int64_t{7};
-  int64_t d = 0;
-  for (; d + 8 * kWide <= d_vec; d += 8 * kWide) {
-    value_columns<G, kWide>(p, v, kv_stride, n, d, correction, out);
-  }
-  for (; d < d_vec; d += 8) value_columns<G, 1>(p, v, kv_stride, n, d, correction, out);
-  for (; d < head_dim; ++d) {
-    for (int g = 0; g < G; ++g) {
-      float acc = out[g][d] * correction[g];
-      for (int64_t j = 0; j < n; ++j) acc += p[g][j] * kv_value(v[j * kv_stride + d]);
-      out[g][d] = acc;
-    }
-  }
-}
-
-// s[0, n) = exp(s - m_new) in place; returns their sum. A last partial
-// vector goes through a padded copy, so every position takes the same exp.
-float exp_shifted(float* s, int64_t n, float m_new) {
-  const __m256 shift = _mm256_set1_ps(m_new);
-  __m256 sum = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift));
-    sum = _mm256_add_ps(sum, e);
-    _mm256_storeu_ps(s + j, e);
-  }
-  if (j < n) {
-    alignas(32) float tail[8];
-    for (int i = 0; i < 8; ++i) tail[i] = j + i < n ? s[j + i] : -__builtin_inff();
-    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(tail), shift));
-    sum = _mm256_add_ps(sum, e);  // exp(-inf) = 0 in the padding
-    _mm256_store_ps(tail, e);
-    for (int64_t i = 0; j + i < n; ++i) s[j + i] = tail[i];
-  }
-  return reduce(sum);
-}
-
-float block_max(const float* s, int64_t n) {
-  __m256 max_v = _mm256_set1_ps(-__builtin_inff());
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) max_v = _mm256_max_ps(max_v, _mm256_loadu_ps(s + j));
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(max_v), _mm256_extractf128_ps(max_v, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  float m = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
-  for (; j < n; ++j) m = s[j] > m ? s[j] : m;
-  return m;
-}
-
-// exp(x) for one value, by the vector exp.
-float exp1(float x) { return _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(x))); }
-
-// This level's arithmetic for blocked_attention::run.
+// This level's arithmetic for blocked_attention::run (its contract).
 struct Avx2Blocks {
-  // Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
-  // KV columns at kv_offset: scores, the online softmax's update, the values.
+  // s[g][j] = scale * q[g] . k[j] for j in [0, n) and the G heads.
   template <int G, class E>
-  static void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0,
-                          int64_t kv_offset, int64_t j0, int64_t n, float* running_max,
-                          float* running_sum) {
-    const float* q[G];
-    float* out[G];
-    float s[G][kBlock];
-    float correction[G];
-    for (int g = 0; g < G; ++g) {
-      q[g] = a.q + (h0 + g) * a.head_dim;
-      out[g] = a.out + (h0 + g) * a.head_dim;
+  static void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n,
+                     int64_t head_dim, float scale, float (*s)[kBlock]) {
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const E* k0 = k + j * kv_stride;
+      prefetch_next_block(k0, kv_stride, head_dim);
+#pragma GCC unroll 2
+      for (int g = 0; g + 1 < G; g += 2)
+        four_keys<2>(q + g, k0, kv_stride, head_dim, scale, j, s + g);
+      if constexpr (G % 2 == 1)
+        four_keys<1>(q + G - 1, k0, kv_stride, head_dim, scale, j, s + G - 1);
     }
-    scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
-    for (int g = 0; g < G; ++g) {
-      const float m_block = block_max(s[g], n);
-      const float m_new = m_block > running_max[g] ? m_block : running_max[g];
-      // exp(-inf) = 0 on the first block: nothing to rescale yet.
-      correction[g] = exp1(running_max[g] - m_new);
-      running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
-      running_max[g] = m_new;
+    const int64_t d_vec = head_dim & ~int64_t{7};
+    for (; j < n; ++j) {
+      const E* kj = k + j * kv_stride;
+      for (int g = 0; g < G; ++g) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t d = 0; d < d_vec; d += 8) {
+          acc = _mm256_fmadd_ps(_mm256_loadu_ps(q[g] + d), load_kv(kj + d), acc);
+        }
+        float sum = reduce(acc);
+        for (int64_t d = d_vec; d < head_dim; ++d) sum += q[g][d] * kv_value(kj[d]);
+        s[g][j] = scale * sum;
+      }
     }
-    accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
-                         correction, out);
   }
+
+  // The values of a block for the G heads over all head_dim columns: 32 columns
+  // a pass for up to two heads, 16 for more (G x W accumulators, W value
+  // registers and a broadcast within 16 registers), then 8, then scalar.
+  template <int G, class E>
+  static void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
+                                int64_t head_dim, const float* correction, float* const* out) {
+    constexpr int kWide = G <= 2 ? 4 : 2;
+    const int64_t d_vec = head_dim & ~int64_t{7};
+    int64_t d = 0;
+    for (; d + 8 * kWide <= d_vec; d += 8 * kWide) {
+      value_columns<G, kWide>(p, v, kv_stride, n, d, correction, out);
+    }
+    for (; d < d_vec; d += 8) value_columns<G, 1>(p, v, kv_stride, n, d, correction, out);
+    for (; d < head_dim; ++d) {
+      for (int g = 0; g < G; ++g) {
+        float acc = out[g][d] * correction[g];
+        for (int64_t j = 0; j < n; ++j) acc += p[g][j] * kv_value(v[j * kv_stride + d]);
+        out[g][d] = acc;
+      }
+    }
+  }
+
+  // s[0, n) = exp(s - m_new) in place; returns their sum. A last partial
+  // vector goes through a padded copy, so every position takes the same exp.
+  static float exp_shifted(float* s, int64_t n, float m_new) {
+    const __m256 shift = _mm256_set1_ps(m_new);
+    __m256 sum = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), shift));
+      sum = _mm256_add_ps(sum, e);
+      _mm256_storeu_ps(s + j, e);
+    }
+    if (j < n) {
+      alignas(32) float tail[8];
+      for (int i = 0; i < 8; ++i) tail[i] = j + i < n ? s[j + i] : -__builtin_inff();
+      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(tail), shift));
+      sum = _mm256_add_ps(sum, e);  // exp(-inf) = 0 in the padding
+      _mm256_store_ps(tail, e);
+      for (int64_t i = 0; j + i < n; ++i) s[j + i] = tail[i];
+    }
+    return reduce(sum);
+  }
+
+  static float block_max(const float* s, int64_t n) {
+    __m256 max_v = _mm256_set1_ps(-__builtin_inff());
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) max_v = _mm256_max_ps(max_v, _mm256_loadu_ps(s + j));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(max_v), _mm256_extractf128_ps(max_v, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    float m = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    for (; j < n; ++j) m = s[j] > m ? s[j] : m;
+    return m;
+  }
+
+  // exp(x) for one value, by the vector exp.
+  static float exp1(float x) { return _mm256_cvtss_f32(exp_ps(_mm256_set1_ps(x))); }
 
   // out[h] /= its running sum.
   static void finish_head(const AttentionArgs& a, int64_t h, float running_sum) {

@@ -41,64 +41,6 @@ struct ChunkMasks {
   }
 };
 
-// s[g][j] = scale * q[g] . k[j] for j in [0, n), G heads x 4 keys per pass:
-// per 16 columns, 4 key loads and G query loads feed 4 * G FMAs.
-template <int G, class E>
-void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n, int64_t head_dim,
-            float scale, float (*s)[kBlock]) {
-  const __m128 scale4 = _mm_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    const E* k0 = k + j * kv_stride;
-    // The same keys of the next block: rows kv_stride apart defeat the
-    // hardware prefetchers when the KV cache is larger than the caches.
-    for (int i = 0; i < 4; ++i) {
-      const char* row = reinterpret_cast<const char*>(k0 + (kBlock + i) * kv_stride);
-      for (int64_t b = 0; b < head_dim * static_cast<int64_t>(sizeof(E)); b += 64) {
-        _mm_prefetch(row + b, kPrefetchHint);
-      }
-    }
-    __m512 acc[G][4];
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_setzero_ps();
-    }
-    for (int64_t d = 0; d < head_dim; d += 16) {
-      const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
-      __m512 kv[4];
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) kv[i] = load_kv(k0 + i * kv_stride + d, m);
-#pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        const __m512 qv = _mm512_maskz_loadu_ps(m, q[g] + d);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_fmadd_ps(qv, kv[i], acc[g][i]);
-      }
-    }
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-      _mm_storeu_ps(s[g] + j,
-                    _mm_mul_ps(scale4, reduce4(acc[g][0], acc[g][1], acc[g][2], acc[g][3])));
-    }
-  }
-  for (; j < n; ++j) {
-    for (int g = 0; g < G; ++g) {
-      if constexpr (sizeof(E) == sizeof(float)) {
-        s[g][j] = scale * dot(q[g], k + j * kv_stride, head_dim);
-      } else {
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t d = 0; d < head_dim; d += 16) {
-          const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
-          acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q[g] + d),
-                                load_kv(k + j * kv_stride + d, m), acc);
-        }
-        s[g][j] = scale * _mm512_reduce_add_ps(acc);
-      }
-    }
-  }
-}
-
 // out[g][d, d + 16W) = out * correction[g] + sum_j p[g][j] v[j] for the G
 // heads (columns past head_dim masked): each V load serves G FMAs.
 template <int G, int W, class E>
@@ -139,73 +81,107 @@ void value_columns(const float (*p)[kBlock], const E* v, int64_t kv_stride, int6
   }
 }
 
-// The values of a block for the G heads: 64 columns a pass, a last pass of
-// at most 32 columns in two registers (head_dim 32 or 96 spent half of its
-// last pass's FMAs on masked lanes). A column's operations do not depend on
-// the pass that holds it.
-template <int G, class E>
-void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
-                       int64_t head_dim, const float* correction, float* const* out) {
-  for (int64_t d = 0; d < head_dim; d += 64) {
-    if (head_dim - d > 32) {
-      value_columns<G, 4>(p, v, kv_stride, n, head_dim, d, correction, out);
-    } else {
-      value_columns<G, 2>(p, v, kv_stride, n, head_dim, d, correction, out);
-    }
-  }
-}
-
-// s[0, n) = exp(s - m_new) in place; returns their sum.
-float exp_shifted(float* s, int64_t n, float m_new) {
-  const __m512 shift = _mm512_set1_ps(m_new);
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
-    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift));
-    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
-    _mm512_mask_storeu_ps(s + j, m, e);
-  }
-  return _mm512_reduce_add_ps(sum);
-}
-
-float block_max(const float* s, int64_t n) {
-  const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
-  __m512 max_v = neg_inf;
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
-    max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(neg_inf, m, s + j));
-  }
-  return _mm512_reduce_max_ps(max_v);
-}
-
-// This level's arithmetic for blocked_attention::run.
+// This level's arithmetic for blocked_attention::run (its contract).
 struct Avx512Blocks {
-  // Positions [j0, j0 + n) of the G query heads [h0, h0 + G) that share the
-  // KV columns at kv_offset: scores, the online softmax's update, the values.
+  // s[g][j] = scale * q[g] . k[j] for j in [0, n), G heads x 4 keys per pass:
+  // per 16 columns, 4 key loads and G query loads feed 4 * G FMAs.
   template <int G, class E>
-  static void group_block(const AttentionArgs& a, const E* k, const E* v, int64_t h0,
-                          int64_t kv_offset, int64_t j0, int64_t n, float* running_max,
-                          float* running_sum) {
-    const float* q[G];
-    float* out[G];
-    float s[G][kBlock];
-    float correction[G];
-    for (int g = 0; g < G; ++g) {
-      q[g] = a.q + (h0 + g) * a.head_dim;
-      out[g] = a.out + (h0 + g) * a.head_dim;
+  static void scores(const float* const* q, const E* k, int64_t kv_stride, int64_t n,
+                     int64_t head_dim, float scale, float (*s)[kBlock]) {
+    const __m128 scale4 = _mm_set1_ps(scale);
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const E* k0 = k + j * kv_stride;
+      // The same keys of the next block: rows kv_stride apart defeat the
+      // hardware prefetchers when the KV cache is larger than the caches.
+      for (int i = 0; i < 4; ++i) {
+        const char* row = reinterpret_cast<const char*>(k0 + (kBlock + i) * kv_stride);
+        for (int64_t b = 0; b < head_dim * static_cast<int64_t>(sizeof(E)); b += 64) {
+          _mm_prefetch(row + b, kPrefetchHint);
+        }
+      }
+      __m512 acc[G][4];
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_setzero_ps();
+      }
+      for (int64_t d = 0; d < head_dim; d += 16) {
+        const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
+        __m512 kv[4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) kv[i] = load_kv(k0 + i * kv_stride + d, m);
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+          const __m512 qv = _mm512_maskz_loadu_ps(m, q[g] + d);
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) acc[g][i] = _mm512_fmadd_ps(qv, kv[i], acc[g][i]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        _mm_storeu_ps(s[g] + j,
+                      _mm_mul_ps(scale4, reduce4(acc[g][0], acc[g][1], acc[g][2], acc[g][3])));
+      }
     }
-    scores<G>(q, k + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim, a.scale, s);
-    for (int g = 0; g < G; ++g) {
-      const float m_block = block_max(s[g], n);
-      const float m_new = m_block > running_max[g] ? m_block : running_max[g];
-      // exp(-inf) = 0 on the first block: nothing to rescale yet.
-      correction[g] = _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(running_max[g] - m_new)));
-      running_sum[g] = running_sum[g] * correction[g] + exp_shifted(s[g], n, m_new);
-      running_max[g] = m_new;
+    for (; j < n; ++j) {
+      for (int g = 0; g < G; ++g) {
+        if constexpr (sizeof(E) == sizeof(float)) {
+          s[g][j] = scale * dot(q[g], k + j * kv_stride, head_dim);
+        } else {
+          __m512 acc = _mm512_setzero_ps();
+          for (int64_t d = 0; d < head_dim; d += 16) {
+            const __mmask16 m = low_mask16(head_dim - d < 16 ? head_dim - d : 16);
+            acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q[g] + d),
+                                  load_kv(k + j * kv_stride + d, m), acc);
+          }
+          s[g][j] = scale * _mm512_reduce_add_ps(acc);
+        }
+      }
     }
-    accumulate_values<G>(s, v + j0 * a.kv_stride + kv_offset, a.kv_stride, n, a.head_dim,
-                         correction, out);
   }
+
+  // The values of a block for the G heads: 64 columns a pass, a last pass of
+  // at most 32 columns in two registers (head_dim 32 or 96 spent half of its
+  // last pass's FMAs on masked lanes). A column's operations do not depend on
+  // the pass that holds it.
+  template <int G, class E>
+  static void accumulate_values(const float (*p)[kBlock], const E* v, int64_t kv_stride, int64_t n,
+                                int64_t head_dim, const float* correction, float* const* out) {
+    for (int64_t d = 0; d < head_dim; d += 64) {
+      if (head_dim - d > 32) {
+        value_columns<G, 4>(p, v, kv_stride, n, head_dim, d, correction, out);
+      } else {
+        value_columns<G, 2>(p, v, kv_stride, n, head_dim, d, correction, out);
+      }
+    }
+  }
+
+  // s[0, n) = exp(s - m_new) in place; returns their sum.
+  static float exp_shifted(float* s, int64_t n, float m_new) {
+    const __m512 shift = _mm512_set1_ps(m_new);
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift));
+      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+      _mm512_mask_storeu_ps(s + j, m, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+  }
+
+  static float block_max(const float* s, int64_t n) {
+    const __m512 neg_inf = _mm512_set1_ps(-__builtin_inff());
+    __m512 max_v = neg_inf;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
+      max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(neg_inf, m, s + j));
+    }
+    return _mm512_reduce_max_ps(max_v);
+  }
+
+  // exp(x) for one value, by the vector exp.
+  static float exp1(float x) { return _mm512_cvtss_f32(exp_ps(_mm512_set1_ps(x))); }
 
   // out[h] /= its running sum.
   static void finish_head(const AttentionArgs& a, int64_t h, float running_sum) {
