@@ -235,6 +235,9 @@ TEST_CASE(
       std::lock_guard<std::mutex> lock(mutex);
       held_at = steps.size() - 1;
     }
+    // A neighbour's own prompt may have arrived during the other's step
+    // (threads start late under load): count only the newcomer's.
+    const uint64_t interjections_before = scheduler->stats().interjections;
     SequenceJob job;
     job.prompt = prompt;
     job.params = greedy(6);
@@ -249,7 +252,7 @@ TEST_CASE(
       CHECK(got[static_cast<size_t>(i)]->result.tokens ==
             f.alone(f.encode(neighbours[i]), greedy(48)).tokens);
     }
-    CHECK(scheduler->stats().interjections == 1);
+    CHECK(scheduler->stats().interjections - interjections_before == 1);
     std::lock_guard<std::mutex> lock(mutex);
     // The held step of the decoders, then -- inside it -- the prompt's own
     // step, then all of them decoding together.
