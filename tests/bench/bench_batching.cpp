@@ -17,7 +17,16 @@
 //       [--history 900] [--threads 0] [--prefix-cache SIZE (part 1's node)]
 //       [--layout rows (the nodes' --rows-layout: the A/B of kernels/interleave.h)]
 //       [--stream-interval N (part 1's node; its A/B: run once per value)]
+//       [--arrivals lockstep|random] [--think-ms 20]
 //
+// --arrivals random: the clients stop moving in lockstep -- each request asks
+// for a length drawn uniformly from [max/2, 3 max/2] tokens (mean: max),
+// its prompt gets 0-24 extra words, and a client pauses an exponentially
+// distributed think time (mean --think-ms) before each request. Prompts then
+// arrive while other streams decode, as a lab's users send them, which is
+// what running prompts between a step's layers is for. The lone stream draws
+// from the same distributions. Default: lockstep (every request max tokens,
+// back to back: the targets are stated for it).
 // --lone and --concurrent are seconds per round. Before each phase the
 // memory's streaming-read rate is probed (a quarter second): on a shared VM
 // it can change by 2x from one minute to the next, and a model whose lone
@@ -39,6 +48,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -177,9 +187,16 @@ double probe_gbs(int threads) {
   return kernels::measure_read_bandwidth_bytes_per_s(int64_t{256} << 20, threads, 0.25) / 1e9;
 }
 
-// `clients` clients sending requests back to back for `seconds`.
+// How requests are drawn (--arrivals, --think-ms).
+struct Arrivals {
+  bool random = false;
+  double think_ms = 20;
+};
+
+// `clients` clients sending requests for `seconds`: back to back with
+// max_tokens each, or drawn as `arrivals` says.
 void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t seed0,
-               int probe_threads, Phase* phase) {
+               int probe_threads, const Arrivals& arrivals, Phase* phase) {
   phase->probe_gbs.push_back(probe_gbs(probe_threads));
   std::mutex mutex;
   const Clock::time_point start = Clock::now();
@@ -194,9 +211,20 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       uint64_t seed = seed0 + static_cast<uint64_t>(c) * 1000003u;
+      std::mt19937_64 rng(seed);
+      std::uniform_int_distribution<int> length(std::max(1, max_tokens / 2), max_tokens * 3 / 2);
+      std::uniform_int_distribution<int> extra_words(0, 24);
+      std::exponential_distribution<double> think(1.0 / std::max(arrivals.think_ms, 1e-3));
       while (Clock::now() < deadline) {
-        const Outcome o = complete(port, "The cluster of workstations serves a mixture of experts",
-                                   max_tokens, ++seed);
+        std::string prompt = "The cluster of workstations serves a mixture of experts";
+        int tokens = max_tokens;
+        if (arrivals.random) {
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(think(rng)));
+          if (Clock::now() >= deadline) break;
+          tokens = length(rng);
+          for (int w = extra_words(rng); w > 0; --w) prompt += w % 3 == 0 ? " and" : " experts";
+        }
+        const Outcome o = complete(port, prompt, tokens, ++seed);
         std::lock_guard<std::mutex> lock(mutex);
         if (o.ok) {
           phase->tokens += o.tokens;
@@ -214,6 +242,14 @@ void run_phase(int port, int clients, double seconds, int max_tokens, uint64_t s
   phase->interjections += metric(port, "dancemoe_node_batch_interjections_total") - interjections0;
   phase->step_tokens += metric(port, "dancemoe_node_batch_step_tokens_total") - step_tokens0;
   phase->prompt_saved += metric(port, "dancemoe_node_prefix_cache_saved_tokens_total") - saved0;
+}
+
+std::string fmt_arrivals(int max_tokens, double think_ms) {
+  char text[160];
+  std::snprintf(text, sizeof text,
+                "random arrivals (%d-%d tokens, 0-24 extra prompt words, think time mean %.0f ms)",
+                std::max(1, max_tokens / 2), max_tokens * 3 / 2, think_ms);
+  return text;
 }
 
 std::string history(int round, int words) {
@@ -245,6 +281,7 @@ int main(int argc, char** argv) {
   std::string part1_prefix_cache;  // the node's default unless given
   bool rows_layout = false;
   std::string stream_interval;  // the node's default unless given
+  Arrivals arrivals;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset = argv[i + 1];
@@ -259,6 +296,15 @@ int main(int argc, char** argv) {
     if (flag == "--prefix-cache") part1_prefix_cache = argv[i + 1];
     if (flag == "--layout") rows_layout = std::string(argv[i + 1]) == "rows";
     if (flag == "--stream-interval") stream_interval = argv[i + 1];
+    if (flag == "--arrivals") {
+      const std::string kind = argv[i + 1];
+      if (kind != "random" && kind != "lockstep") {
+        std::fprintf(stderr, "--arrivals: expected lockstep or random, got '%s'\n", kind.c_str());
+        return 2;
+      }
+      arrivals.random = kind == "random";
+    }
+    if (flag == "--think-ms") arrivals.think_ms = std::stod(argv[i + 1]);
   }
   const fs::path work = fs::path(DMOE_BUILD_DIR) / "bench-batching";
   fs::create_directories(work);
@@ -283,14 +329,14 @@ int main(int argc, char** argv) {
     Phase warm;
     // First pages, pools, sockets, every HTTP worker and allocator arena:
     // one concurrent phase, so the growth measured after it is what stays.
-    run_phase(node.port, n_clients, concurrent_s, max_tokens, 1, probe_threads, &warm);
+    run_phase(node.port, n_clients, concurrent_s, max_tokens, 1, probe_threads, arrivals, &warm);
     const long rss_start = rss_kib(node.pid);
     const double cache_start = metric(node.port, "dancemoe_node_prefix_cache_bytes");
     Phase lone, many;
     for (int r = 0; r < rounds; ++r) {
-      run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, probe_threads, &lone);
+      run_phase(node.port, 1, lone_s, max_tokens, 100000 + r, probe_threads, arrivals, &lone);
       run_phase(node.port, n_clients, concurrent_s, max_tokens, 200000 + r * 100, probe_threads,
-                &many);
+                arrivals, &many);
     }
     const long rss_end = rss_kib(node.pid);
     const double cache_end = metric(node.port, "dancemoe_node_prefix_cache_bytes");
@@ -308,9 +354,12 @@ int main(int argc, char** argv) {
     const double rest_end = static_cast<double>(rss_end) * 1024 - cache_end;
     const double growth = rest_start > 0 ? (rest_end - rest_start) / rest_start : 0;
     std::printf(
-        "preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %d tokens each, "
-        "stream interval %s\n",
-        preset.c_str(), rounds, lone_s, concurrent_s, n_clients, max_tokens,
+        "preset %s, %d rounds of %.0f s alone + %.0f s with %d clients, %s, stream interval "
+        "%s\n",
+        preset.c_str(), rounds, lone_s, concurrent_s, n_clients,
+        arrivals.random
+            ? fmt_arrivals(max_tokens, arrivals.think_ms).c_str()
+            : ("lockstep, " + std::to_string(max_tokens) + " tokens each back to back").c_str(),
         stream_interval.empty() ? "1 (default)" : stream_interval.c_str());
     // Mean width and step time: how full the batches were, and what a step
     // cost (compare bench_batched_forward's in-process step at that width).
@@ -337,8 +386,9 @@ int main(int argc, char** argv) {
         per_request(many, many.steps), per_request(many, many.interjections));
     std::printf(
         "aggregate tokens/s ratio: %.2fx (target >= 4x); TTFT p50 ratio: %.2fx "
-        "(target <= 3x); errors %zu\n",
-        many_tps / lone_tps, many_ttft / lone_ttft, lone.errors.size() + many.errors.size());
+        "(target <= 3x); errors %zu%s\n",
+        many_tps / lone_tps, many_ttft / lone_ttft, lone.errors.size() + many.errors.size(),
+        arrivals.random ? " (the targets are stated for lockstep clients)" : "");
     const auto range = [](const std::vector<double>& v) {
       return std::make_pair(*std::min_element(v.begin(), v.end()),
                             *std::max_element(v.begin(), v.end()));
