@@ -263,6 +263,10 @@ Result<nlohmann::json> parse_json_document(std::string_view text, const std::str
   } catch (const nlohmann::json::parse_error& e) {
     return invalid_argument(source + ": malformed JSON at byte " + std::to_string(e.byte) + ": " +
                             e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but still the input's fault: a number beyond a
+    // double's range (1E999) is out_of_range.406, thrown by the parser too.
+    return invalid_argument(source + ": malformed JSON: " + e.what());
   }
 }
 

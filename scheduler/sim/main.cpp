@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   }
   try {
     json = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number beyond a double
     std::fprintf(stderr, "dancemoe-sim: %s: not valid JSON: %s\n", config_path.c_str(), e.what());
     return 2;
   }
