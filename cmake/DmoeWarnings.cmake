@@ -8,7 +8,14 @@ function(dmoe_target_warnings target)
   endif()
 endfunction()
 
-if(DMOE_SANITIZE STREQUAL "address")
+if(DMOE_LIBFUZZER)
+  # libFuzzer steers by the coverage of the code under test: the libraries
+  # are instrumented too (fuzzer-no-link), not only the targets' own files,
+  # which link libFuzzer itself (tests/fuzz).
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link,address,undefined>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=address,undefined)
+elseif(DMOE_SANITIZE STREQUAL "address")
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 elseif(DMOE_SANITIZE STREQUAL "thread")

@@ -37,8 +37,9 @@ class ValueDict {
   const Value* find(std::string_view key) const;
   // Replaces the value of an existing key in place, else appends.
   void set(std::string key, Value value);
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
+  // Defined below Value: the standard library may need it complete here.
+  size_t size() const;
+  bool empty() const;
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
 
  private:
@@ -140,5 +141,8 @@ class Value {
   int depth_ = 0;
   Payload payload_;
 };
+
+inline size_t ValueDict::size() const { return items_.size(); }
+inline bool ValueDict::empty() const { return items_.empty(); }
 
 }  // namespace dancemoe::jinja

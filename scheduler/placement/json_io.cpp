@@ -93,7 +93,8 @@ Result<Activations> read_activations(const JsonField& root, const Cluster& clust
   DMOE_ASSIGN_OR_RETURN(JsonField act, root.member("activations"));
   if (!act.json().is_object())
     return root.member_error("activations", "an object keyed by node id");
-  for (const auto& [id, counts] : act.json().items()) {
+  for (const auto& item : act.json().items()) {
+    const std::string& id = item.key();
     const bool known = std::any_of(cluster.nodes.begin(), cluster.nodes.end(),
                                    [&](const Node& node) { return node.id == id; });
     if (!known) {
