@@ -573,7 +573,12 @@ class Converter {
       return Status::ok();
     };
     std::vector<Seq> alternatives;
-    if (s.value("nullable", false)) alternatives.push_back(lit("null"));
+    if (const auto it = s.find("nullable"); it != s.end()) {
+      if (!it->is_boolean()) {
+        return unsupported(at(path, "nullable"), "nullable must be true or false");
+      }
+      if (it->get<bool>()) alternatives.push_back(lit("null"));
+    }
     if (const auto it = s.find("$ref"); it != s.end()) {
       DMOE_RETURN_IF_ERROR(alone("$ref"));
       if (!it->is_string()) return unsupported(at(path, "$ref"), "$ref must be a string");

@@ -129,6 +129,9 @@ TEST_CASE("json schema grammar: unsupported keywords are refused by name and pla
   CHECK(refusal(R"({"type": "object", "required": ["x"]})").find("'x' is required but not") !=
         std::string::npos);
   CHECK(refusal("false").find("admits no value") != std::string::npos);
+  // Found by libFuzzer: a non-boolean nullable threw from nlohmann's value().
+  CHECK(refusal(R"({"type": "object", "nullable": ["a"]})") ==
+        "nullable: nullable must be true or false");
 }
 
 TEST_CASE("json schema grammar: a schema deeper than the bound is refused, not recursed into") {
