@@ -107,9 +107,13 @@ class HarmonyParser final : public ToolCallParser::Impl {
 
   bool step_header(ModelOutput* out, bool final) {
     const size_t at = buf_.find(kMessage);
-    if (at == std::string::npos) {
-      if (buf_.size() > kMaxHarmonyHeaderBytes || (final && buf_.find("<|") == std::string::npos)) {
-        state_ = State::kRaw;  // not harmony: pass it through
+    if (at == std::string::npos || at > kMaxHarmonyHeaderBytes) {
+      // Not harmony when no <|message|> starts within the bound: decided
+      // once one starting at the bound would have arrived whole, so that
+      // pieces of any size decide as the whole text does.
+      if (buf_.size() >= kMaxHarmonyHeaderBytes + kMessage.size() ||
+          (final && buf_.find("<|") == std::string::npos)) {
+        state_ = State::kRaw;  // pass it through
         return true;
       }
       return false;

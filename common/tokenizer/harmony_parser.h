@@ -6,8 +6,9 @@
 // reasoning, final (or commentary without a recipient) as content -- except
 // a call's, which is held until its end and then becomes a ToolCall.
 //
-// Text that never reaches a `<|message|>` within kMaxHarmonyHeaderBytes (a
-// model that does not speak harmony) is passed through as content.
+// Text whose `<|message|>` does not start within kMaxHarmonyHeaderBytes (a
+// model that does not speak harmony) is passed through as content, however
+// it arrives in pieces.
 // Not thread-safe: one per answer.
 #pragma once
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/tokenizer/harmony_parser.h"
+
 namespace dancemoe::tokenizer {
 namespace {
 
@@ -219,6 +221,22 @@ TEST_CASE("tool calls: harmony streams bodies as they come and passes non-harmon
   CHECK(parser.finish().empty());
   const ModelOutput plain = parse_model_output(ToolCallFormat::kHarmony, "just text");
   CHECK(plain.content == "just text");
+}
+
+// Found by libFuzzer: a <|message|> starting beyond the header bound was a
+// header when the text came whole, raw text when it came in pieces.
+TEST_CASE("tool calls: harmony decides header or raw text at its bound, however the text comes") {
+  for (size_t start : {kMaxHarmonyHeaderBytes - 3, kMaxHarmonyHeaderBytes,
+                       kMaxHarmonyHeaderBytes + 1, kMaxHarmonyHeaderBytes + 40}) {
+    CAPTURE(start);
+    const std::string text = std::string(start, 'x') + "<|message|>hi<|end|><|start|>ab";
+    const ModelOutput whole = parse_all_ways(ToolCallFormat::kHarmony, text);
+    if (start <= kMaxHarmonyHeaderBytes) {
+      CHECK(whole.content == "hi");  // a header (of no channel), its body, a header left open
+    } else {
+      CHECK(whole.content == text);  // not harmony: passed through
+    }
+  }
 }
 
 TEST_CASE("tool calls: a call body beyond max_call_bytes is given up as text (bounded memory)") {
