@@ -141,6 +141,7 @@ void ProtocolPeer::on_message(const proto::Envelope& env) {
   } else if (const auto* commit = std::get_if<proto::Commit>(&env.body)) {
     if (last_prepare_ && last_prepare_->version == commit->version) {
       committed_ = commit->version;
+      committed_versions_.push_back(commit->version);
       resident_.clear();
       resident_devices_.clear();
       for (const NodePlacement& node : last_prepare_->nodes) {
@@ -322,6 +323,11 @@ Result<proto::Envelope> ProtocolPeer::request_raw(std::vector<uint8_t> frame,
 uint64_t ProtocolPeer::committed_version() const {
   std::lock_guard lock(mutex_);
   return committed_;
+}
+
+std::vector<uint64_t> ProtocolPeer::committed_versions() const {
+  std::lock_guard lock(mutex_);
+  return committed_versions_;
 }
 
 std::vector<uint64_t> ProtocolPeer::prepared_versions() const {

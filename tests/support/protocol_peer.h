@@ -86,6 +86,7 @@ class ProtocolPeer {
 
   // Placement state.
   uint64_t committed_version() const;
+  std::vector<uint64_t> committed_versions() const;  // every commit, in order
   std::vector<uint64_t> prepared_versions() const;
   std::vector<uint64_t> aborted_versions() const;
   std::optional<proto::PlacementPrepare> last_prepare() const;
@@ -130,6 +131,7 @@ class ProtocolPeer {
   uint64_t committed_ = 0;
   std::vector<uint64_t> prepared_;
   std::vector<uint64_t> aborted_;
+  std::vector<uint64_t> committed_versions_;
   std::optional<proto::PlacementPrepare> last_prepare_;
   std::optional<proto::Members> members_;
   std::map<uint64_t, PendingReport> unacked_;    // sequence -> report (resent until acked)
