@@ -159,15 +159,7 @@ struct Avx512Blocks {
 
   // s[0, n) = exp(s - m_new) in place; returns their sum.
   static float exp_shifted(float* s, int64_t n, float m_new) {
-    const __m512 shift = _mm512_set1_ps(m_new);
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n; j += 16) {
-      const __mmask16 m = low_mask16(n - j < 16 ? n - j : 16);
-      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift));
-      sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
-      _mm512_mask_storeu_ps(s + j, m, e);
-    }
-    return _mm512_reduce_add_ps(sum);
+    return exp_shifted_sum(s, n, m_new);
   }
 
   static float block_max(const float* s, int64_t n) {

@@ -69,5 +69,19 @@ inline __m512 exp_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// x[0, n) = exp(x - shift) in place; returns their sum (softmax, and the
+// attention kernel's online softmax).
+inline float exp_shifted_sum(float* x, int64_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = low_mask16(n - i < 16 ? n - i : 16);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), s));
+    sum = _mm512_add_ps(sum, _mm512_maskz_mov_ps(m, e));
+    _mm512_mask_storeu_ps(x + i, m, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
 }  // namespace
 }  // namespace dancemoe::kernels::avx512

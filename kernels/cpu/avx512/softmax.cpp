@@ -16,15 +16,8 @@ void softmax(float* x, int64_t n) {
     const __mmask16 m = low_mask16(n - i < 16 ? n - i : 16);
     max_v = _mm512_max_ps(max_v, _mm512_mask_loadu_ps(neg_inf, m, x + i));
   }
-  const __m512 max_b = _mm512_set1_ps(_mm512_reduce_max_ps(max_v));
-  __m512 sum_v = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = low_mask16(n - i < 16 ? n - i : 16);
-    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max_b));
-    sum_v = _mm512_add_ps(sum_v, _mm512_maskz_mov_ps(m, e));
-    _mm512_mask_storeu_ps(x + i, m, e);
-  }
-  const __m512 inv_sum = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum_v));
+  const float sum = exp_shifted_sum(x, n, _mm512_reduce_max_ps(max_v));
+  const __m512 inv_sum = _mm512_set1_ps(1.0f / sum);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = low_mask16(n - i < 16 ? n - i : 16);
     _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv_sum));
