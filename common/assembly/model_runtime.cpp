@@ -295,9 +295,11 @@ Status ModelRuntime::build_compute(const RuntimeOptions& options,
       const int ordinal =
           options.devices.devices[static_cast<size_t>(&dev - devices_.data())].index;
       // The budget the backend checks against is the whole process's use of
-      // the GPU: experts plus, on the first GPU, the dense footprint.
+      // the GPU at load: experts plus their tables and engine workspace and,
+      // on the first GPU, the dense part, KV cache and forward workspace.
       uint64_t budget = dev.expert_budget_bytes;
-      if (dev.gpu_index == 0) budget += backend::gpu_dense_footprint(config, options.devices);
+      budget += dev.gpu_index == 0 ? backend::gpu_dense_footprint(config, options.devices)
+                                   : backend::gpu_expert_overhead(config, options.devices);
       request.gpus.push_back(
           {ordinal, budget, options.reserve_gpu_expert_budget ? dev.expert_budget_bytes : 0});
     }

@@ -41,6 +41,15 @@ uint64_t gpu_dense_footprint([[maybe_unused]] const ModelConfig& config,
 #endif
 }
 
+uint64_t gpu_expert_overhead([[maybe_unused]] const ModelConfig& config,
+                             [[maybe_unused]] const DeviceOptions& options) {
+#if DMOE_HAVE_CUDA
+  return cuda::expert_overhead(config, options);
+#else
+  return 0;
+#endif
+}
+
 Result<DeviceModel> load_device_backend(const BackendLoadRequest& request) {
   if (request.gpus.empty()) {
     return invalid_argument("--devices " + request.options.text() +

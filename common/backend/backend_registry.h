@@ -81,6 +81,11 @@ Result<GpuMemory> probe_gpu(int ordinal);
 // backend.
 uint64_t gpu_dense_footprint(const ModelConfig& config, const DeviceOptions& options);
 
+// Bytes every GPU of a runtime needs beside its experts' slots (expert
+// pointer tables, the expert engine's workspace); part of
+// gpu_dense_footprint on the first GPU. 0 without a GPU backend.
+uint64_t gpu_expert_overhead(const ModelConfig& config, const DeviceOptions& options);
+
 // Builds the GPU backend for request.gpus (at least one). unavailable when
 // this build or machine has no such device; resource_exhausted (naming the
 // device, the bytes wanted and the bytes free) when it lacks memory.

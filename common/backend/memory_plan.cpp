@@ -79,6 +79,7 @@ Result<MemoryPlan> plan_memory(const PlanRequest& request) {
       p.expert_bytes = static_cast<uint64_t>(p.n_slots) * sizes.expert_bytes;
     }
     if (p.n_slots > 0) p.workspace_bytes += sizes.expert_workspace_bytes;
+    p.expert_bytes += sizes.expert_table_bytes;
     const PlanDevice& device = request.devices[d];
     if (p.total_bytes() > device.limit_bytes()) {
       return resource_exhausted(device.label + ": not enough memory for the model: wanted " +

@@ -38,6 +38,7 @@ struct PlanSizes {
   uint64_t kv_cache_bytes = 0;           // the KV cache reserved at load
   uint64_t forward_workspace_bytes = 0;  // the forward's activations (dense device)
   uint64_t expert_workspace_bytes = 0;   // per device that holds experts
+  uint64_t expert_table_bytes = 0;       // every device: its expert pointer tables
 };
 
 struct PlanRequest {

@@ -43,12 +43,17 @@ class GpuResidency final : public ExpertResidency {
 
 }  // namespace
 
-uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options) {
+uint64_t expert_overhead(const ModelConfig& config, const DeviceOptions& options) {
   const int64_t engine_tokens = std::min(kExpertEngineTokens, options.max_batch_tokens);
+  return DeviceWeights::expert_table_bytes(config) +
+         CudaExpertEngine::workspace_bytes(config, engine_tokens);
+}
+
+uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options) {
   return DeviceWeights::dense_bytes(config) +
          CudaForward::kv_cache_bytes(config, kv_tokens_for(config, options)) +
          CudaForward::workspace_bytes(config, options.max_batch_tokens) +
-         CudaExpertEngine::workspace_bytes(config, engine_tokens);
+         expert_overhead(config, options);
 }
 
 // The blocks of model_config.h (or their sizes) the CUDA kernels do not
@@ -103,6 +108,7 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
       CudaForward::workspace_bytes(config, options.max_batch_tokens);
   plan_request.sizes.expert_workspace_bytes =
       CudaExpertEngine::workspace_bytes(config, engine_tokens);
+  plan_request.sizes.expert_table_bytes = DeviceWeights::expert_table_bytes(config);
   plan_request.resident = request.resident;
   for (int g : request.expert_gpus) {
     if (g < 0 || static_cast<size_t>(g) >= n_devices) {
@@ -142,18 +148,20 @@ Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request) {
   for (size_t d = 0; d < n_devices; ++d) {
     DMOE_ASSIGN_OR_RETURN(std::unique_ptr<CudaExpertEngine> engine,
                           CudaExpertEngine::create(config, weights, *request.pool, engine_tokens,
-                                                   static_cast<int>(d)));
+                                                   static_cast<int>(d), Budget::kCounted));
     model.experts.push_back(std::move(engine));
   }
   for (size_t d = 0; d < n_devices; ++d) {
     model.residency.push_back(std::make_shared<GpuResidency>(weights, static_cast<int>(d)));
   }
+  // The expert service's workers (one engine each, made after load): their
+  // workspaces come on top of the budget, which covers the load's engines.
   model.new_expert_engine = [&config, weights, engine_tokens](
                                 size_t gpu,
                                 ThreadPool& pool) -> Result<std::unique_ptr<ExpertEngine>> {
-    DMOE_ASSIGN_OR_RETURN(
-        std::unique_ptr<CudaExpertEngine> engine,
-        CudaExpertEngine::create(config, weights, pool, engine_tokens, static_cast<int>(gpu)));
+    DMOE_ASSIGN_OR_RETURN(std::unique_ptr<CudaExpertEngine> engine,
+                          CudaExpertEngine::create(config, weights, pool, engine_tokens,
+                                                   static_cast<int>(gpu), Budget::kOnTop));
     return std::unique_ptr<ExpertEngine>(std::move(engine));
   };
   for (size_t d = 0; d < n_devices; ++d) {

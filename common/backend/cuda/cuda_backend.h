@@ -18,8 +18,13 @@ constexpr int64_t kExpertEngineTokens = 64;
 Result<GpuMemory> probe_cuda_device(int ordinal);
 
 // What the GPU holding the dense part needs beside experts (see
-// backend_registry.h, gpu_dense_footprint).
+// backend_registry.h, gpu_dense_footprint); it includes expert_overhead().
 uint64_t dense_footprint(const ModelConfig& config, const DeviceOptions& options);
+
+// What every GPU of a runtime needs beside its experts' slots: the expert
+// pointer tables and the workspace of the engine the backend builds for it
+// (backend_registry.h, gpu_expert_overhead).
+uint64_t expert_overhead(const ModelConfig& config, const DeviceOptions& options);
 
 Result<DeviceModel> load_cuda_backend(const BackendLoadRequest& request);
 

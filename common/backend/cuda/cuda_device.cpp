@@ -8,7 +8,7 @@ void DeviceMemory::release() {
   if (data_ != nullptr) {
     device_->make_current();
     cudaFree(data_);
-    device_->used_bytes_ -= size_;
+    if (counted_) device_->used_bytes_ -= size_;
   }
   data_ = nullptr;
   size_ = 0;
@@ -18,7 +18,10 @@ void DeviceMemory::release() {
 DeviceMemory::~DeviceMemory() { release(); }
 
 DeviceMemory::DeviceMemory(DeviceMemory&& other) noexcept
-    : device_(std::move(other.device_)), data_(other.data_), size_(other.size_) {
+    : device_(std::move(other.device_)),
+      data_(other.data_),
+      size_(other.size_),
+      counted_(other.counted_) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -29,6 +32,7 @@ DeviceMemory& DeviceMemory::operator=(DeviceMemory&& other) noexcept {
     device_ = std::move(other.device_);
     data_ = other.data_;
     size_ = other.size_;
+    counted_ = other.counted_;
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -126,11 +130,11 @@ uint64_t CudaDevice::free_bytes() const {
   return free_bytes;
 }
 
-Result<DeviceMemory> CudaDevice::allocate(uint64_t bytes, const std::string& what) {
+Result<DeviceMemory> CudaDevice::allocate(uint64_t bytes, const std::string& what, Budget budget) {
   DeviceMemory m;
   if (bytes == 0) return m;
   const uint64_t used = used_bytes_.load();
-  if (used + bytes > budget_bytes_) {
+  if (budget == Budget::kCounted && used + bytes > budget_bytes_) {
     return resource_exhausted(label() + ": out of memory for " + what + ": wanted " +
                               format_bytes(bytes) + ", " +
                               format_bytes(budget_bytes_ - std::min(used, budget_bytes_)) +
@@ -148,7 +152,8 @@ Result<DeviceMemory> CudaDevice::allocate(uint64_t bytes, const std::string& wha
   }
   m.size_ = bytes;
   m.device_ = shared_from_this();
-  used_bytes_ += bytes;
+  m.counted_ = budget == Budget::kCounted;
+  if (m.counted_) used_bytes_ += bytes;
   return m;
 }
 

@@ -23,6 +23,11 @@ namespace dancemoe::backend::cuda {
 
 class CudaDevice;
 
+// Whether an allocation counts against the device's budget. kOnTop: memory
+// made after load, a few MiB each, that the budget does not cover (the
+// expert service's per-worker engine workspaces); only free memory limits it.
+enum class Budget { kCounted, kOnTop };
+
 class DeviceMemory {
  public:
   DeviceMemory() = default;
@@ -46,6 +51,7 @@ class DeviceMemory {
   std::shared_ptr<CudaDevice> device_;
   void* data_ = nullptr;
   uint64_t size_ = 0;
+  bool counted_ = true;  // size_ is in the device's used_bytes()
 };
 
 class PinnedMemory {
@@ -90,8 +96,10 @@ class CudaDevice : public std::enable_shared_from_this<CudaDevice> {
   uint64_t used_bytes() const { return used_bytes_.load(); }
   uint64_t free_bytes() const;  // as the driver says now
 
-  // Device memory counted against the budget; `what` names it in errors.
-  Result<DeviceMemory> allocate(uint64_t bytes, const std::string& what);
+  // Device memory counted against the budget (unless kOnTop); `what` names
+  // it in errors.
+  Result<DeviceMemory> allocate(uint64_t bytes, const std::string& what,
+                                Budget budget = Budget::kCounted);
 
   // Makes this device current for the calling thread.
   void make_current() const;

@@ -92,7 +92,7 @@ CudaExpertEngine::~CudaExpertEngine() = default;
 
 Result<std::unique_ptr<CudaExpertEngine>> CudaExpertEngine::create(
     const ModelConfig& c, std::shared_ptr<const DeviceWeights> weights, ThreadPool& pool,
-    int64_t max_tokens, int device_index) {
+    int64_t max_tokens, int device_index, Budget budget) {
   std::unique_ptr<CudaExpertEngine> e(new CudaExpertEngine(std::move(weights), pool));
   e->max_tokens_ = max_tokens;
   e->only_device_ = device_index;
@@ -123,7 +123,7 @@ Result<std::unique_ptr<CudaExpertEngine>> CudaExpertEngine::create(
                            rows(e->max_pairs_ * e->max_inter_, 2) + rows(e->max_pairs_ * H, 4) +
                            rows(max_tokens * H, 4);
     DMOE_ASSIGN_OR_RETURN(lane->memory,
-                          lane->device->allocate(bytes, "the expert engine's workspace"));
+                          lane->device->allocate(bytes, "the expert engine's workspace", budget));
     uint8_t* p = lane->memory.as<uint8_t>();
     lane->x = reinterpret_cast<float*>(p);
     p += rows(max_tokens * H, 4);

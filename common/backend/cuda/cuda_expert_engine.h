@@ -39,10 +39,11 @@ class CudaExpertEngine final : public ExpertEngine {
 
   // `device_index` (into weights->devices()) restricts the engine to that
   // GPU -- the one device of a runtime it serves; jobs whose weights are on
-  // another GPU or none run on the CPU fallback. -1: every GPU.
+  // another GPU or none run on the CPU fallback. -1: every GPU. `budget`:
+  // whether its workspaces count against the devices' budgets.
   static Result<std::unique_ptr<CudaExpertEngine>> create(
       const ModelConfig& config, std::shared_ptr<const DeviceWeights> weights, ThreadPool& pool,
-      int64_t max_tokens, int device_index = -1);
+      int64_t max_tokens, int device_index = -1, Budget budget = Budget::kCounted);
   ~CudaExpertEngine() override;
 
   ComputePrecision precision() const override { return ComputePrecision::kBF16; }

@@ -282,6 +282,13 @@ uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
   return l.size();
 }
 
+uint64_t DeviceWeights::expert_table_bytes(const ModelConfig& c) {
+  const uint64_t one_table = static_cast<uint64_t>(c.n_layers) * 3 *
+                             static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
+                             sizeof(void*);
+  return one_table * (c.expert_bias ? 2 : 1);
+}
+
 uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
   const uint64_t biases =
       c.expert_bias ? align_up(vector_bytes(2 * c.moe_intermediate_size + c.hidden_size)) : 0;
@@ -390,7 +397,7 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
   const uint64_t one_table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
                                    static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
                                    sizeof(void*);
-  const uint64_t table_bytes = one_table_bytes * (expert_bias_ ? 2 : 1);
+  const uint64_t table_bytes = expert_table_bytes(c);
   tables_.resize(static_cast<size_t>(n_devices));
   bias_tables_.assign(static_cast<size_t>(n_devices), nullptr);
   slots_.resize(static_cast<size_t>(n_devices));

@@ -116,6 +116,9 @@ class DeviceWeights {
   static uint64_t dense_bytes(const ModelConfig& config);
   // Bytes one expert takes on a device.
   static uint64_t expert_bytes(const ModelConfig& config);
+  // Bytes of the expert pointer tables (and bias tables) every device holds
+  // beside its expert slots.
+  static uint64_t expert_table_bytes(const ModelConfig& config);
 
   static Result<std::shared_ptr<const DeviceWeights>> upload(const UploadPlan& plan);
 

@@ -154,5 +154,24 @@ TEST_CASE("memory plan: the dense device's parts count against its budget") {
   CHECK(plan_memory(r).status().code() == StatusCode::kInvalidArgument);
 }
 
+// Every device holds its expert pointer tables beside the slots (the CUDA
+// backend allocates them with the slots); a budget of exactly the experts'
+// bytes plus the overheads fits, one byte less does not.
+TEST_CASE("memory plan: the expert tables count on every device") {
+  PlanRequest r = two_gpus(8);
+  r.sizes.expert_table_bytes = 3 * 1024;
+  r.expert_ordinals.assign(8, 0);
+  Result<MemoryPlan> plan = plan_memory(r);
+  REQUIRE(plan.is_ok());
+  CHECK(plan->devices[0].expert_bytes == 8 * 2 * kMiB + 3 * 1024);
+  CHECK(plan->devices[1].expert_bytes == 3 * 1024);  // no slots, the tables still
+  const uint64_t need = 20 * kMiB + 8 * kMiB + 4 * kMiB + 1 * kMiB + 8 * 2 * kMiB + 3 * 1024;
+  CHECK(plan->devices[0].total_bytes() == need);
+  r.devices[0] = device(0, need, 200 * kMiB);
+  CHECK(plan_memory(r).is_ok());
+  r.devices[0] = device(0, need - 1, 200 * kMiB);
+  CHECK(plan_memory(r).status().code() == StatusCode::kResourceExhausted);
+}
+
 }  // namespace
 }  // namespace dancemoe::backend

@@ -9,7 +9,9 @@
 
 #include "common/assembly/model_runtime.h"
 #include "common/backend/cpu/cpu_expert_engine.h"
+#include "common/backend/cuda/device_weights.h"
 #include "common/inference/moe_executor.h"
+#include "common/model/checkpoint.h"
 #include "kernels/cpu/numeric.h"
 #include "tests/kernels/cuda/cuda_test_support.h"
 #include "tests/support/model_fixtures.h"
@@ -59,6 +61,41 @@ TEST_CASE("cuda backend: too little memory names the device, bytes wanted and by
   CHECK(m.status().code() == StatusCode::kResourceExhausted);
   CHECK(m.status().message().find("cuda:0: the dense part does not fit") != std::string::npos);
   CHECK(m.status().message().find("free") != std::string::npos);
+}
+
+// --device-memory cuda:0 of exactly half the experts' bytes (what
+// bench_cuda_model's cuda:0,cpu variant asks): the budget covers the
+// experts, and the expert tables and engine workspace come beside them (they
+// were once charged to it, and the last allocation of the load failed);
+// the expert service's engines, made after load, come on top.
+TEST_CASE("cuda backend: an expert budget of exactly half the experts loads, workers on top") {
+  DMOE_REQUIRE_CUDA();
+  TempDir dir("cuda-half");
+  write_model(small(), dir.path());
+  auto checkpoint = Checkpoint::open(dir.path());
+  REQUIRE(checkpoint.is_ok());
+  const ModelConfig& c = (*checkpoint)->config();
+  const uint64_t half = static_cast<uint64_t>(c.n_moe_layers() * c.n_experts / 2) *
+                        backend::cuda::DeviceWeights::expert_bytes(c);
+  backend::DeviceOptions devices;
+  devices.devices = *backend::parse_device_list("cuda:0,cpu");
+  devices.expert_memory["cuda:0"] = half;
+  Result<std::unique_ptr<ModelRuntime>> m = open_with(dir.path(), devices);
+  REQUIRE_MESSAGE(m.is_ok(), m.status().to_string());
+  MESSAGE((*m)->description());
+  CHECK((*m)->description().find(std::to_string(c.n_moe_layers() * c.n_experts / 2) + " experts") !=
+        std::string::npos);
+  for (int worker = 0; worker < 3; ++worker) {
+    auto computer = (*m)->new_expert_computer(1);
+    CHECK_MESSAGE(computer.is_ok(), computer.status().to_string());
+  }
+  Transformer& tf = (*m)->transformer();
+  auto cache = tf.new_cache(16);
+  REQUIRE(cache.is_ok());
+  const std::vector<int32_t> ids = {5, 9, 13, 17, 21, 25, 29, 33};
+  std::vector<float> logits;
+  CHECK(tf.forward(ids, *cache, LogitsMode::kLast, &logits).is_ok());
+  CHECK(logits.size() == static_cast<size_t>(c.vocab_size));
 }
 
 // Latent attention runs (cuda_forward_test.cpp); a latent wider than its
