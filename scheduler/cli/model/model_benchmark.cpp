@@ -20,6 +20,23 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 constexpr int64_t kProbeBytes = int64_t{256} << 20;
 constexpr double kProbeSeconds = 0.25;
 
+// Dense bytes a GPU reads per decoded token: the CUDA backend holds the
+// dense matrices in bf16 and the vectors in f32 whatever the checkpoint
+// stores (common/backend/cuda/device_weights.h); of the embedding, one row.
+uint64_t gpu_dense_bytes_read(const Checkpoint& checkpoint) {
+  const ModelConfig& c = checkpoint.config();
+  uint64_t bytes = 0;
+  for (const RequiredTensor& req : required_tensors(c)) {
+    if (is_expert_matrix_role(req.role)) continue;
+    const TensorLocation& t = checkpoint.tensor(req.role, req.layer, req.expert);
+    uint64_t n = 1;
+    for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
+    bytes += t.shape.size() >= 2 ? n * 2 : n * 4;
+  }
+  const uint64_t embed = static_cast<uint64_t>(c.vocab_size * c.hidden_size) * 2;
+  return bytes - (c.tie_word_embeddings ? 0 : embed) + static_cast<uint64_t>(c.hidden_size) * 2;
+}
+
 }  // namespace
 
 double ModelBenchResult::roofline_frac() const {
@@ -56,14 +73,30 @@ Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBen
   result.prefill_tok_s = static_cast<double>(params.prompt_tokens) / best_prefill;
 
   // Expert sizes looked up before timing: the observer runs inside the
-  // timed decode loop.
+  // timed decode loop. Each is the bytes its device reads: as the store
+  // holds it (--expert-type converts) on a CPU device, as bf16 on a GPU
+  // (the CUDA backend dequantizes at upload).
   std::vector<uint64_t> expert_size(static_cast<size_t>(c.n_layers * c.n_experts), 0);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     if (!c.layer_is_moe[static_cast<size_t>(l)]) continue;
     for (int64_t e = 0; e < c.n_experts; ++e) {
-      expert_size[static_cast<size_t>(l * c.n_experts + e)] = model.checkpoint().expert_bytes(l, e);
+      expert_size[static_cast<size_t>(l * c.n_experts + e)] =
+          model.experts().expert_bytes({static_cast<int32_t>(l), static_cast<int32_t>(e)});
     }
   }
+  const std::vector<ExpertRef> resident = model.experts().resident_keys();
+  const std::vector<int32_t> resident_device = model.experts().resident_devices();
+  const uint64_t bf16_expert =
+      3 * static_cast<uint64_t>(c.hidden_size) * static_cast<uint64_t>(c.moe_intermediate_size) * 2;
+  for (size_t i = 0; i < resident.size(); ++i) {
+    if (model.devices()[static_cast<size_t>(resident_device[i])].kind ==
+        backend::DeviceKind::kCuda) {
+      expert_size[static_cast<size_t>(resident[i].layer * c.n_experts + resident[i].expert)] =
+          bf16_expert;
+    }
+  }
+  const bool dense_on_gpu =
+      !model.devices().empty() && model.devices().front().kind == backend::DeviceKind::kCuda;
   uint64_t expert_bytes = 0;
   std::set<std::pair<int64_t, int32_t>> token_experts;
   double best_decode = 1e30;
@@ -110,7 +143,8 @@ Result<ModelBenchResult> run_model_benchmark(ModelRuntime& model, const ModelBen
   tf.set_routing_observer({});
   result.decode_tok_s = static_cast<double>(params.gen_tokens) / best_decode;
   result.bytes_per_token =
-      static_cast<double>(model.checkpoint().dense_bytes_read(1)) +
+      static_cast<double>(dense_on_gpu ? gpu_dense_bytes_read(model.checkpoint())
+                                       : model.checkpoint().dense_bytes_read(1)) +
       static_cast<double>(expert_bytes) / static_cast<double>(params.gen_tokens);
   return result;
 }
