@@ -16,6 +16,9 @@
 // the sums differs from the CPU's two-pass softmax: parity to a tolerance.
 //   attention_decode:  one block per (token, head), its warps split the
 //                      positions; for a few query tokens against a long cache.
+//                      With `partials` (flash-decoding), kDecodeSplits blocks
+//                      per (token, head) take a share of the positions each
+//                      and a second launch combines their softmax states.
 //   attention_prefill: one block per (head, 8 consecutive query tokens), one
 //                      warp per token, the tokens sharing each 32-position K/V
 //                      tile staged in shared memory; for prompt batches.
@@ -26,6 +29,7 @@
 namespace dancemoe::kernels::cuda {
 
 constexpr int64_t kMaxHeadDim = 256;
+constexpr int kDecodeSplits = 16;
 
 struct AttentionArgs {
   const float* q = nullptr;
@@ -44,7 +48,12 @@ struct AttentionArgs {
   float* out = nullptr;
   int64_t out_stride = 0;
   uint16_t* out_bf16 = nullptr;
+  // attention_decode's scratch, decode_partial_floats(n_tokens, n_heads,
+  // head_dim) floats; null: one block per (token, head), no split.
+  float* partials = nullptr;
 };
+
+int64_t decode_partial_floats(int64_t n_tokens, int64_t n_heads, int64_t head_dim);
 
 void attention_decode(const AttentionArgs& args, Stream stream);
 void attention_prefill(const AttentionArgs& args, Stream stream);

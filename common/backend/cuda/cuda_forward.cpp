@@ -62,6 +62,7 @@ class CudaKvStorage final : public KvCache::ExternalStorage {
 struct Dims {
   int64_t B, H, Q, KV, AO, half, E, K, P, I, DI, V, T, inter_elems, d_rows;
   int64_t LQ, LKV, LQLAT, LOLAT;  // latent attention (0 otherwise)
+  int64_t APART;                  // decode attention's split states (0 for latent attention)
   explicit Dims(const ModelConfig& c, int64_t b) {
     B = b;
     H = c.hidden_size;
@@ -73,6 +74,8 @@ struct Dims {
     LKV = latent ? c.kv_lora_rank + c.rope_dim() : 0;
     LQLAT = latent ? c.n_heads * LKV : 0;
     LOLAT = latent ? c.n_heads * c.kv_lora_rank : 0;
+    // kc::attention decodes up to 2 query tokens (more go to the prefill kernel).
+    APART = latent ? 0 : kc::decode_partial_floats(std::min<int64_t>(b, 2), c.n_heads, c.head_dim);
     half = c.rope_dim() / 2;
     E = std::max<int64_t>(c.n_experts, 1);
     K = std::max<int64_t>(c.n_experts_per_token, 1);
@@ -121,8 +124,8 @@ struct CudaForward::Buffers {
   int32_t* ids;
   int32_t* pos0;
   double* inv_freq;
-  float *cos, *sin, *h, *xn, *q, *k, *v, *attn, *router_logits, *r_weights, *pair_weight, *d,
-      *delta, *logits, *shared_weight;
+  float *cos, *sin, *h, *xn, *q, *k, *v, *attn, *attn_partial, *router_logits, *r_weights,
+      *pair_weight, *d, *delta, *logits, *shared_weight;
   uint16_t *xn_b, *attn_b, *inter;
   // latent attention (cuda_latent_attention.h's LatentBatch scratch)
   float *q_a, *kv_a, *q_lat, *o_lat;
@@ -155,6 +158,7 @@ struct CudaForward::Buffers {
     v = g.take<float>(d_.B * d_.KV);
     attn = g.take<float>(d_.B * d_.AO);
     attn_b = g.take<uint16_t>(d_.B * d_.AO);
+    attn_partial = g.take<float>(d_.APART);
     q_a = g.take<float>(d_.B * d_.LQ);
     q_a_b = g.take<uint16_t>(d_.B * d_.LQ);
     kv_a = g.take<float>(d_.B * d_.LKV);
@@ -470,6 +474,7 @@ Status CudaForward::attention(int64_t layer, KvCache& /*cache*/) {
   at.scale = attention_softmax_scale(config_);
   at.window = config_.is_sliding(layer) ? config_.sliding_window : 0;
   at.sinks = aw.sinks;
+  at.partials = buf_->attn_partial;
   at.out = buf_->attn;
   at.out_stride = Q;
   at.out_bf16 = buf_->attn_b;
