@@ -282,11 +282,18 @@ uint64_t DeviceWeights::dense_bytes(const ModelConfig& c) {
   return l.size();
 }
 
+namespace {
+
+// One pointer table: a pointer per (layer, projection, expert).
+uint64_t one_expert_table_bytes(const ModelConfig& c) {
+  return static_cast<uint64_t>(c.n_layers) * 3 *
+         static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) * sizeof(void*);
+}
+
+}  // namespace
+
 uint64_t DeviceWeights::expert_table_bytes(const ModelConfig& c) {
-  const uint64_t one_table = static_cast<uint64_t>(c.n_layers) * 3 *
-                             static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
-                             sizeof(void*);
-  return one_table * (c.expert_bias ? 2 : 1);
+  return one_expert_table_bytes(c) * (c.expert_bias ? 2 : 1);
 }
 
 uint64_t DeviceWeights::expert_bytes(const ModelConfig& c) {
@@ -394,9 +401,7 @@ Status DeviceWeights::upload_experts(const UploadPlan& plan,
   slot_bytes_ = expert_bytes(c);
   matrix_part_bytes_ = align_up(matrix_bytes(c.moe_intermediate_size, c.hidden_size));
   expert_bias_ = c.expert_bias;
-  const uint64_t one_table_bytes = static_cast<uint64_t>(c.n_layers) * 3 *
-                                   static_cast<uint64_t>(std::max<int64_t>(c.n_experts, 1)) *
-                                   sizeof(void*);
+  const uint64_t one_table_bytes = one_expert_table_bytes(c);
   const uint64_t table_bytes = expert_table_bytes(c);
   tables_.resize(static_cast<size_t>(n_devices));
   bias_tables_.assign(static_cast<size_t>(n_devices), nullptr);
